@@ -1,0 +1,165 @@
+"""`sara-sim`: exact theory and the Bayes-optimal policy from the command line.
+
+    sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
+    sara-sim theory  --difficulty history:PATH.csv --epoch 0 --k 8 --tau-low 0.3
+    sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
+
+JSON output is the contract other tools read; bad input exits 2 with one line naming the parameter.
+"""
+
+import argparse
+import json
+import math
+import sys
+
+from .difficulty import BetaLaw, check_k_for_law, parse_law
+from .errors import ParameterError, check_k
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line naming the parameter, no usage dump
+        if message.startswith("argument ") and ": " in message:
+            name, _, rest = message[len("argument ") :].partition(": ")
+            raise ParameterError(name.split("/")[-1], rest)
+        raise ParameterError("arguments", message)
+
+
+def _prior(text):
+    try:
+        a, b = (float(x) for x in str(text).split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be 'A0,B0' with A0, B0 > 0, got {text!r}") from None
+    if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
+        raise argparse.ArgumentTypeError(f"must be 'A0,B0' with A0, B0 > 0, got {text!r}")
+    return a, b
+
+
+def _int(name):  # name kept for call-site readability
+    def conv(text):
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+
+    return conv
+
+
+def _float(name):  # name kept for call-site readability
+    def conv(text):
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+
+    return conv
+
+
+def add_law_args(p):
+    p.add_argument(
+        "--difficulty", required=True, help="beta:A,B | mix:W*beta:A,B+... | history:PATH"
+    )
+    p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
+    p.add_argument("--k", type=_int("--k"), required=True, help="group size (>= 2)")
+    p.add_argument("--prior", type=_prior, default=None, help="Beta prior A0,B0 (default 1,1)")
+    p.add_argument("--json", action="store_true", help="print JSON (the machine contract)")
+
+
+def _law(args):
+    check_k(args.k, "--k")
+    law = parse_law(args.difficulty, epochs=args.epoch)
+    check_k_for_law(args.k, law)
+    return law
+
+
+def _emit(args, out, title):
+    if args.json:
+        print(json.dumps(out, indent=2, default=lambda x: None))
+        return
+    print(title)
+    width = max(len(key) for key in out)
+    for key, val in out.items():
+        if isinstance(val, float):
+            val = f"{val:.6g}" if math.isfinite(val) else str(val)
+        print(f"  {key:<{width}}  {val}")
+
+
+def cmd_theory(args):
+    from .theory import sequential_law
+
+    law = _law(args)
+    prior = args.prior or (1.0, 1.0)
+    res = sequential_law(
+        law, args.k, args.tau_low, args.tau_high, prior, args.probe, args.increment
+    )
+    inputs = {
+        "difficulty": args.difficulty,
+        "epoch": args.epoch,
+        "k": args.k,
+        "tau_low": args.tau_low,
+        "tau_high": args.tau_high,
+        "prior": list(prior),
+        "probe": args.probe,
+        "increment": args.increment,
+    }
+    _emit(args, {**inputs, **res}, f"SARA exact theory — {law}, k={args.k}, tau_low={args.tau_low}")
+
+
+def cmd_optimal(args):
+    from .optimal import bayes_optimal
+    from .theory import best_tau
+
+    law = _law(args)
+    belief = BetaLaw(*args.prior) if args.prior else None
+    res = bayes_optimal(law, args.k, belief)
+    tau_prior = args.prior or (1.0, 1.0)
+    tau, tau_cost, (lo, hi) = best_tau(law, args.k, tau_prior)
+    out = {
+        "difficulty": args.difficulty,
+        "epoch": args.epoch,
+        "k": args.k,
+        "prior": list(args.prior) if args.prior else None,
+        "belief": "prior" if args.prior else "law",
+        "bayes_optimal_cost_per_effective_group": res["cost_per_effective_group"],
+        "abandon_after_fail": res["abandon_after_fail"],
+        "abandon_after_pass": res["abandon_after_pass"],
+        "best_tau_low": tau,
+        "best_tau_interval": [lo, hi],
+        "best_tau_prior": list(tau_prior),
+        "best_tau_cost_per_effective_group": tau_cost,
+        "ds_cost_per_effective_group": res["ds_cost_per_effective_group"],
+        "savings_vs_ds": res["savings_vs_ds"],
+        "rollouts_per_prompt": res["rollouts_per_prompt"],
+        "p_false_abandon": res["p_false_abandon"],
+        "plan": res["plan"],
+    }
+    _emit(args, out, f"Bayes-optimal stopping — {law}, k={args.k}")
+
+
+def build_parser():
+    parser = _Parser(prog="sara-sim", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("theory", help="exact per-prompt law of the tau rule")
+    add_law_args(p)
+    p.add_argument("--tau-low", type=_float("--tau-low"), required=True, help="in [0, 1]")
+    p.add_argument("--tau-high", type=_float("--tau-high"), default=None, help="commit side; off")
+    p.add_argument("--probe", type=_int("--probe"), default=0, help="first-round rollouts (0 auto)")
+    p.add_argument("--increment", type=_int("--increment"), default=0, help="later (0 auto)")
+    p.set_defaults(func=cmd_theory)
+    p = sub.add_parser("optimal", help="Bayes-optimal stopping vs the best single tau_low")
+    add_law_args(p)
+    p.set_defaults(func=cmd_optimal)
+    return parser
+
+
+def main(argv=None):
+    try:
+        args = build_parser().parse_args(argv)
+        args.func(args)
+    except ParameterError as exc:
+        print(f"sara-sim: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""Difficulty laws: where a prompt's latent success rate comes from.
+
+Every exact quantity in ``theory.py`` is a polynomial in the success rate, so a law only has to give
+the probability of one *ordered* outcome sequence with i successes and j failures,
+M(i, j) = E[g^i (1 - g)^j] (for a recorded history: the same without replacement).  Specs:
+
+* ``beta:A,B`` — Beta(A, B)
+* ``mix:W1*beta:A1,B1+W2*beta:A2,B2`` — a mixture (weights are normalised)
+* ``point:G`` — every prompt has success rate G (for checks)
+* ``history:PATH`` — per-prompt outcome histories (CSV prompt_id, epoch, correct, samples); one
+  record per (prompt, epoch); a group of k <= samples draws without replacement from the record.
+
+>>> law = parse_law("beta:1,1")
+>>> round(float(np.exp(law.log_moment(0, 3))), 12)   # E[(1-g)^3] = 1/4 under the uniform law
+0.25
+"""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+from scipy.special import betaln, gammaln, logsumexp
+
+from .errors import ParameterError
+
+HISTORY_COLUMNS = ("prompt_id", "epoch", "correct", "samples")
+
+
+@dataclass(frozen=True)
+class BetaLaw:
+    a: float
+    b: float
+
+    @property
+    def max_k(self):
+        return None
+
+    def log_moment(self, i, j):
+        return betaln(self.a + np.asarray(i), self.b + np.asarray(j)) - betaln(self.a, self.b)
+
+    def sample(self, rng, size):
+        return rng.beta(self.a, self.b, size)
+
+    def __str__(self):
+        return f"beta:{self.a:g},{self.b:g}"
+
+
+@dataclass(frozen=True)
+class PointLaw:
+    g: float
+
+    @property
+    def max_k(self):
+        return None
+
+    def log_moment(self, i, j):
+        i, j = np.asarray(i, float), np.asarray(j, float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg = np.where(i > 0, i * np.log(self.g) if self.g > 0 else -np.inf, 0.0)
+            lq = np.where(j > 0, j * np.log1p(-self.g) if self.g < 1 else -np.inf, 0.0)
+        return lg + lq
+
+    def sample(self, rng, size):
+        return np.full(size, self.g)
+
+    def __str__(self):
+        return f"point:{self.g:g}"
+
+
+@dataclass(frozen=True)
+class MixtureLaw:
+    weights: tuple
+    components: tuple
+
+    @property
+    def max_k(self):
+        return None
+
+    def log_moment(self, i, j):
+        parts = [np.log(w) + c.log_moment(i, j) for w, c in zip(self.weights, self.components)]
+        return logsumexp(np.stack(np.broadcast_arrays(*parts)), axis=0)
+
+    def sample(self, rng, size):
+        which = rng.choice(len(self.weights), size=size, p=np.asarray(self.weights))
+        out = np.empty(size)
+        for idx, comp in enumerate(self.components):
+            sel = which == idx
+            out[sel] = comp.sample(rng, int(sel.sum()))
+        return out
+
+    def __str__(self):
+        return "mix:" + "+".join(f"{w:g}*{c}" for w, c in zip(self.weights, self.components))
+
+
+class HistoryLaw:
+    """Recorded outcome counts; each (prompt, epoch) record is equally likely, and a group draws
+    its outcomes without replacement from that record's `samples` outcomes."""
+
+    def __init__(self, frame: pd.DataFrame, source: str = "history", epochs=None):
+        self.frame = frame
+        self.source = source
+        self.epochs = epochs
+        pairs = frame.groupby(["correct", "samples"]).size()
+        self._c = pairs.index.get_level_values(0).to_numpy(np.float64)
+        self._n = pairs.index.get_level_values(1).to_numpy(np.float64)
+        self._w = pairs.to_numpy(np.float64) / pairs.sum()
+
+    @property
+    def max_k(self):
+        return int(self.frame["samples"].min())
+
+    @property
+    def rates(self):
+        return (self.frame["correct"] / self.frame["samples"]).to_numpy()
+
+    def log_moment(self, i, j):
+        i, j = np.broadcast_arrays(np.asarray(i, float), np.asarray(j, float))
+        c, n, w = (x.reshape((-1,) + (1,) * i.ndim) for x in (self._c, self._n, self._w))
+        ok = (i <= c) & (j <= n - c)
+        with np.errstate(invalid="ignore"):
+            lt = (
+                gammaln(c + 1)
+                - gammaln(np.where(ok, c - i + 1, 1))
+                + gammaln(n - c + 1)
+                - gammaln(np.where(ok, n - c - j + 1, 1))
+                - gammaln(n + 1)
+                + gammaln(n - i - j + 1 + np.where(ok, 0, 1e9))
+            )
+        lt = np.where(ok, lt, -np.inf) + np.log(w)
+        return logsumexp(lt, axis=0)
+
+    def __str__(self):
+        ep = "all" if self.epochs is None else f"{self.epochs[0]}-{self.epochs[1]}"
+        return f"history:{self.source}[epochs {ep}]"
+
+
+def load_history(path, param: str = "--difficulty") -> pd.DataFrame:
+    """Read and validate a history CSV (prompt_id, epoch, correct, samples)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ParameterError(param, f"history file not found: {path}")
+    try:
+        df = pd.read_csv(p)
+    except Exception as exc:  # any parse failure is a malformed file
+        raise ParameterError(param, f"malformed history file {path}: {exc}") from None
+    missing = [c for c in HISTORY_COLUMNS if c not in df.columns]
+    if missing:
+        raise ParameterError(param, f"history file {path} lacks columns {missing}")
+    df = df[list(HISTORY_COLUMNS)]
+    if len(df) == 0:
+        raise ParameterError(param, f"history file {path} has no rows")
+    numeric = df.apply(pd.to_numeric, errors="coerce")
+    if numeric.isna().any().any() or (numeric != numeric.round()).any().any():
+        raise ParameterError(param, f"history file {path}: all columns must be integers")
+    df = numeric.astype(np.int64)
+    if (
+        (df["samples"] < 1).any()
+        or (df["correct"] < 0).any()
+        or (df["correct"] > df["samples"]).any()
+    ):
+        raise ParameterError(
+            param, f"history file {path}: need 0 <= correct <= samples, samples >= 1"
+        )
+    return df
+
+
+def parse_epochs(epochs, frame: pd.DataFrame | None = None, param: str = "--epoch"):
+    """None | int | 'A' | 'A-B' -> None or an inclusive (first, last) range present in the frame."""
+    if epochs is None or epochs == "all":
+        return None
+    if isinstance(epochs, tuple):
+        lo, hi = epochs
+    else:
+        text = str(epochs)
+        try:
+            lo, _, hi = text.partition("-")
+            lo, hi = int(lo), int(hi or lo)
+        except ValueError:
+            raise ParameterError(
+                param, f"must be an epoch E or a range A-B, got {text!r}"
+            ) from None
+    if lo < 0 or hi < lo:
+        raise ParameterError(param, f"need 0 <= A <= B, got {lo}-{hi}")
+    if frame is not None:
+        have = frame["epoch"]
+        if not ((have >= lo) & (have <= hi)).any():
+            raise ParameterError(
+                param, f"no records in epochs {lo}-{hi} (file has {have.min()}-{have.max()})"
+            )
+    return lo, hi
+
+
+def _beta_params(text, spec):
+    try:
+        a, b = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ParameterError("--difficulty", f"beta needs 'beta:A,B', got {spec!r}") from None
+    if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
+        raise ParameterError("--difficulty", f"Beta parameters must be > 0, got {spec!r}")
+    return BetaLaw(a, b)
+
+
+def parse_law(spec: str, epochs=None):
+    """Parse a difficulty spec (see module docstring); `epochs` selects history records."""
+    spec = str(spec).strip()
+    kind, _, rest = spec.partition(":")
+    if epochs not in (None, "all") and kind != "history":
+        raise ParameterError("--epoch", f"applies to history:PATH laws only, not {spec!r}")
+    if kind == "beta":
+        return _beta_params(rest, spec)
+    if kind == "point":
+        try:
+            g = float(rest)
+        except ValueError:
+            g = float("nan")
+        if not 0.0 <= g <= 1.0:
+            raise ParameterError("--difficulty", f"point needs a rate in [0, 1], got {spec!r}")
+        return PointLaw(g)
+    if kind == "mix":
+        weights, comps = [], []
+        for part in rest.split("+"):
+            w, star, comp = part.partition("*")
+            try:
+                wv = float(w)
+            except ValueError:
+                wv = float("nan")
+            if not star or not wv > 0:
+                raise ParameterError(
+                    "--difficulty", f"mixture needs 'W*beta:A,B+...', got {spec!r}"
+                )
+            sub = parse_law(comp)
+            if not isinstance(sub, BetaLaw | PointLaw):
+                raise ParameterError("--difficulty", "mixture components must be beta or point")
+            weights.append(wv)
+            comps.append(sub)
+        total = sum(weights)
+        return MixtureLaw(tuple(w / total for w in weights), tuple(comps))
+    if kind == "history":
+        frame = load_history(rest)
+        ep = parse_epochs(epochs, frame)
+        if ep is not None:
+            frame = frame[(frame["epoch"] >= ep[0]) & (frame["epoch"] <= ep[1])]
+        return HistoryLaw(frame.reset_index(drop=True), source=rest, epochs=ep)
+    raise ParameterError(
+        "--difficulty",
+        f"unknown spec {spec!r}; use beta:A,B | mix:W*beta:A,B+... | point:G | history:PATH",
+    )
+
+
+def check_k_for_law(k: int, law, param: str = "--k") -> None:
+    if law.max_k is not None and k > law.max_k:
+        raise ParameterError(param, f"k={k} exceeds the {law.max_k} recorded samples per record")
+
+
+def fit_beta_binomial(successes, trials, init=(1.0, 1.0)):
+    """Empirical-Bayes prior: the Beta(a, b) maximising the beta-binomial likelihood of
+    (successes, trials) pairs (trials may differ; records with 0 trials are ignored).
+
+    >>> rng = np.random.default_rng(0); g = rng.beta(2.0, 5.0, 4000)
+    >>> a, b = fit_beta_binomial(rng.binomial(8, g), np.full(4000, 8))
+    >>> bool(abs(a / (a + b) - 2 / 7) < 0.02)
+    True
+    """
+    s = np.asarray(successes, float)
+    t = np.asarray(trials, float)
+    keep = t > 0
+    s, t = s[keep], t[keep]
+    if len(s) == 0:
+        return tuple(map(float, init))
+
+    def nll(theta):
+        a, b = np.exp(theta)
+        return -np.sum(betaln(a + s, b + t - s) - betaln(a, b))
+
+    res = optimize.minimize(nll, np.log(init), method="L-BFGS-B", bounds=[(-7.0, 7.0)] * 2)
+    a, b = np.exp(res.x)
+    return float(a), float(b)

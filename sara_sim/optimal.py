@@ -1,0 +1,95 @@
+"""Bayes-optimal stopping (``sara-auto``): the fewest rollouts per effective group over *all*
+sequential stopping policies, for a belief about the prompt's success rate.
+
+For a price lam per effective group, backward induction over prefix states (n, all-fail | all-pass)
+gives the policy minimising E[rollouts] - lam * E[effective]: from an unmixed prefix, one more
+rollout costs 1 and with the predictive probability q makes the group mixed, after which the
+k - n - 1 fills are paid and lam is earned; abandoning is worth 0.  Dinkelbach's iteration
+lam <- E[rollouts] / E[effective] of that policy converges to the optimal ratio lam*.  The result is
+a plan (``policy.py``) with side-specific abandonment points, evaluated exactly by ``theory``.
+
+>>> from sara_sim.difficulty import BetaLaw
+>>> res = bayes_optimal(BetaLaw(0.2, 0.8), 8)
+>>> res["abandon_after_fail"], res["abandon_after_pass"]
+(2, 4)
+"""
+
+import math
+
+import numpy as np
+
+from .errors import ParameterError, check_k
+from .policy import ABANDON, CONTINUE, FAIL, PASS
+from .theory import plan_law
+
+
+def _predictive(belief, k):
+    """q[side, n]: P(next rollout breaks the side prefix | n outcomes all on that side)."""
+    n = np.arange(k)
+    q = np.zeros((2, k))
+    for side in (FAIL, PASS):
+        lm_here = belief.log_moment(0, n) if side == FAIL else belief.log_moment(n, 0)
+        lm_break = belief.log_moment(1, n) if side == FAIL else belief.log_moment(n, 1)
+        with np.errstate(invalid="ignore"):
+            q[side] = np.where(np.isfinite(lm_here), np.exp(lm_break - lm_here), 0.0)
+    return q
+
+
+def price_policy(q, k, lam, allow_skip=True):
+    """Backward induction: (plan, E[rollouts], E[effective]) minimising rollouts - lam*effective.
+
+    allow_skip: may the policy abandon before the first rollout (only useful when the belief is
+    one prompt's own and lam is the price set by the whole stream)."""
+    value = np.zeros((2, k + 1))  # value-to-go at (side, n); n = k: saturated, nothing left
+    rollouts = np.zeros((2, k + 1))
+    effective = np.zeros((2, k + 1))
+    stop = np.ones((2, k + 1), bool)
+    for side in (FAIL, PASS):
+        for n in range(k - 1, 0, -1):
+            qq = q[side, n]
+            cont_r = 1.0 + qq * (k - n - 1) + (1.0 - qq) * rollouts[side, n + 1]
+            cont_e = qq + (1.0 - qq) * effective[side, n + 1]
+            cont_v = cont_r - lam * cont_e
+            if cont_v < 0.0:  # ties abandon: same value, fewer rollouts
+                value[side, n], rollouts[side, n], effective[side, n] = cont_v, cont_r, cont_e
+                stop[side, n] = False
+    # n = 0: the first rollout lands on the pass side with probability q[FAIL, 0] = M(1, 0)
+    p1 = q[FAIL, 0]
+    r0 = 1.0 + p1 * rollouts[PASS, 1] + (1 - p1) * rollouts[FAIL, 1]
+    e0 = p1 * effective[PASS, 1] + (1 - p1) * effective[FAIL, 1]
+    plan = np.empty(5, np.int64)
+    plan[0] = CONTINUE if (r0 - lam * e0 < 0.0 or not allow_skip) else ABANDON
+    for side in (FAIL, PASS):
+        stops = np.nonzero(stop[side, 1:k])[0]
+        plan[1 + 2 * side] = 1  # never commits before mixing
+        plan[2 + 2 * side] = int(stops[0]) + 1 if len(stops) else k
+    if plan[0] == ABANDON:
+        return plan, 0.0, 0.0
+    return plan, r0, e0
+
+
+def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200):
+    """Optimal plan for `belief` (default: the law itself), evaluated exactly under `law`."""
+    k = check_k(k, "--k")
+    belief = law if belief is None else belief
+    q = _predictive(belief, k)
+    p_mixed = 1.0 - math.exp(belief.log_moment(0, k)) - math.exp(belief.log_moment(k, 0))
+    if not p_mixed > 0:
+        raise ParameterError("--difficulty", "the law gives no mixed groups at this k")
+    # start just above the DS cost (the never-abandon policy) so that ties do not abandon it
+    lam = k / p_mixed * (1.0 + 1e-9)
+    plan = None
+    for _ in range(max_iter):
+        new_plan, r, e = price_policy(q, k, lam, allow_skip=False)
+        if e <= 0:
+            break
+        new_lam = r / e
+        done = plan is not None and np.array_equal(plan, new_plan)
+        plan, converged = new_plan, abs(new_lam - lam) <= tol * lam
+        lam = min(lam, new_lam)
+        if done or converged:
+            break
+    res = plan_law(law, k, plan)
+    res["plan"] = [int(x) for x in plan]
+    res["belief_cost_per_effective_group"] = lam
+    return res

@@ -1,0 +1,194 @@
+"""Exact per-prompt law of a stopping plan under a difficulty law.
+
+A prompt's rollouts stop on the fail side after e_f all-fail outcomes (decision d_f), on the pass
+side after e_p all-pass outcomes (d_p), and otherwise become mixed and are committed to k.  So every
+quantity is a short sum of ordered-sequence probabilities M(i, j) (see ``difficulty.py``):
+
+* P(all-fail through e) = M(0, e),   P(full group has s successes) = C(k, s) M(s, k - s)
+* P(false abandon on the fail side) = M(0, e_f) - M(0, k)   (abandoned, yet the k would have mixed)
+* E[rollouts] = k - sum_abandoning sides P(side through e)(k - e)
+
+The gradient link: with normalised advantages a group carries signal iff it is mixed, and its
+reward variance s(k - s)/k^2 is at least (k - 1)/k^2 then; so yield x (k - 1)/k^2 lower-bounds the
+expected signal proxy sum over committed groups of s(k - s)/k^2 (both reported per prompt).
+
+>>> from sara_sim.difficulty import BetaLaw
+>>> r = sequential_law(BetaLaw(1, 1), 8, 0.3)
+>>> round(r["rollouts_per_prompt"], 6), round(r["p_mixed"], 6)   # abandon after 6 fails/passes
+(7.428571, 0.777778)
+"""
+
+import math
+
+import numpy as np
+from scipy.special import gammaln
+
+from .errors import ParameterError, check_k, check_prior, check_unit
+from .policy import (
+    ABANDON,
+    COMMIT,
+    FAIL,
+    NO_TAU_HIGH,
+    PASS,
+    SATURATED,
+    side_terminal,
+    threshold_plan,
+)
+
+
+def _log_binom(n, s):
+    return gammaln(n + 1) - gammaln(s + 1) - gammaln(n - s + 1)
+
+
+def check_schedule(probe, increment, k):
+    for name, v in (("--probe", probe), ("--increment", increment)):
+        if int(v) != v or not 0 <= v <= k:
+            raise ParameterError(name, f"must be an integer in [0, k={k}] (0 = auto), got {v!r}")
+    return int(probe), int(increment)
+
+
+def _expected_rounds(law, k, plan, probe, increment):
+    """E[number of rounds in which the prompt receives rollouts] (probe, continues, fill)."""
+    from .policy import CONTINUE, next_request
+
+    if plan[0] == ABANDON:
+        return 0.0
+    if plan[0] == COMMIT:
+        return 1.0
+    rounds, first = 1.0, int(next_request(0, 0, k, plan, probe, increment))
+    # mixed at the probe and not yet full: one fill round
+    m_probe = 1.0 - math.exp(law.log_moment(0, first)) - math.exp(law.log_moment(first, 0))
+    rounds += m_probe if first < k else 0.0
+    for side in (FAIL, PASS):
+        n = first
+        while True:
+            s = 0 if side == FAIL else n
+            from .policy import decide_plan
+
+            d = decide_plan(n, s, k, plan)
+            p_here = math.exp(law.log_moment(0, n) if side == FAIL else law.log_moment(n, 0))
+            if d == COMMIT and n < k:
+                rounds += p_here  # committed before mixing: fill
+            if d != CONTINUE:
+                break
+            step = int(next_request(n, s, k, plan, probe, increment))
+            rounds += p_here  # one continue round
+            nxt = n + step
+            p_next = math.exp(law.log_moment(0, nxt) if side == FAIL else law.log_moment(nxt, 0))
+            rounds += (p_here - p_next) if nxt < k else 0.0  # mixed on the way: fill round
+            n = nxt
+    return rounds
+
+
+def plan_law(law, k, plan, probe=0, increment=0):
+    """Exact per-prompt quantities of a plan (see module docstring) under `law`."""
+    k = check_k(k)
+    probe, increment = check_schedule(probe, increment, k)
+    plan = np.asarray(plan, np.int64)
+    lm = law.log_moment
+    s = np.arange(k + 1)
+    p_full = np.exp(_log_binom(k, s) + lm(s, k - s))  # successes in a full group
+    p_allfail, p_allpass = float(p_full[0]), float(p_full[k])
+    p_mixed = float(max(1.0 - p_allfail - p_allpass, 0.0))
+    var = s * (k - s) / k**2
+    proxy_full = float(np.sum(p_full * var))
+
+    rollouts, p_abandon, p_false, p_sat, proxy_lost = float(k), 0.0, 0.0, 0.0, 0.0
+    ends = {}
+    for side in (FAIL, PASS):
+        e, d = side_terminal(k, plan, side, probe, increment)
+        e, d = int(e), int(d)
+        ends[side] = (e, d)
+        if e == 0:
+            continue
+        through = float(np.exp(lm(0, e) if side == FAIL else lm(e, 0)))
+        full = p_allfail if side == FAIL else p_allpass
+        if d == ABANDON:
+            rollouts -= through * (k - e)
+            p_abandon += through
+            p_false += max(through - full, 0.0)
+            m = k - e
+            j = np.arange(1, m + 1)  # outcomes of the other side among the m never drawn
+            i_succ, i_fail = (j, k - j) if side == FAIL else (k - j, j)
+            p_j = np.exp(_log_binom(m, j) + lm(i_succ, i_fail))
+            proxy_lost += float(np.sum(p_j * j * (k - j) / k**2))
+        elif d == SATURATED:
+            p_sat += through
+    if plan[0] == ABANDON:  # skipped before any rollout: one pass, not two
+        rollouts, p_abandon, p_false, p_sat, proxy_lost = 0.0, 1.0, p_mixed, 0.0, proxy_full
+    if plan[0] == COMMIT:
+        p_sat = 0.0
+    p_effective = max(p_mixed - p_false, 0.0)
+    p_commit = max(1.0 - p_abandon - p_sat, 0.0)
+    cost = rollouts / p_effective if p_effective > 0 else math.inf
+    ds_cost = k / p_mixed if p_mixed > 0 else math.inf
+    return {
+        "rollouts_per_prompt": rollouts,
+        "p_commit": p_commit,
+        "p_abandon": p_abandon,
+        "p_false_abandon": p_false,
+        "p_saturated": p_sat,
+        "p_mixed": p_mixed,
+        "p_effective": p_effective,
+        "abandon_reliability": (p_false / p_abandon) if p_abandon > 0 else 0.0,
+        "cost_per_effective_group": cost,
+        "ds_cost_per_effective_group": ds_cost,
+        "savings_vs_ds": 1.0 - cost / ds_cost if math.isfinite(ds_cost) else math.nan,
+        "yield_per_rollout": p_effective / rollouts if rollouts > 0 else 0.0,
+        "uniform_yield_per_rollout": p_mixed / k,
+        "yield_ratio_vs_uniform": (p_effective / rollouts) / (p_mixed / k)
+        if rollouts > 0 and p_mixed > 0
+        else math.nan,
+        "signal_proxy_per_prompt": proxy_full - proxy_lost,
+        "gradient_bound_per_prompt": p_effective * (k - 1) / k**2,
+        "rounds_per_prompt": _expected_rounds(law, k, plan, probe, increment),
+        "abandon_after_fail": ends[FAIL][0] if ends[FAIL][1] == ABANDON else None,
+        "abandon_after_pass": ends[PASS][0] if ends[PASS][1] == ABANDON else None,
+    }
+
+
+def sequential_law(law, k, tau_low, tau_high=None, prior=(1.0, 1.0), probe=0, increment=0):
+    """Exact law of the tau rule (prior Beta(A0, B0)) under a difficulty law.
+
+    probe = increment = 1 is the strictly sequential rule; 0 (auto) reproduces its decisions and
+    rollouts exactly in fewer rounds."""
+    k = check_k(k, "--k")
+    tau_low = check_unit(tau_low, "--tau-low")
+    th = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "--tau-high")
+    if th <= tau_low:
+        raise ParameterError("--tau-high", f"must exceed tau_low={tau_low}, got {tau_high}")
+    a0, b0 = check_prior(prior, "--prior")
+    if law.max_k is not None and k > law.max_k:
+        raise ParameterError("--k", f"k={k} exceeds the {law.max_k} recorded samples per record")
+    plan = threshold_plan(k, tau_low, th, a0, b0)
+    out = plan_law(law, k, plan, probe, increment)
+    out["plan"] = [int(x) for x in plan]
+    return out
+
+
+def tau_breakpoints(k, prior=(1.0, 1.0)):
+    """Every tau_low at which the tau rule's plan changes (the p_eff values along both sides)."""
+    from .beta import p_eff_ufunc
+
+    n = np.arange(0, k + 1)
+    a0, b0 = prior
+    vals = np.concatenate(
+        [p_eff_ufunc(n, np.zeros_like(n), k, a0, b0), p_eff_ufunc(n, n, k, a0, b0)]
+    )
+    return np.unique(np.clip(vals, 0.0, 1.0))
+
+
+def best_tau(law, k, prior=(1.0, 1.0), probe=0, increment=0):
+    """Exact best single tau_low: the cost is piecewise constant in tau_low with breaks at the
+    p_eff values, so one tau per piece covers all of [0, 1].  Returns (tau, cost, (lo, hi))."""
+    edges = np.concatenate([[0.0], tau_breakpoints(k, prior), [1.0]])
+    edges = np.unique(edges)
+    best = (None, math.inf, None)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        tau = 0.5 * (lo + hi)  # inside the piece (lo, hi]: the plan is constant there
+        cost = sequential_law(law, k, tau, None, prior, probe, increment)[
+            "cost_per_effective_group"
+        ]
+        if cost < best[1] - 1e-12:
+            best = (float(tau), float(cost), (float(lo), float(hi)))
+    return best
