@@ -10,13 +10,16 @@ a plan (``policy.py``) with side-specific abandonment points, evaluated exactly 
 
 >>> from sara_sim.difficulty import BetaLaw
 >>> res = bayes_optimal(BetaLaw(0.2, 0.8), 8)
->>> res["abandon_after_fail"], res["abandon_after_pass"]
-(2, 4)
+>>> res["abandon_after_fail"], res["abandon_after_pass"]   # one fail is enough; passes: never
+(1, None)
+>>> round(res["cost_per_effective_group"], 2), round(res["ds_cost_per_effective_group"], 2)
+(15.08, 20.1)
 """
 
 import math
 
 import numpy as np
+from numba import njit
 
 from .errors import ParameterError, check_k
 from .policy import ABANDON, CONTINUE, FAIL, PASS
@@ -35,23 +38,32 @@ def _predictive(belief, k):
     return q
 
 
-def price_policy(q, k, lam, allow_skip=True):
+@njit(cache=True)
+def beta_predictive(a, b, k):
+    """q[side, n] of ``_predictive`` for a Beta(a, b) belief, in closed form (jitted)."""
+    q = np.zeros((2, k))
+    for n in range(k):
+        q[FAIL, n] = a / (a + b + n)  # P(success | n fails)
+        q[PASS, n] = b / (a + b + n)  # P(failure | n passes)
+    return q
+
+
+@njit(cache=True)
+def price_plan(q, k, lam, allow_skip):
     """Backward induction: (plan, E[rollouts], E[effective]) minimising rollouts - lam*effective.
 
-    allow_skip: may the policy abandon before the first rollout (only useful when the belief is
-    one prompt's own and lam is the price set by the whole stream)."""
-    value = np.zeros((2, k + 1))  # value-to-go at (side, n); n = k: saturated, nothing left
-    rollouts = np.zeros((2, k + 1))
+    allow_skip: may the policy abandon before the first rollout (useful when the belief is one
+    prompt's own and lam is the price set by the whole stream, as in ``informed.py``)."""
+    rollouts = np.zeros((2, k + 1))  # from (side, n) on; n = k: saturated, nothing left
     effective = np.zeros((2, k + 1))
-    stop = np.ones((2, k + 1), bool)
+    stop = np.ones((2, k + 1), np.bool_)
     for side in (FAIL, PASS):
         for n in range(k - 1, 0, -1):
             qq = q[side, n]
             cont_r = 1.0 + qq * (k - n - 1) + (1.0 - qq) * rollouts[side, n + 1]
             cont_e = qq + (1.0 - qq) * effective[side, n + 1]
-            cont_v = cont_r - lam * cont_e
-            if cont_v < 0.0:  # ties abandon: same value, fewer rollouts
-                value[side, n], rollouts[side, n], effective[side, n] = cont_v, cont_r, cont_e
+            if cont_r - lam * cont_e < 0.0:  # ties abandon: same value, fewer rollouts
+                rollouts[side, n], effective[side, n] = cont_r, cont_e
                 stop[side, n] = False
     # n = 0: the first rollout lands on the pass side with probability q[FAIL, 0] = M(1, 0)
     p1 = q[FAIL, 0]
@@ -60,9 +72,12 @@ def price_policy(q, k, lam, allow_skip=True):
     plan = np.empty(5, np.int64)
     plan[0] = CONTINUE if (r0 - lam * e0 < 0.0 or not allow_skip) else ABANDON
     for side in (FAIL, PASS):
-        stops = np.nonzero(stop[side, 1:k])[0]
         plan[1 + 2 * side] = 1  # never commits before mixing
-        plan[2 + 2 * side] = int(stops[0]) + 1 if len(stops) else k
+        plan[2 + 2 * side] = k
+        for n in range(1, k):
+            if stop[side, n]:
+                plan[2 + 2 * side] = n
+                break
     if plan[0] == ABANDON:
         return plan, 0.0, 0.0
     return plan, r0, e0
@@ -80,7 +95,7 @@ def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200):
     lam = k / p_mixed * (1.0 + 1e-9)
     plan = None
     for _ in range(max_iter):
-        new_plan, r, e = price_policy(q, k, lam, allow_skip=False)
+        new_plan, r, e = price_plan(q, k, lam, False)
         if e <= 0:
             break
         new_lam = r / e

@@ -1,0 +1,122 @@
+"""History-informed priors (``sara-history``): beyond the paper's uniform prior.
+
+A prompt's prior is what the run itself observed about it in earlier epochs — only outcomes it
+actually drew — discounted by age and shrunk toward the dataset-level empirical-Bayes prior (A, B):
+
+    prior_i = Beta(kappa*A + rho^age * S_i,  kappa*B + rho^age * F_i)
+
+S_i, F_i are the prompt's discounted success / failure counts (each visit adds what was drawn),
+age is the number of epochs since its last visit, rho in (0, 1] forgets, kappa > 0 sets how hard
+the prompt is pulled toward the population.  With no history at all the prior is (kappa*A, kappa*B):
+with kappa = 1 and (A, B) = (1, 1) that is plain SARA.
+
+A prompt is then handled by a plan for its own prior (``policy.py``):
+* rule "tau": the paper's threshold rule, p_eff < tau_low abandons — now also at n = 0 (skip);
+* rule "price": the Bayes-optimal plan for the ratio objective at the stream's current price lam
+  (rollouts per effective group), from ``optimal.price_plan``: skip iff even the best way of
+  probing this prompt costs more per effective group than the stream pays on average.
+A skipped prompt is still probed with probability `explore`, so no prompt is starved forever.
+
+>>> h = PromptHistory(rho=0.5, kappa=1.0, pop_prior=(0.34, 0.67), explore=0.0)  # DeepScaleR EB
+>>> h.observe("q1", [0] * 8, epoch=0)             # all wrong at its first visit
+>>> a, b = h.prior("q1", epoch=1)                 # one epoch later: 8 fails, discounted by 0.5
+>>> round(a, 3), round(b, 3)
+(0.34, 4.67)
+>>> plan = h.plan("q1", epoch=1, k=8, tau_low=0.3, rule="tau")
+>>> int(plan[0])                                  # p_eff(0) = 0.298 < 0.3: skip without rollouts
+2
+>>> int(h.plan("new", epoch=1, k=8, tau_low=0.3)[0])  # no history: the population prior, probe
+0
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .errors import ParameterError, check_positive, check_unit
+from .optimal import beta_predictive, price_plan
+from .policy import ABANDON, CONTINUE, threshold_plan
+
+RULES = ("tau", "price")
+
+
+@njit(cache=True)
+def informed_prior(s_ev, f_ev, age, rho, pop_a, pop_b, kappa):
+    """The Beta prior of one prompt (see module docstring); jitted for the kernels."""
+    w = rho**age if age > 0 else 1.0
+    return kappa * pop_a + w * s_ev, kappa * pop_b + w * f_ev
+
+
+@njit(cache=True)
+def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u):
+    """Plan for a prompt with prior Beta(a, b); u ~ U(0,1) decides exploration of a skip."""
+    if rule_price:
+        plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True)
+    else:
+        plan = threshold_plan(k, tau_low, np.inf, a, b)
+    if plan[0] == ABANDON and u < explore:
+        if rule_price:  # the best plan given that we do probe
+            plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False)
+        else:
+            plan[0] = CONTINUE
+    return plan
+
+
+class PromptHistory:
+    """Per-prompt discounted evidence, keyed by any hashable prompt id (picklable state)."""
+
+    def __init__(self, rho=0.7, kappa=1.0, pop_prior=(1.0, 1.0), explore=0.05, seed=0):
+        self.rho = check_unit(rho, "rho")
+        if self.rho == 0.0:
+            raise ParameterError("rho", "must be in (0, 1]; 0 forgets everything (use plain sara)")
+        self.kappa = check_positive(kappa, "kappa")
+        self.explore = check_unit(explore, "explore")
+        self.pop_prior = tuple(float(x) for x in pop_prior)
+        self.evidence = {}  # prompt id -> [discounted successes, discounted failures, last epoch]
+        self.rng = np.random.default_rng(seed)
+
+    def observe(self, pid, rewards, epoch):
+        """Add the outcomes drawn for `pid` at `epoch` (call once per visit, any length)."""
+        s = float(sum(rewards))
+        f = float(len(rewards)) - s
+        old = self.evidence.get(pid)
+        if old is None:
+            self.evidence[pid] = [s, f, epoch]
+            return
+        w = self.rho ** max(epoch - old[2], 0)
+        self.evidence[pid] = [w * old[0] + s, w * old[1] + f, epoch]
+
+    def prior(self, pid, epoch):
+        s, f, last = self.evidence.get(pid, (0.0, 0.0, epoch))
+        return informed_prior(s, f, epoch - last, self.rho, *self.pop_prior, self.kappa)
+
+    def plan(self, pid, epoch, k, tau_low=0.3, rule="tau", lam=math.inf):
+        if rule not in RULES:
+            raise ParameterError("rule", f"must be one of {RULES}, got {rule!r}")
+        a, b = self.prior(pid, epoch)
+        u = float(self.rng.random())
+        return informed_plan(a, b, k, tau_low, lam, rule == "price", self.explore, u)
+
+    def fit_population(self, successes, trials):
+        """Refit the dataset-level EB prior (A, B) to observed (successes, trials) pairs."""
+        from .difficulty import fit_beta_binomial
+
+        self.pop_prior = fit_beta_binomial(successes, trials, init=self.pop_prior)
+        return self.pop_prior
+
+    def state_dict(self):
+        return {
+            "rho": self.rho,
+            "kappa": self.kappa,
+            "explore": self.explore,
+            "pop_prior": self.pop_prior,
+            "evidence": {pid: list(v) for pid, v in self.evidence.items()},
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state):
+        self.rho, self.kappa, self.explore = state["rho"], state["kappa"], state["explore"]
+        self.pop_prior = tuple(state["pop_prior"])
+        self.evidence = {pid: list(v) for pid, v in state["evidence"].items()}
+        self.rng.bit_generator.state = state["rng"]
