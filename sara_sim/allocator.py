@@ -9,12 +9,9 @@ and the vLLM loop in ``real/``.
 * ``ds`` — DAPO dynamic sampling, verl semantics: batches of gen_batch_size prompts x k, keep groups
   with reward std > 0 until N are kept, surplus discarded (counted as waste), at most
   max_num_gen_batches batches (reported as ``capped``, never an exception).
-* ``sara`` / ``sara-eb`` / ``sara-auto`` — each prompt follows a stopping plan (``policy.py``):
-  COMMIT when mixed (then filled to k), ABANDON when p_eff < tau_low, else CONTINUE.  Each round
-  issues fills for committed prompts, continues, then probes of fresh prompts, up to a per-round
-  capacity.  sara-eb fits the prior to outcomes it drew (beta-binomial MLE); sara-auto uses the
-  Bayes-optimal plan for that fitted prior.  Groups completed beyond N and prompts still in progress
-  are carried to the next step (counted, never dropped).
+* ``sara`` / ``sara-eb`` / ``sara-auto`` / ``sara-history`` — ``sara_collector.py``: each prompt
+  follows a stopping plan (``policy.py``): COMMIT when mixed (then filled to k), ABANDON when
+  p_eff < tau_low, else CONTINUE, round by round.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -28,31 +25,21 @@ and the vLLM loop in ``real/``.
 (True, True)
 """
 
-import math
-from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
+from .errors import ParameterError, check_k
 
-from .errors import ParameterError, check_k, check_prior, check_unit
-from .policy import (
-    ABANDON,
-    COMMIT,
-    CONTINUE,
-    NO_TAU_HIGH,
-    SATURATED,
-    decide_plan,
-    next_request,
-    threshold_plan,
-)
-
-STRATEGIES = ("uniform", "ds", "sara", "sara-eb", "sara-auto")
+STRATEGIES = ("uniform", "ds", "sara", "sara-eb", "sara-auto", "sara-history")
 
 
 @dataclass(frozen=True)
 class Request:
+    """n more rollouts of prompt `prompt_id`; `visit` is unique per visit of a prompt over the run
+    (key per-rollout data by it: a prompt may come round again while an earlier visit is open)."""
+
     prompt_id: object
     n: int
+    visit: int = -1
 
 
 @dataclass
@@ -118,6 +105,11 @@ class _Base:
             res.outcomes.setdefault(req.prompt_id, []).extend(r)
         return rewards
 
+    def _requests(self, pids):
+        first = getattr(self, "visits", 0)
+        self.visits = first + len(pids)
+        return [Request(p, self.k, first + i) for i, p in enumerate(pids)]
+
     @staticmethod
     def _pull(stream, res):
         try:
@@ -148,7 +140,7 @@ class UniformCollector(_Base):
                 break
             pids.append(pid)
         if pids:
-            rewards = self._round(res, [Request(p, self.k) for p in pids], sample)
+            rewards = self._round(res, self._requests(pids), sample)
             res.groups = list(zip(pids, rewards))
         res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
         res.saturated = len(res.groups) - res.n_effective
@@ -185,7 +177,7 @@ class DSCollector(_Base):
                 pids.append(pid)
             if not pids:
                 break
-            rewards = self._round(res, [Request(p, self.k) for p in pids], sample)
+            rewards = self._round(res, self._requests(pids), sample)
             for pid, r in zip(pids, rewards):
                 if 0 < sum(r) < self.k:
                     kept.append((pid, r))
@@ -196,196 +188,6 @@ class DSCollector(_Base):
         res.groups = kept[: self.groups]
         res.n_effective = len(res.groups)
         return res
-
-
-@dataclass
-class _Prompt:
-    pid: object
-    plan: np.ndarray
-    rewards: list = field(default_factory=list)
-    committed: bool = False
-
-
-class SaraCollector(_Base):
-    """SARA's round-synchronous allocator (fixed-yield: `groups`; fixed-budget: `budget`)."""
-
-    def __init__(
-        self,
-        name,
-        k,
-        groups,
-        budget,
-        seed,
-        tau_low=0.2,
-        tau_high=None,
-        prior=(1.0, 1.0),
-        capacity=None,
-        probe=0,
-        increment=0,
-        eb_window=4,
-        max_rounds=100,
-    ):
-        super().__init__(name, k, groups, budget, seed)
-        if int(max_rounds) != max_rounds or max_rounds < 1:
-            raise ParameterError("max_rounds", f"must be an integer >= 1, got {max_rounds!r}")
-        self.max_rounds = int(max_rounds)
-        self.tau_low = check_unit(tau_low, "tau_low")
-        self.tau_high = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "tau_high")
-        if self.tau_high <= self.tau_low:
-            raise ParameterError("tau_high", f"must exceed tau_low={tau_low}, got {tau_high}")
-        self.prior = check_prior(prior, "prior")
-        default_cap = self.groups * self.k if self.groups else self.budget
-        cap = default_cap if capacity is None else capacity
-        if int(cap) != cap or cap < self.k:
-            raise ParameterError("capacity", f"must be an integer >= k={self.k}, got {capacity!r}")
-        self.capacity = int(cap)
-        for pname, v in (("probe", probe), ("increment", increment)):
-            if int(v) != v or not 0 <= v <= self.k:
-                raise ParameterError(pname, f"must be an integer in [0, k={self.k}] (0 = auto)")
-        self.probe, self.increment = int(probe), int(increment)
-        self.eb_window = int(eb_window)
-        self.history = deque(maxlen=max(self.eb_window, 1))  # per step: [(successes, trials)]
-        self.finished = []  # (successes, trials) of prompts decided during the current step
-        self.open = {}  # prompt id -> _Prompt, in progress (carried across steps)
-        self.done_groups = []  # complete committed groups carried to the next step
-        self.commit_rate = None  # running fraction of fresh prompts that commit
-        self.cost_rate = None  # running rollouts per decided fresh prompt
-        self.plan = self._make_plan(self.prior)
-
-    # --- the prior / plan for this step --------------------------------------------------------
-    def _make_plan(self, prior):
-        if self.name == "sara-auto":
-            from .difficulty import BetaLaw
-            from .optimal import bayes_optimal
-
-            return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
-        return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])
-
-    def _begin_step(self):
-        if self.name in ("sara-eb", "sara-auto") and self.history:
-            from .difficulty import fit_beta_binomial
-
-            obs = [o for step in self.history for o in step]
-            if obs:
-                s, t = np.asarray(obs, float).T
-                self.step_prior = fit_beta_binomial(s, t, init=self.prior)
-                self.plan = self._make_plan(self.step_prior)
-                return
-        self.step_prior = self.prior
-
-    # --- one step ------------------------------------------------------------------------------
-    def collect_step(self, stream, sample):
-        self._begin_step()
-        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
-        res.groups, self.done_groups = self.done_groups, []
-        budget_left = math.inf if self.budget is None else self.budget
-        while True:
-            if self.budget is None and len(res.groups) >= self.groups:
-                break
-            if res.rounds >= self.max_rounds:
-                res.capped = True  # e.g. a law with (almost) no mixed groups: report, not hang
-                break
-            requests = self._plan_round(res, stream, budget_left)
-            if not requests:
-                break
-            rewards = self._round(res, requests, sample)
-            budget_left -= res.round_sizes[-1]
-            for req, r in zip(requests, rewards):
-                self._update(self.open[req.prompt_id], r, res)
-        self._end_step(res)
-        return res
-
-    def _plan_round(self, res, stream, budget_left):
-        k, cap = self.k, min(self.capacity, budget_left)
-        requests, used = [], 0
-        committed = [p for p in self.open.values() if p.committed]
-        continuing = [p for p in self.open.values() if not p.committed]
-        # 1) fills: certain effective groups, never starved
-        for p in committed:
-            n = min(k - len(p.rewards), cap - used)
-            if n > 0:
-                requests.append(Request(p.pid, n))
-                used += n
-        if self.budget is None:
-            deficit = self.groups - len(res.groups) - len(committed)
-            if deficit <= 0:
-                return requests  # enough groups are certain: in-progress prompts wait
-        # 2) continues
-        for p in continuing:
-            s = sum(p.rewards)
-            n = min(
-                int(next_request(len(p.rewards), s, k, p.plan, self.probe, self.increment)),
-                cap - used,
-            )
-            if n > 0:
-                requests.append(Request(p.pid, n))
-                used += n
-        # 3) probes of fresh prompts: as many as the deficit (or the budget) calls for
-        probe = int(next_request(0, 0, k, self.plan, self.probe, self.increment))
-        if self.budget is None:
-            rate = self.commit_rate if self.commit_rate else max(1.0 - self.tau_low, 0.05)
-            want = math.ceil(max(deficit - 0.5 * len(continuing), 0) / max(rate, 0.05))
-        else:
-            reserved = sum(k - len(p.rewards) for p in committed)
-            per_prompt = self.cost_rate if self.cost_rate else float(k)
-            want = math.floor(max(budget_left - used - reserved, 0) / per_prompt)
-            want = max(want, 1 if not self.open and budget_left - used >= probe else 0)
-        first = probe if self.plan[0] == CONTINUE else k  # a COMMIT-at-0 plan sends k at once
-        while want > 0 and used + first <= cap:
-            pid = self._pull(stream, res)
-            if pid is None:
-                break
-            want -= 1
-            if self.plan[0] == ABANDON:  # the plan skips fresh prompts before any rollout
-                res.abandoned.append(pid)
-                res.skipped += 1
-                continue
-            self.open[pid] = _Prompt(pid, self.plan.copy(), committed=first == k)
-            requests.append(Request(pid, first))
-            used += first
-        return requests
-
-    def _update(self, p, rewards, res):
-        p.rewards.extend(rewards)
-        n, s, k = len(p.rewards), sum(p.rewards), self.k
-        if p.committed:
-            d = COMMIT
-        else:
-            d = decide_plan(n, s, k, p.plan)
-        if d != CONTINUE and (d != COMMIT or n >= k):
-            self.finished.append((s, n))  # only outcomes actually drawn feed the EB prior
-        if d == COMMIT:
-            if not p.committed:
-                p.committed = True
-                self._track(commit=True, rollouts=k)
-            if n >= k:
-                del self.open[p.pid]
-                target = res.groups
-                if self.budget is None and len(res.groups) >= self.groups:
-                    target = self.done_groups  # surplus: carried to the next step
-                target.append((p.pid, p.rewards[:k]))
-        elif d == ABANDON or d == SATURATED:
-            del self.open[p.pid]
-            self._track(commit=False, rollouts=n)
-            if d == ABANDON:
-                res.abandoned.append(p.pid)
-                res.abandoned_rollouts += n
-            else:
-                res.saturated += 1
-
-    def _track(self, commit, rollouts, weight=0.05):
-        c, r = float(commit), float(rollouts)
-        self.commit_rate = (
-            c if self.commit_rate is None else (1 - weight) * self.commit_rate + weight * c
-        )
-        self.cost_rate = r if self.cost_rate is None else (1 - weight) * self.cost_rate + weight * r
-
-    def _end_step(self, res):
-        res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
-        res.carried = len(self.done_groups)
-        res.carried_open = len(self.open)
-        self.history.append(self.finished)
-        self.finished = []
 
 
 def make_collector(
@@ -404,14 +206,20 @@ def make_collector(
     seed=0,
     eb_window=4,
     max_rounds=100,
+    history=None,
+    epoch_size=None,
+    rule="tau",
 ):
-    """One collector object per run; it carries state (surplus, in-progress prompts, fitted prior)
-    from step to step."""
+    """One collector object per run; it carries state (surplus, in-progress prompts, fitted prior,
+    per-prompt histories) from step to step.  sara-history needs `history`
+    (an ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock)."""
     if name == "uniform":
         return UniformCollector(name, k, groups, budget, seed)
     if name == "ds":
         return DSCollector(name, k, groups, budget, seed, gen_batch_size, max_num_gen_batches)
-    if name in ("sara", "sara-eb", "sara-auto"):
+    if name in ("sara", "sara-eb", "sara-auto", "sara-history"):
+        from .sara_collector import SaraCollector
+
         return SaraCollector(
             name,
             k,
@@ -426,6 +234,9 @@ def make_collector(
             increment,
             eb_window,
             max_rounds,
+            history,
+            epoch_size,
+            rule,
         )
     raise ParameterError(
         "allocator", f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"

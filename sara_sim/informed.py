@@ -66,7 +66,7 @@ def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u):
 class PromptHistory:
     """Per-prompt discounted evidence, keyed by any hashable prompt id (picklable state)."""
 
-    def __init__(self, rho=0.7, kappa=1.0, pop_prior=(1.0, 1.0), explore=0.05, seed=0):
+    def __init__(self, rho=0.7, kappa=1.0, pop_prior=(1.0, 1.0), explore=0.05, seed=0, key=None):
         self.rho = check_unit(rho, "rho")
         if self.rho == 0.0:
             raise ParameterError("rho", "must be in (0, 1]; 0 forgets everything (use plain sara)")
@@ -75,9 +75,12 @@ class PromptHistory:
         self.pop_prior = tuple(float(x) for x in pop_prior)
         self.evidence = {}  # prompt id -> [discounted successes, discounted failures, last epoch]
         self.rng = np.random.default_rng(seed)
+        # the prompt behind a stream id, e.g. a replay's (prompt, epoch) -> prompt (not saved)
+        self.key = key if key is not None else (lambda pid: pid)
 
     def observe(self, pid, rewards, epoch):
         """Add the outcomes drawn for `pid` at `epoch` (call once per visit, any length)."""
+        pid = self.key(pid)
         s = float(sum(rewards))
         f = float(len(rewards)) - s
         old = self.evidence.get(pid)
@@ -88,7 +91,7 @@ class PromptHistory:
         self.evidence[pid] = [w * old[0] + s, w * old[1] + f, epoch]
 
     def prior(self, pid, epoch):
-        s, f, last = self.evidence.get(pid, (0.0, 0.0, epoch))
+        s, f, last = self.evidence.get(self.key(pid), (0.0, 0.0, epoch))
         return informed_prior(s, f, epoch - last, self.rho, *self.pop_prior, self.kappa)
 
     def plan(self, pid, epoch, k, tau_low=0.3, rule="tau", lam=math.inf):

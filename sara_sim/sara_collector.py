@@ -1,0 +1,295 @@
+"""SARA's round-synchronous allocator (DESIGN §2) — the collector behind sara, sara-eb, sara-auto
+and sara-history (see ``allocator.py`` for the shared interface and the peers uniform / ds).
+
+Each prompt carries its own plan (``policy.py``); the collector only asks ``decide_plan`` what to
+do with a prompt and ``next_request`` how many rollouts to send it.  Each round issues, in order:
+fills for committed prompts (certain effective groups), continues for prompts still undecided, then
+probes of fresh prompts — as many as the missing groups call for (fixed-yield) or as the budget
+allows (fixed-budget) — up to the per-round capacity.  Groups completed beyond N and prompts still
+in progress are carried to the next step: counted, never dropped.
+
+Which plan a prompt gets:
+* sara — the tau rule with the fixed prior (paper-faithful with the uniform prior);
+* sara-eb — the tau rule with a prior fitted (beta-binomial MLE) to the outcomes the collector drew
+  in its last `eb_window` steps;
+* sara-auto — the Bayes-optimal plan (``optimal.py``) for that fitted prior;
+* sara-history — the prompt's own informed prior (``informed.py``): its earlier outcomes, discounted
+  and shrunk toward the fitted population prior; it may skip a prompt before any rollout.
+"""
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .allocator import Request, StepResult, _Base
+from .errors import ParameterError, check_prior, check_unit
+from .policy import (
+    ABANDON,
+    COMMIT,
+    CONTINUE,
+    NO_TAU_HIGH,
+    SATURATED,
+    decide_plan,
+    next_request,
+    threshold_plan,
+)
+
+
+@dataclass
+class _Prompt:
+    pid: object
+    visit: int  # unique per visit: a prompt id may come round again while still open
+    plan: np.ndarray
+    rewards: list = field(default_factory=list)
+    committed: bool = False
+
+
+class SaraCollector(_Base):
+    """SARA's allocator (fixed-yield: `groups`; fixed-budget: `budget`)."""
+
+    def __init__(
+        self,
+        name,
+        k,
+        groups,
+        budget,
+        seed,
+        tau_low=0.2,
+        tau_high=None,
+        prior=(1.0, 1.0),
+        capacity=None,
+        probe=0,
+        increment=0,
+        eb_window=4,
+        max_rounds=100,
+        history=None,
+        epoch_size=None,
+        rule="tau",
+    ):
+        super().__init__(name, k, groups, budget, seed)
+        if int(max_rounds) != max_rounds or max_rounds < 1:
+            raise ParameterError("max_rounds", f"must be an integer >= 1, got {max_rounds!r}")
+        self.max_rounds = int(max_rounds)
+        self.tau_low = check_unit(tau_low, "tau_low")
+        self.tau_high = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "tau_high")
+        if self.tau_high <= self.tau_low:
+            raise ParameterError("tau_high", f"must exceed tau_low={tau_low}, got {tau_high}")
+        self.prior = check_prior(prior, "prior")
+        default_cap = self.groups * self.k if self.groups else self.budget
+        cap = default_cap if capacity is None else capacity
+        if int(cap) != cap or cap < self.k:
+            raise ParameterError("capacity", f"must be an integer >= k={self.k}, got {capacity!r}")
+        self.capacity = int(cap)
+        for pname, v in (("probe", probe), ("increment", increment)):
+            if int(v) != v or not 0 <= v <= self.k:
+                raise ParameterError(pname, f"must be an integer in [0, k={self.k}] (0 = auto)")
+        self.probe, self.increment = int(probe), int(increment)
+        if int(eb_window) != eb_window or eb_window < 1:
+            raise ParameterError("eb_window", f"must be an integer >= 1, got {eb_window!r}")
+        self.eb_window = int(eb_window)
+        self.informed = history  # informed.PromptHistory for sara-history, else None
+        if name == "sara-history":
+            if history is None:
+                raise ParameterError("history", "sara-history needs an informed.PromptHistory")
+            if epoch_size is None or int(epoch_size) != epoch_size or epoch_size < 1:
+                raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
+        if rule not in ("tau", "price"):
+            raise ParameterError("rule", f"must be 'tau' or 'price', got {rule!r}")
+        self.rule = rule
+        self.epoch_size = None if epoch_size is None else int(epoch_size)
+        self.window = deque(maxlen=self.eb_window)  # per step: [(successes, trials)] decided
+        self.finished = []  # (successes, trials) of prompts decided during the current step
+        self.open = {}  # visit -> _Prompt, in progress (carried across steps)
+        self.done_groups = []  # complete committed groups carried to the next step
+        self.commit_rate = None  # running fraction of probed prompts that commit
+        self.cost_rate = None  # running rollouts per decided prompt
+        self.total_rollouts = 0  # over the whole run: the stream's price lam = rollouts / groups
+        self.total_effective = 0
+        self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
+        self.step_prior = self.prior
+        self.plan = self._make_plan(self.prior)
+
+    # --- the prior / plan ----------------------------------------------------------------------
+    def _make_plan(self, prior):
+        if self.name == "sara-auto":
+            from .difficulty import BetaLaw
+            from .optimal import bayes_optimal
+
+            return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
+        return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])
+
+    def _begin_step(self):
+        self.step_prior = self.prior
+        if self.name == "sara" or not self.window:
+            return
+        obs = [o for step in self.window for o in step]
+        if not obs:
+            return
+        from .difficulty import fit_beta_binomial
+
+        s, t = np.asarray(obs, float).T
+        self.step_prior = fit_beta_binomial(s, t, init=self.prior)
+        if self.informed is not None:
+            self.informed.pop_prior = self.step_prior
+        else:
+            self.plan = self._make_plan(self.step_prior)
+
+    def price(self):
+        """Rollouts per effective group so far (DS's k / 0.5 before any group is complete)."""
+        if self.total_effective == 0:
+            return 2.0 * self.k
+        return self.total_rollouts / self.total_effective
+
+    def _plan_for(self, pid):
+        if self.informed is None:
+            return self.plan.copy()
+        epoch = (self.pulled - 1) // self.epoch_size
+        return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price())
+
+    # --- one step ------------------------------------------------------------------------------
+    def collect_step(self, stream, sample):
+        self._begin_step()
+        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
+        res.groups, self.done_groups = self.done_groups, []
+        budget_left = math.inf if self.budget is None else self.budget
+        while True:
+            if self.budget is None and len(res.groups) >= self.groups:
+                break
+            if res.rounds >= self.max_rounds:
+                res.capped = True  # e.g. a law with (almost) no mixed groups: report, not hang
+                break
+            requests = self._plan_round(res, stream, budget_left)
+            if not requests:
+                break
+            rewards = self._round(res, requests, sample)
+            budget_left -= res.round_sizes[-1]
+            self.total_rollouts += res.round_sizes[-1]
+            for req, r in zip(requests, rewards):
+                self._update(self.open[req.visit], r, res)
+        self._end_step(res)
+        return res
+
+    def _plan_round(self, res, stream, budget_left):
+        k, cap = self.k, min(self.capacity, budget_left)
+        requests, used = [], 0
+        committed = [p for p in self.open.values() if p.committed]
+        continuing = [p for p in self.open.values() if not p.committed]
+        # 1) fills: certain effective groups, never starved
+        for p in committed:
+            n = min(k - len(p.rewards), cap - used)
+            if n > 0:
+                requests.append(Request(p.pid, n, p.visit))
+                used += n
+        if self.budget is None:
+            deficit = self.groups - len(res.groups) - len(committed)
+            if deficit <= 0:
+                return requests  # enough groups are certain: in-progress prompts wait
+        # 2) continues
+        for p in continuing:
+            nxt = int(
+                next_request(len(p.rewards), sum(p.rewards), k, p.plan, self.probe, self.increment)
+            )
+            n = min(nxt, cap - used)
+            if n > 0:
+                requests.append(Request(p.pid, n, p.visit))
+                used += n
+        # 3) probes of fresh prompts: as many as the deficit (or the budget) calls for
+        if self.budget is None:
+            rate = self.commit_rate if self.commit_rate else max(1.0 - self.tau_low, 0.05)
+            want = math.ceil(max(deficit - 0.5 * len(continuing), 0) / max(rate, 0.05))
+        else:
+            reserved = sum(k - len(p.rewards) for p in committed)
+            per_prompt = self.cost_rate if self.cost_rate else float(k)
+            want = math.floor(max(budget_left - used - reserved, 0) / per_prompt)
+            want = max(want, 1 if not self.open and budget_left - used >= 1 else 0)
+        skips_left = 20 * max(want, 1) + 100  # a stream of skipped prompts cannot spin forever
+        while want > 0 and used < cap and skips_left > 0:
+            pid = self._pull(stream, res)
+            if pid is None:
+                break
+            self.pulled += 1
+            plan = self._plan_for(pid)
+            if plan[0] == ABANDON:  # skipped before any rollout (cost 0)
+                res.abandoned.append(pid)
+                res.skipped += 1
+                skips_left -= 1
+                self._observe(pid, [])
+                continue
+            first = (
+                k
+                if plan[0] == COMMIT
+                else int(next_request(0, 0, k, plan, self.probe, self.increment))
+            )
+            n = min(first, cap - used)  # the rest of a too-big probe follows next round
+            visit = self.pulled
+            self.open[visit] = _Prompt(pid, visit, plan, committed=plan[0] == COMMIT)
+            requests.append(Request(pid, n, visit))
+            used += n
+            want -= 1
+        return requests
+
+    def _observe(self, pid, rewards):
+        if self.informed is not None:
+            epoch = (self.pulled - 1) // self.epoch_size
+            self.informed.observe(pid, rewards, epoch)
+
+    def _update(self, p, rewards, res):
+        p.rewards.extend(rewards)
+        n, s, k = len(p.rewards), sum(p.rewards), self.k
+        d = COMMIT if p.committed else decide_plan(n, s, k, p.plan)
+        if d == CONTINUE and n < int(next_request(0, 0, k, p.plan, self.probe, self.increment)):
+            return  # a probe split by the capacity: not an evaluation point yet
+        if d != CONTINUE and (d != COMMIT or n >= k):
+            self.finished.append((s, n))  # only outcomes actually drawn feed any prior
+            self._observe(p.pid, p.rewards)
+        if d == COMMIT:
+            if not p.committed:
+                p.committed = True
+                self._track(commit=True, rollouts=k)
+            if n >= k:
+                del self.open[p.visit]
+                self.total_effective += 0 < s < k
+                target = res.groups
+                if self.budget is None and len(res.groups) >= self.groups:
+                    target = self.done_groups  # surplus: carried to the next step
+                target.append((p.pid, p.rewards[:k]))
+        elif d == ABANDON or d == SATURATED:
+            del self.open[p.visit]
+            self._track(commit=False, rollouts=n)
+            if d == ABANDON:
+                res.abandoned.append(p.pid)
+                res.abandoned_rollouts += n
+            else:
+                res.saturated += 1
+
+    def _track(self, commit, rollouts, weight=0.05):
+        c, r = float(commit), float(rollouts)
+        self.commit_rate = (
+            c if self.commit_rate is None else (1 - weight) * self.commit_rate + weight * c
+        )
+        self.cost_rate = r if self.cost_rate is None else (1 - weight) * self.cost_rate + weight * r
+
+    def _end_step(self, res):
+        res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
+        res.carried = len(self.done_groups)
+        res.carried_open = len(self.open)
+        self.window.append(self.finished)
+        self.finished = []
+
+    def state_dict(self):
+        state = dict(self.__dict__)
+        if self.informed is not None:
+            state["informed"] = self.informed.state_dict()
+        return state
+
+    def load_state_dict(self, state):
+        state = dict(state)
+        informed = state.pop("informed", None)
+        self.__dict__.update(state)
+        if informed is not None:
+            from .informed import PromptHistory
+
+            self.informed = PromptHistory()
+            self.informed.load_state_dict(informed)
