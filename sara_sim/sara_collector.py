@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .allocator import Request, StepResult, _Base
+from .collect_base import Request, StepResult, _Base
 from .errors import ParameterError, check_prior, check_unit
 from .policy import (
     ABANDON,
