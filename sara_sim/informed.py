@@ -66,7 +66,16 @@ def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u):
 class PromptHistory:
     """Per-prompt discounted evidence, keyed by any hashable prompt id (picklable state)."""
 
-    def __init__(self, rho=0.7, kappa=1.0, pop_prior=(1.0, 1.0), explore=0.05, seed=0, key=None):
+    def __init__(
+        self,
+        rho=0.7,
+        kappa=1.0,
+        pop_prior=(1.0, 1.0),
+        explore=0.05,
+        seed=0,
+        key=None,
+        epoch_of=None,
+    ):
         self.rho = check_unit(rho, "rho")
         if self.rho == 0.0:
             raise ParameterError("rho", "must be in (0, 1]; 0 forgets everything (use plain sara)")
@@ -77,9 +86,12 @@ class PromptHistory:
         self.rng = np.random.default_rng(seed)
         # the prompt behind a stream id, e.g. a replay's (prompt, epoch) -> prompt (not saved)
         self.key = key if key is not None else (lambda pid: pid)
+        # the epoch of a stream id, when the id carries it (a replay); else the caller's clock
+        self.epoch_of = epoch_of
 
     def observe(self, pid, rewards, epoch):
         """Add the outcomes drawn for `pid` at `epoch` (call once per visit, any length)."""
+        epoch = self.epoch_of(pid) if self.epoch_of else epoch
         pid = self.key(pid)
         s = float(sum(rewards))
         f = float(len(rewards)) - s
@@ -91,6 +103,7 @@ class PromptHistory:
         self.evidence[pid] = [w * old[0] + s, w * old[1] + f, epoch]
 
     def prior(self, pid, epoch):
+        epoch = self.epoch_of(pid) if self.epoch_of else epoch
         s, f, last = self.evidence.get(self.key(pid), (0.0, 0.0, epoch))
         return informed_prior(s, f, epoch - last, self.rho, *self.pop_prior, self.kappa)
 

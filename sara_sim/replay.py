@@ -1,0 +1,103 @@
+"""Epoch-by-epoch replay of recorded outcome histories through the Python collectors.
+
+The stream offers every prompt that has a record at epoch e once, in a seeded random order, epoch
+after epoch (the recorded run's schedule); stream ids are (prompt, epoch).  A visit draws its
+rollouts without replacement from that record (so k <= samples).  Strategies see only what they
+draw.  This is the referee harness for the history-informed strategies (``informed.py``) and the
+place where their hyperparameters are cross-validated (``benchmarks/fit_informed.py``).
+
+>>> from pathlib import Path
+>>> data = Path(__file__).resolve().parents[2] / "shared" / "data"
+>>> frame = load_history(data / "deepscaler_pass_history.csv")
+>>> out = replay(frame, "sara", range(0, 2), seed=0, tau_low=0.5)
+>>> out["epochs"], out["rollouts"] > 0, out["effective_groups"] > 0
+(2, True, True)
+"""
+
+import numpy as np
+
+from .allocator import make_collector
+from .difficulty import load_history
+from .informed import PromptHistory
+
+# chosen by benchmarks/fit_informed.py on fold A, epochs 0-25 (held-out: fold B, epochs 26-52)
+INFORMED_DEFAULTS = {"rho": 0.95, "kappa": 0.25, "explore": 0.05, "rule": "price"}
+
+
+class ReplaySource:
+    """The stream and the sampler of one replay; `drawn` logs every visit's outcomes."""
+
+    def __init__(self, frame, epochs, seed, serve=None):
+        self.rec = {(r.prompt_id, r.epoch): (r.correct, r.samples) for r in frame.itertuples()}
+        self.pids = np.array(sorted(frame.prompt_id.unique()))
+        self.epochs = list(epochs)
+        # separate generators: the order of the stream never depends on what was drawn
+        self.order_rng = np.random.default_rng([seed, 0])
+        self.urn_rng = np.random.default_rng([seed, 1])
+        self.urns, self.drawn, self.serve = {}, {}, serve
+
+    def stream(self):
+        for e in self.epochs:
+            for pid in self.order_rng.permutation(self.pids):
+                if (pid, e) in self.rec:
+                    yield (int(pid), int(e))
+
+    def __call__(self, requests):
+        out = []
+        for r in requests:
+            key = (r.prompt_id, r.visit)
+            if self.serve is not None:  # serve exactly a logged run's outcomes
+                got = self.serve[key][len(self.drawn.get(key, [])) :][: r.n]
+            else:
+                if key not in self.urns:
+                    c, s = self.rec[r.prompt_id]
+                    urn = np.r_[np.ones(c, int), np.zeros(s - c, int)]
+                    self.urns[key] = [int(x) for x in self.urn_rng.permutation(urn)]
+                got = [self.urns[key].pop() for _ in range(r.n)]
+            self.drawn.setdefault(key, []).extend(got)
+            out.append(got)
+        return out
+
+
+def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
+    """Replay `strategy` over `epochs`; returns totals, per-visit outcomes and the collector."""
+    src = ReplaySource(frame, epochs, seed, serve)
+    hist = None
+    if strategy == "sara-history":
+        opts = {**INFORMED_DEFAULTS, **kw}
+        kw = {
+            "rule": opts.pop("rule"),
+            **{x: v for x, v in opts.items() if x not in INFORMED_DEFAULTS},
+        }
+        hist = PromptHistory(
+            rho=opts["rho"],
+            kappa=opts["kappa"],
+            explore=opts["explore"],
+            seed=seed,
+            key=lambda v: v[0],
+            epoch_of=lambda v: v[1],
+        )
+    col = make_collector(
+        strategy, k=k, groups=groups, history=hist, epoch_size=len(src.pids) if hist else None, **kw
+    )
+    stream, steps = src.stream(), []
+    while True:
+        res = col.collect_step(stream, src)
+        steps.append(res)
+        if res.stream_exhausted:
+            break
+    rollouts = sum(s.rollouts for s in steps)
+    effective = sum(s.n_effective for s in steps)
+    return {
+        "strategy": strategy,
+        "epochs": len(src.epochs),
+        "rollouts": rollouts,
+        "effective_groups": effective,
+        "cost_per_effective_group": rollouts / effective if effective else float("inf"),
+        "steps": steps,
+        "drawn": src.drawn,
+        "collector": col,
+    }
+
+
+__all__ = ["ReplaySource", "replay", "load_history", "INFORMED_DEFAULTS"]
