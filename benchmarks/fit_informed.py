@@ -5,7 +5,8 @@
 Never tuned on the data it reports: prompts are split in two folds (by prompt id, alternating);
 each configuration is scored on fold A over epochs 0-25, the best is chosen there, and reported on
 the held-out fold B over the held-out epochs 26-52 — beside ds and sara on the same held-out data.
-exploration is a safety floor (no prompt starves forever), fixed at 0.05, not tuned.
+The starvation guards are fixed, not tuned: explore = 0.05 and max_skip = 2 (a prompt skipped
+twice in a row is probed at its next visit).
 """
 
 import argparse

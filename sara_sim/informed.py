@@ -15,7 +15,9 @@ A prompt is then handled by a plan for its own prior (``policy.py``):
 * rule "price": the Bayes-optimal plan for the ratio objective at the stream's current price lam
   (rollouts per effective group), from ``optimal.price_plan``: skip iff even the best way of
   probing this prompt costs more per effective group than the stream pays on average.
-A skipped prompt is still probed with probability `explore`, so no prompt is starved forever.
+Starvation guards: a prompt without evidence of its own is never skipped (skipping it would rest on
+the population alone, and nothing would ever be learnt about it); a prompt skipped `max_skip` visits
+in a row is probed at its next visit; and any skip is overridden with probability `explore`.
 
 >>> h = PromptHistory(rho=0.5, kappa=1.0, pop_prior=(0.34, 0.67), explore=0.0)  # DeepScaleR EB
 >>> h.observe("q1", [0] * 8, epoch=0)             # all wrong at its first visit
@@ -49,13 +51,14 @@ def informed_prior(s_ev, f_ev, age, rho, pop_a, pop_b, kappa):
 
 
 @njit(cache=True)
-def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u):
-    """Plan for a prompt with prior Beta(a, b); u ~ U(0,1) decides exploration of a skip."""
+def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False):
+    """Plan for a prompt with prior Beta(a, b); a skip is overridden when u < explore or when
+    must_probe (no own evidence, or skipped too often in a row)."""
     if rule_price:
         plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True)
     else:
         plan = threshold_plan(k, tau_low, np.inf, a, b)
-    if plan[0] == ABANDON and u < explore:
+    if plan[0] == ABANDON and (u < explore or must_probe):
         if rule_price:  # the best plan given that we do probe
             plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False)
         else:
@@ -72,6 +75,7 @@ class PromptHistory:
         kappa=1.0,
         pop_prior=(1.0, 1.0),
         explore=0.05,
+        max_skip=2,
         seed=0,
         key=None,
         epoch_of=None,
@@ -81,8 +85,12 @@ class PromptHistory:
             raise ParameterError("rho", "must be in (0, 1]; 0 forgets everything (use plain sara)")
         self.kappa = check_positive(kappa, "kappa")
         self.explore = check_unit(explore, "explore")
+        if int(max_skip) != max_skip or max_skip < 0:
+            raise ParameterError("max_skip", f"must be an integer >= 0, got {max_skip!r}")
+        self.max_skip = int(max_skip)
         self.pop_prior = tuple(float(x) for x in pop_prior)
-        self.evidence = {}  # prompt id -> [discounted successes, discounted failures, last epoch]
+        # prompt id -> [discounted successes, discounted failures, last epoch, skips in a row]
+        self.evidence = {}
         self.rng = np.random.default_rng(seed)
         # the prompt behind a stream id, e.g. a replay's (prompt, epoch) -> prompt (not saved)
         self.key = key if key is not None else (lambda pid: pid)
@@ -96,15 +104,16 @@ class PromptHistory:
         s = float(sum(rewards))
         f = float(len(rewards)) - s
         old = self.evidence.get(pid)
+        streak = 0 if rewards else (old[3] + 1 if old else 1)
         if old is None:
-            self.evidence[pid] = [s, f, epoch]
+            self.evidence[pid] = [s, f, epoch, streak]
             return
         w = self.rho ** max(epoch - old[2], 0)
-        self.evidence[pid] = [w * old[0] + s, w * old[1] + f, epoch]
+        self.evidence[pid] = [w * old[0] + s, w * old[1] + f, epoch, streak]
 
     def prior(self, pid, epoch):
         epoch = self.epoch_of(pid) if self.epoch_of else epoch
-        s, f, last = self.evidence.get(self.key(pid), (0.0, 0.0, epoch))
+        s, f, last, _ = self.evidence.get(self.key(pid), (0.0, 0.0, epoch, 0))
         return informed_prior(s, f, epoch - last, self.rho, *self.pop_prior, self.kappa)
 
     def plan(self, pid, epoch, k, tau_low=0.3, rule="tau", lam=math.inf):
@@ -112,7 +121,9 @@ class PromptHistory:
             raise ParameterError("rule", f"must be one of {RULES}, got {rule!r}")
         a, b = self.prior(pid, epoch)
         u = float(self.rng.random())
-        return informed_plan(a, b, k, tau_low, lam, rule == "price", self.explore, u)
+        ev = self.evidence.get(self.key(pid))
+        must = ev is None or ev[0] + ev[1] == 0 or ev[3] >= self.max_skip
+        return informed_plan(a, b, k, tau_low, lam, rule == "price", self.explore, u, must)
 
     def fit_population(self, successes, trials):
         """Refit the dataset-level EB prior (A, B) to observed (successes, trials) pairs."""
@@ -126,6 +137,7 @@ class PromptHistory:
             "rho": self.rho,
             "kappa": self.kappa,
             "explore": self.explore,
+            "max_skip": self.max_skip,
             "pop_prior": self.pop_prior,
             "evidence": {pid: list(v) for pid, v in self.evidence.items()},
             "rng": self.rng.bit_generator.state,
@@ -133,6 +145,7 @@ class PromptHistory:
 
     def load_state_dict(self, state):
         self.rho, self.kappa, self.explore = state["rho"], state["kappa"], state["explore"]
+        self.max_skip = state["max_skip"]
         self.pop_prior = tuple(state["pop_prior"])
         self.evidence = {pid: list(v) for pid, v in state["evidence"].items()}
         self.rng.bit_generator.state = state["rng"]

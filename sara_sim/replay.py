@@ -21,7 +21,7 @@ from .difficulty import load_history
 from .informed import PromptHistory
 
 # chosen by benchmarks/fit_informed.py on fold A, epochs 0-25 (held-out: fold B, epochs 26-52)
-INFORMED_DEFAULTS = {"rho": 0.95, "kappa": 0.25, "explore": 0.05, "rule": "price"}
+INFORMED_DEFAULTS = {"rho": 0.95, "kappa": 0.25, "explore": 0.05, "max_skip": 2, "rule": "price"}
 
 
 class ReplaySource:
@@ -73,6 +73,7 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
             rho=opts["rho"],
             kappa=opts["kappa"],
             explore=opts["explore"],
+            max_skip=opts["max_skip"],
             seed=seed,
             key=lambda v: v[0],
             epoch_of=lambda v: v[1],
@@ -100,4 +101,62 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
     }
 
 
-__all__ = ["ReplaySource", "replay", "load_history", "INFORMED_DEFAULTS"]
+__all__ = ["ReplaySource", "replay", "signal_report", "load_history", "INFORMED_DEFAULTS"]
+
+
+def signal_report(out, frame, starve_epochs=5):
+    """What skipping and early abandonment do to the training signal, from a replay's output.
+
+    * the success rates (record c/samples) of the prompts whose groups entered the batch — to set
+      beside ds's: a strategy that only keeps easy-to-mix prompts narrows this distribution;
+    * false abandons: visits abandoned (or skipped) whose full group would have been mixed —
+      judged on the record (P(mixed) of k drawn without replacement), so it is exact in expectation;
+    * starvation: a prompt is *learnable* at epoch e when its record is mixed; it starves while it
+      is learnable and gets no rollout.  Reported: the share of prompts that starve for
+      >= `starve_epochs` epochs in a row, the longest such run, and the share of learnable visits
+      that drew nothing.
+    """
+    from scipy.special import comb
+
+    k = out["collector"].k
+    rec = {(r.prompt_id, r.epoch): (r.correct, r.samples) for r in frame.itertuples()}
+    committed = [sid for step in out["steps"] for sid, _ in step.groups]
+    rates = np.array([rec[sid][0] / rec[sid][1] for sid in committed])
+    sampled = {key[0] for key, seq in out["drawn"].items() if seq}
+    abandoned = [sid for step in out["steps"] for sid in step.abandoned]
+
+    def p_mixed(c, s):  # k drawn without replacement from a record of c successes in s
+        return 1.0 - (comb(s - c, k) + comb(c, k)) / comb(s, k)
+
+    false_abandons = float(sum(p_mixed(*rec[sid]) for sid in abandoned))
+    epochs = sorted({e for _, e in rec})
+    longest, learnable_visits, starved_visits = {}, 0, 0
+    for pid in sorted({p for p, _ in rec}):
+        run = best = 0
+        for e in epochs:
+            if (pid, e) not in rec:
+                continue
+            c, s = rec[(pid, e)]
+            if 0 < c < s:
+                learnable_visits += 1
+                if (pid, e) not in sampled:
+                    starved_visits += 1
+                    run += 1
+                    best = max(best, run)
+                    continue
+            run = 0
+        longest[pid] = best
+    streaks = np.array(list(longest.values()))
+    q = np.quantile(rates, [0.1, 0.25, 0.5, 0.75, 0.9]) if len(rates) else [np.nan] * 5
+    return {
+        "strategy": out["strategy"],
+        "committed_groups": len(committed),
+        "committed_rate_mean": float(rates.mean()) if len(rates) else float("nan"),
+        "committed_rate_quantiles": [float(x) for x in q],
+        "abandoned_visits": len(abandoned),
+        "expected_false_abandons": false_abandons,
+        "false_abandon_rate": false_abandons / max(len(abandoned), 1),
+        "starving_prompt_share": float(np.mean(streaks >= starve_epochs)),
+        "longest_starvation_epochs": int(streaks.max()) if len(streaks) else 0,
+        "starved_learnable_visit_share": starved_visits / max(learnable_visits, 1),
+    }

@@ -73,3 +73,17 @@ def test_bad_history_parameters():
         make_collector("sara-history", groups=4, history=PromptHistory())
     with pytest.raises(ParameterError, match="rule"):
         make_collector("sara", groups=4, rule="magic")
+
+
+def test_starvation_guards_bound_skips(frame):
+    """With max_skip = 1 no prompt is skipped twice in a row; without guards (max_skip huge,
+    explore 0) prompts starve for many epochs — the report must show the difference."""
+    from sara_sim.replay import signal_report
+
+    epochs = range(0, 12)
+    guarded = replay(frame, "sara-history", epochs, 0, max_skip=1)
+    assert max(v[3] for v in guarded["collector"].informed.evidence.values()) <= 1
+    loose = replay(frame, "sara-history", epochs, 0, max_skip=10_000, explore=0.0)
+    rg, rl = signal_report(guarded, frame), signal_report(loose, frame)
+    assert rl["longest_starvation_epochs"] > rg["longest_starvation_epochs"]
+    assert rl["starved_learnable_visit_share"] > rg["starved_learnable_visit_share"]
