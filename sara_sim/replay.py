@@ -21,7 +21,7 @@ from .difficulty import load_history
 from .informed import PromptHistory
 
 # chosen by benchmarks/fit_informed.py on fold A, epochs 0-25 (held-out: fold B, epochs 26-52)
-INFORMED_DEFAULTS = {"rho": 0.95, "kappa": 0.25, "explore": 0.05, "max_skip": 2, "rule": "price"}
+INFORMED_DEFAULTS = {"rho": 0.8, "kappa": 0.25, "explore": 0.05, "max_skip": 2, "rule": "price"}
 
 
 class ReplaySource:
