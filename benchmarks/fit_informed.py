@@ -56,10 +56,22 @@ def main():
     best_cost, best = scored[0]
     print(f"best on fold A: {best} ({best_cost:.3f} rollouts per effective group)")
 
+    comps = {}
+    for name in ("sara-mopps", "sara-dps"):
+        trials = [(cost(fold_a, name, tune, seeds, ratio=r, **best), r) for r in (1.5, 2.0, 4.0)]
+        for c, r in trials:
+            print(f"  {c:7.3f}  {name} ratio={r}")
+        comps[name] = min(trials)[1]
+    print(f"selector ratios chosen on fold A: {comps}")
+
     print("held-out report: fold B, epochs 26-52")
     ds = cost(fold_b, "ds", held, seeds)
     rows = [("ds", ds), ("sara (tau 0.5)", cost(fold_b, "sara", held, seeds, tau_low=0.5))]
     rows.append(("sara-history (best)", cost(fold_b, "sara-history", held, seeds, **best)))
+    for name, ratio in comps.items():
+        rows.append(
+            (f"{name} (ratio {ratio})", cost(fold_b, name, held, seeds, ratio=ratio, **best))
+        )
     for name, c in rows:
         print(f"  {name:<22} {c:7.3f}   savings vs ds {1 - c / ds:6.1%}")
 

@@ -31,7 +31,16 @@ from .sara_collector import SaraCollector
 
 __all__ = ["Request", "StepResult", "SaraCollector", "make_collector", "STRATEGIES"]
 
-STRATEGIES = ("uniform", "ds", "sara", "sara-eb", "sara-auto", "sara-history")
+STRATEGIES = (
+    "uniform",
+    "ds",
+    "sara",
+    "sara-eb",
+    "sara-auto",
+    "sara-history",
+    "sara-mopps",
+    "sara-dps",
+)
 
 
 class UniformCollector(_Base):
@@ -116,15 +125,17 @@ def make_collector(
     history=None,
     epoch_size=None,
     rule="tau",
+    selector=None,
 ):
     """One collector object per run; it carries state (surplus, in-progress prompts, fitted prior,
     per-prompt histories) from step to step.  sara-history needs `history`
-    (an ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock)."""
+    (an ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
+    sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``)."""
     if name == "uniform":
         return UniformCollector(name, k, groups, budget, seed)
     if name == "ds":
         return DSCollector(name, k, groups, budget, seed, gen_batch_size, max_num_gen_batches)
-    if name in ("sara", "sara-eb", "sara-auto", "sara-history"):
+    if name in ("sara", "sara-eb", "sara-auto", "sara-history", "sara-mopps", "sara-dps"):
         return SaraCollector(
             name,
             k,
@@ -142,6 +153,7 @@ def make_collector(
             history,
             epoch_size,
             rule,
+            selector,
         )
     raise ParameterError(
         "allocator", f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"

@@ -62,8 +62,8 @@ class ReplaySource:
 def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
     """Replay `strategy` over `epochs`; returns totals, per-visit outcomes and the collector."""
     src = ReplaySource(frame, epochs, seed, serve)
-    hist = None
-    if strategy == "sara-history":
+    hist = selector = None
+    if strategy in ("sara-history", "sara-mopps", "sara-dps"):
         opts = {**INFORMED_DEFAULTS, **kw}
         kw = {
             "rule": opts.pop("rule"),
@@ -78,8 +78,18 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
             key=lambda v: v[0],
             epoch_of=lambda v: v[1],
         )
+        if strategy != "sara-history":
+            from .selectors import Selector
+
+            selector = Selector(strategy.split("-")[1], ratio=kw.pop("ratio", 4.0), seed=seed)
     col = make_collector(
-        strategy, k=k, groups=groups, history=hist, epoch_size=len(src.pids) if hist else None, **kw
+        strategy,
+        k=k,
+        groups=groups,
+        history=hist,
+        epoch_size=len(src.pids) if hist else None,
+        selector=selector,
+        **kw,
     )
     stream, steps = src.stream(), []
     while True:

@@ -14,7 +14,9 @@ Which plan a prompt gets:
   in its last `eb_window` steps;
 * sara-auto — the Bayes-optimal plan (``optimal.py``) for that fitted prior;
 * sara-history — the prompt's own informed prior (``informed.py``): its earlier outcomes, discounted
-  and shrunk toward the fitted population prior; it may skip a prompt before any rollout.
+  and shrunk toward the fitted population prior; it may skip a prompt before any rollout;
+* sara-mopps / sara-dps — sara-history behind a predictive selector (``selectors.py``) that ranks
+  `ratio` candidates per wanted prompt and passes over the rest.
 """
 
 import math
@@ -67,6 +69,7 @@ class SaraCollector(_Base):
         history=None,
         epoch_size=None,
         rule="tau",
+        selector=None,
     ):
         super().__init__(name, k, groups, budget, seed)
         if int(max_rounds) != max_rounds or max_rounds < 1:
@@ -90,7 +93,10 @@ class SaraCollector(_Base):
             raise ParameterError("eb_window", f"must be an integer >= 1, got {eb_window!r}")
         self.eb_window = int(eb_window)
         self.informed = history  # informed.PromptHistory for sara-history, else None
-        if name == "sara-history":
+        self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
+        if name in ("sara-mopps", "sara-dps") and selector is None:
+            raise ParameterError("selector", f"{name} needs a selectors.Selector")
+        if name in ("sara-history", "sara-mopps", "sara-dps"):
             if history is None:
                 raise ParameterError("history", "sara-history needs an informed.PromptHistory")
             if epoch_size is None or int(epoch_size) != epoch_size or epoch_size < 1:
@@ -108,6 +114,7 @@ class SaraCollector(_Base):
         self.total_rollouts = 0  # over the whole run: the stream's price lam = rollouts / groups
         self.total_effective = 0
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
+        self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
         self.plan = self._make_plan(self.prior)
 
@@ -205,17 +212,24 @@ class SaraCollector(_Base):
             want = math.floor(max(budget_left - used - reserved, 0) / per_prompt)
             want = max(want, 1 if not self.open and budget_left - used >= 1 else 0)
         skips_left = 20 * max(want, 1) + 100  # a stream of skipped prompts cannot spin forever
+        queue = deque()  # a selector's chosen candidates, best first
         while want > 0 and used < cap and skips_left > 0:
-            pid = self._pull(stream, res)
-            if pid is None:
-                break
-            self.pulled += 1
+            if self.selector is not None and not queue:
+                queue.extend(self._select(stream, res, want))
+                skips_left -= 1
+            if self.selector is not None:
+                if not queue:
+                    break
+                pid = queue.popleft()
+            else:
+                pid = self._pull(stream, res)
+                if pid is None:
+                    break
+                self.pulled += 1
             plan = self._plan_for(pid)
             if plan[0] == ABANDON:  # skipped before any rollout (cost 0)
-                res.abandoned.append(pid)
-                res.skipped += 1
+                self._skip(pid, res)
                 skips_left -= 1
-                self._observe(pid, [])
                 continue
             first = (
                 k
@@ -223,17 +237,41 @@ class SaraCollector(_Base):
                 else int(next_request(0, 0, k, plan, self.probe, self.increment))
             )
             n = min(first, cap - used)  # the rest of a too-big probe follows next round
-            visit = self.pulled
+            self.visit_seq += 1
+            visit = self.visit_seq
             self.open[visit] = _Prompt(pid, visit, plan, committed=plan[0] == COMMIT)
             requests.append(Request(pid, n, visit))
             used += n
             want -= 1
         return requests
 
+    def _select(self, stream, res, want):
+        """Pull ratio x want candidates; the selector's best `want` are returned, the rest
+        are passed over (skipped)."""
+        cands = []
+        for _ in range(math.ceil(self.selector.ratio * want)):
+            pid = self._pull(stream, res)
+            if pid is None:
+                break
+            self.pulled += 1
+            cands.append(pid)
+        epoch = (self.pulled - 1) // self.epoch_size
+        chosen, passed = self.selector.select(cands, want, self.informed, epoch)
+        for pid in passed:
+            self._skip(pid, res)
+        return chosen
+
+    def _skip(self, pid, res):
+        res.abandoned.append(pid)
+        res.skipped += 1
+        self._observe(pid, [])
+
     def _observe(self, pid, rewards):
         if self.informed is not None:
             epoch = (self.pulled - 1) // self.epoch_size
             self.informed.observe(pid, rewards, epoch)
+        if self.selector is not None:
+            self.selector.observe(self.informed.key(pid), rewards)
 
     def _update(self, p, rewards, res):
         p.rewards.extend(rewards)
@@ -282,12 +320,20 @@ class SaraCollector(_Base):
         state = dict(self.__dict__)
         if self.informed is not None:
             state["informed"] = self.informed.state_dict()
+        if self.selector is not None:
+            state["selector"] = self.selector.state_dict()
         return state
 
     def load_state_dict(self, state):
         state = dict(state)
         informed = state.pop("informed", None)
+        selector = state.pop("selector", None)
         self.__dict__.update(state)
+        if selector is not None:
+            from .selectors import Selector
+
+            self.selector = Selector(selector["kind"])
+            self.selector.load_state_dict(selector)
         if informed is not None:
             from .informed import PromptHistory
 

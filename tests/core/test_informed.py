@@ -20,16 +20,15 @@ def frame(history_path):
     return load_history(history_path)
 
 
-def test_informed_strategy_cannot_peek_at_undrawn_outcomes(frame):
+@pytest.mark.parametrize("name", ["sara-history", "sara-mopps", "sara-dps"])
+def test_informed_strategy_cannot_peek_at_undrawn_outcomes(frame, name):
     """Run once; then rerun serving exactly the drawn outcomes but with every record's undrawn
     outcomes changed.  A strategy that peeked at a record would decide differently."""
     epochs = range(0, 6)
-    steps, drawn, hist = run_replay(frame, "sara-history", epochs, 3, rule="price")
+    steps, drawn, hist = run_replay(frame, name, epochs, 3)
     flipped = frame.copy()
     flipped["correct"] = flipped["samples"] - flipped["correct"]  # every record changes
-    steps2, drawn2, hist2 = run_replay(
-        flipped, "sara-history", epochs, 3, replay_log=drawn, rule="price"
-    )
+    steps2, drawn2, hist2 = run_replay(flipped, name, epochs, 3, replay_log=drawn)
     assert drawn2 == drawn
     assert [s.groups for s in steps2] == [s.groups for s in steps]
     assert [s.abandoned for s in steps2] == [s.abandoned for s in steps]
@@ -53,11 +52,14 @@ def test_reduces_to_plain_sara_without_history(frame):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_history_savings_vs_ds_on_shipped_histories(frame, seed):
-    epochs = range(10, 31)
+    """The goal of the informed strategies: >= 40 % fewer rollouts per effective group than ds,
+    on held-out epochs, for several seeds (defaults chosen by benchmarks/fit_informed.py)."""
+    epochs = range(30, 45)
     cost = {}
-    for name in ("ds", "sara-history"):  # sara-history with its cross-validated defaults
+    for name in ("ds", "sara-history", "sara-dps"):
         cost[name] = replay(frame, name, epochs, seed)["cost_per_effective_group"]
     assert cost["sara-history"] <= 0.6 * cost["ds"], cost
+    assert cost["sara-dps"] < 0.8 * cost["ds"], cost  # the composition saves too, less
 
 
 def test_bad_history_parameters():
