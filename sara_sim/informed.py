@@ -57,7 +57,7 @@ def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=Fals
     if rule_price:
         plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True)
     else:
-        plan = threshold_plan(k, tau_low, np.inf, a, b)
+        plan = threshold_plan(k, tau_low, np.inf, a, b, True)
     if plan[0] == ABANDON and (u < explore or must_probe):
         if rule_price:  # the best plan given that we do probe
             plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False)

@@ -10,7 +10,8 @@ through ``decide_plan`` on that plan.  Any other sequential policy (e.g. the Bay
 
 Plan layout (int64[5]):
 [d0, commit_below_fail, abandon_from_fail, commit_below_pass, abandon_from_pass], where d0 is the
-decision before any rollout (CONTINUE; ABANDON = skip; COMMIT = send k at once).
+decision before any rollout (CONTINUE; ABANDON = skip, only for per-prompt priors; COMMIT = send
+k at once, when tau_high is on).
 
 >>> plan = threshold_plan(8, 0.3)             # uniform prior: p_eff(n, 0) = (8 - n) / 9
 >>> [int(x) for x in plan]                    # abandon after 6 fails or 6 passes
@@ -64,10 +65,16 @@ def _first_at_least(k, side, rank, tau_low, tau_high, a0, b0):
 
 
 @njit(cache=True)
-def threshold_plan(k, tau_low, tau_high=np.inf, a0=1.0, b0=1.0):
-    """The plan of the tau rule for group size k and prior Beta(a0, b0)."""
+def threshold_plan(k, tau_low, tau_high=np.inf, a0=1.0, b0=1.0, allow_skip=False):
+    """The plan of the tau rule for group size k and prior Beta(a0, b0).
+
+    The paper evaluates the rule when rollouts return, so by default a prompt is always probed:
+    with one prior shared by every prompt, a skip at n = 0 would skip them all.  allow_skip
+    applies the rule at n = 0 too — for a prompt's *own* informed prior (``informed.py``)."""
     plan = np.empty(5, np.int64)
     plan[0] = decide(0, 0, k, tau_low, tau_high, a0, b0)
+    if plan[0] == ABANDON and not allow_skip:
+        plan[0] = CONTINUE
     for side in (FAIL, PASS):
         plan[1 + 2 * side] = _first_at_least(k, side, 1, tau_low, tau_high, a0, b0)
         plan[2 + 2 * side] = _first_at_least(k, side, 2, tau_low, tau_high, a0, b0)

@@ -30,7 +30,7 @@ def _configs(count=300, seed=3):
 
 def test_plan_reproduces_decide_on_every_state():
     for k, lo, hi, a0, b0 in _configs():
-        plan = threshold_plan(k, lo, hi, a0, b0)
+        plan = threshold_plan(k, lo, hi, a0, b0, True)
         for n in range(k + 1):
             for s in range(n + 1):
                 assert decide_plan(n, s, k, plan) == decide(n, s, k, lo, hi, a0, b0), (
@@ -47,7 +47,7 @@ def test_plan_reproduces_decide_on_every_state():
 def test_uniform_prior_abandonment_points_follow_the_identity():
     for k in (4, 8, 16, 32):
         for tau in np.linspace(0.01, 0.99, 23):
-            plan = threshold_plan(k, tau)
+            plan = threshold_plan(k, tau, np.inf, 1.0, 1.0, True)
             # p_eff(n, 0) = (k - n)/(k + 1) < tau  <=>  n > k - tau (k + 1)
             want = next(n for n in range(1, k + 1) if (k - n) / (k + 1) < tau)
             got = abandonment_points(k, plan)
@@ -85,8 +85,11 @@ def test_fixed_probe_and_increment_stop_at_the_first_evaluation_point_after_the_
 
 @pytest.mark.parametrize("tau", [0.0, 1.0])
 def test_extreme_thresholds(tau):
-    plan = threshold_plan(8, tau)
+    plan = threshold_plan(8, tau, np.inf, 1.0, 1.0, True)
     if tau == 0.0:
         assert abandonment_points(8, plan) == (None, None)
     else:
         assert plan[0] == ABANDON and abandonment_points(8, plan) == (0, 0)
+        # a shared prior never skips: the prompt is probed and abandoned after one rollout
+        shared = threshold_plan(8, tau)
+        assert shared[0] == CONTINUE and abandonment_points(8, shared) == (1, 1)
