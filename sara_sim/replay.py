@@ -22,6 +22,7 @@ from .informed import PromptHistory
 
 # chosen by benchmarks/fit_informed.py on fold A, epochs 0-25 (held-out: fold B, epochs 26-52)
 INFORMED_DEFAULTS = {"rho": 0.8, "kappa": 0.25, "explore": 0.05, "max_skip": 2, "rule": "price"}
+SELECTOR_RATIO = 1.5  # candidates per probed prompt for sara-mopps / sara-dps (same fit)
 
 
 class ReplaySource:
@@ -81,7 +82,9 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
         if strategy != "sara-history":
             from .selectors import Selector
 
-            selector = Selector(strategy.split("-")[1], ratio=kw.pop("ratio", 4.0), seed=seed)
+            selector = Selector(
+                strategy.split("-")[1], ratio=kw.pop("ratio", SELECTOR_RATIO), seed=seed
+            )
     col = make_collector(
         strategy,
         k=k,
