@@ -3,6 +3,7 @@
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
     sara-sim theory  --difficulty history:PATH.csv --epoch 0 --k 8 --tau-low 0.3
     sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
+    sara-sim simulate | compare | verify | bench ...   (the Monte Carlo simulator: cli_sim.py)
 
 JSON output is the contract other tools read; bad input exits 2 with one line naming the parameter.
 """
@@ -135,6 +136,12 @@ def cmd_optimal(args):
     _emit(args, out, f"Bayes-optimal stopping — {law}, k={args.k}")
 
 
+def cmd_figures(args):
+    from paper_figs import run
+
+    run(args.out, only=args.only, seed=args.seed, history=args.history)
+
+
 def build_parser():
     parser = _Parser(prog="sara-sim", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -148,17 +155,26 @@ def build_parser():
     p = sub.add_parser("optimal", help="Bayes-optimal stopping vs the best single tau_low")
     add_law_args(p)
     p.set_defaults(func=cmd_optimal)
+    p = sub.add_parser("figures", help="regenerate every theory / simulation figure (paper_figs)")
+    p.add_argument("--out", required=True, help="folder for NAME.png / .csv / .txt")
+    p.add_argument("--only", default=None, help="comma-separated figures: names, figN or N")
+    p.add_argument("--seed", type=_int("--seed"), default=0, help="seed of the simulated parts")
+    p.add_argument("--history", default=None, help="outcome histories CSV (default: shared)")
+    p.set_defaults(func=cmd_figures)
+    from .cli_sim import add_sim_commands  # simulate | compare | verify | bench
+
+    add_sim_commands(sub)
     return parser
 
 
 def main(argv=None):
     try:
         args = build_parser().parse_args(argv)
-        args.func(args)
+        rc = args.func(args)  # verify returns 1 when a claim fails where it must hold
     except ParameterError as exc:
         print(f"sara-sim: error: {exc}", file=sys.stderr)
         return 2
-    return 0
+    return rc or 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""Every theory / simulation figure of the SARA toolkit by one command.
+
+    python -m paper_figs --out DIR [--only NAME[,NAME...]] [--seed S] [--history PATH]
+    sara-sim figures --out DIR [--only NAME] [--seed S]
+
+Each figure is one small module ``figN_*.py`` with ``build(seed, history) -> Figure``; this file
+is the registry.  Every figure is written as DIR/NAME.png (caption in the PNG metadata),
+DIR/NAME.csv (the data behind it) and DIR/NAME.txt (the caption).  Same seed -> identical CSVs.
+"""
+
+import importlib
+import time
+from pathlib import Path
+
+from sara_sim.errors import ParameterError
+
+from ._common import HISTORY, history_path, save, setup_style
+
+FIGURES = (
+    "fig1_p_eff",
+    "fig2_abandon_reliability",
+    "fig3_rollout_savings",
+    "fig4_fixed_budget_yield",
+    "fig5_gradient_link",
+    "fig6_optimal_vs_tau",
+    "fig7_rounds_vs_rollouts",
+    "fig8_replay_strategies",
+)
+__all__ = ["FIGURES", "HISTORY", "run", "select"]
+
+
+def select(only=None):
+    """Resolve --only: full names, 'figN' prefixes or bare numbers, comma-separated."""
+    if not only:
+        return list(FIGURES)
+    items = [
+        x.strip() for part in ([only] if isinstance(only, str) else only) for x in part.split(",")
+    ]
+    chosen = []
+    for item in filter(None, items):
+        key = f"fig{item}" if item.isdigit() else item
+        match = [f for f in FIGURES if f == key or f.startswith(key + "_")]
+        if len(match) != 1:
+            raise ParameterError(
+                "--only", f"unknown figure {item!r}; choose from {', '.join(FIGURES)}"
+            )
+        if match[0] not in chosen:
+            chosen.append(match[0])
+    return chosen
+
+
+def run(out, only=None, seed=0, history=None, verbose=True):
+    """Build and save the selected figures into `out`; returns {name: seconds}."""
+    out = Path(out)
+    names = select(only)
+    if history is not None:
+        history_path(history)  # fail before any figure is drawn
+    setup_style()
+    timings, t_all = {}, time.perf_counter()
+    for name in names:
+        t0 = time.perf_counter()
+        module = importlib.import_module(f"{__name__}.{name}")
+        result = module.build(seed=seed, history=history)
+        save(result, out, name, seed)
+        timings[name] = time.perf_counter() - t0
+        if verbose:
+            print(f"{name:<28} {timings[name]:6.2f} s  -> {out / name}.png", flush=True)
+    total = time.perf_counter() - t_all
+    if verbose:
+        print(f"{'total':<28} {total:6.2f} s  ({len(names)} figures in {out})", flush=True)
+    timings["total"] = total
+    return timings

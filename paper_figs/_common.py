@@ -1,0 +1,115 @@
+"""Shared plumbing for the figure modules: style, paths, seeds, saving PNG + CSV + caption."""
+
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sara_sim.errors import ParameterError
+
+REPO = Path(__file__).resolve().parents[1]
+HISTORY = REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv"
+DPI = 130
+
+# Colours and labels used across figures, so one law / strategy looks the same everywhere.
+LAW_LABELS = {
+    "beta:1,1": "uniform  Beta(1,1)",
+    "beta:0.3,0.3": "polarised  Beta(0.3,0.3)",
+    "beta:0.2,0.8": "hard-skewed  Beta(0.2,0.8)",
+    "history": "DeepScaleR replay",
+}
+LAW_COLORS = {  # colorblind palette: blue, orange, green, purple
+    LAW_LABELS["beta:1,1"]: "#0173b2",
+    LAW_LABELS["beta:0.3,0.3"]: "#de8f05",
+    LAW_LABELS["beta:0.2,0.8"]: "#029e73",
+    LAW_LABELS["history"]: "#cc78bc",
+}
+
+
+@dataclass
+class Figure:
+    """What a figure module returns: the matplotlib figure, its data (tidy) and a caption."""
+
+    fig: object
+    data: pd.DataFrame
+    caption: str
+    notes: dict = field(default_factory=dict)  # extra key: value lines for the sidecar
+
+
+def history_path(path=None) -> Path:
+    """The DeepScaleR outcome histories (../shared/data beside the repository by default)."""
+    p = Path(path) if path is not None else HISTORY
+    if not p.is_file():
+        raise ParameterError(
+            "--history",
+            f"history file not found: {p} (expected ../shared/data/deepscaler_pass_history.csv "
+            "beside the repository)",
+        )
+    return p
+
+
+def history_spec(path=None) -> str:
+    return f"history:{history_path(path)}"
+
+
+def setup_style():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import seaborn as sns
+
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind", font_scale=0.95)
+    matplotlib.rcParams.update(
+        {
+            "figure.dpi": DPI,
+            "savefig.dpi": DPI,
+            "axes.titlesize": 11,
+            "axes.labelsize": 10,
+            "legend.fontsize": 8.5,
+            "legend.title_fontsize": 9,
+        }
+    )
+
+
+def wilson(successes, trials, z=1.96):
+    """Wilson 95 % interval (lo, hi) for a binomial proportion."""
+    s, n = np.asarray(successes, float), np.asarray(trials, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = s / n
+        den = 1 + z**2 / n
+        mid = (p + z**2 / (2 * n)) / den
+        half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / den
+    return mid - half, mid + half
+
+
+def save(result: Figure, out: Path, name: str, seed: int) -> list[Path]:
+    """Write NAME.png (caption in its metadata), NAME.csv and NAME.txt (the caption)."""
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    caption = " ".join(result.caption.split())
+    png, csv, txt = (out / f"{name}.{ext}" for ext in ("png", "csv", "txt"))
+    result.fig.savefig(
+        png,
+        bbox_inches="tight",
+        metadata={
+            "Title": name,
+            "Description": caption,
+            "Source": f"python -m paper_figs --seed {seed}",
+        },
+    )
+    plt.close(result.fig)
+    result.data.to_csv(csv, index=False, float_format="%.10g")
+    lines = [
+        name,
+        "",
+        textwrap.fill(caption, 100, break_on_hyphens=False, break_long_words=False),
+        "",
+        f"seed: {seed}",
+        f"data: {csv.name}",
+    ]
+    lines += [f"{key}: {val}" for key, val in result.notes.items()]
+    txt.write_text("\n".join(lines) + "\n")
+    return [png, csv, txt]

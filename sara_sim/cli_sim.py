@@ -1,0 +1,265 @@
+"""`sara-sim simulate | compare | verify | bench` — the simulator's subcommands (``cli.py`` adds
+them to its parser; same one-line ParameterError messages, exit 2 on bad input).
+
+    sara-sim simulate --strategy sara --difficulty beta:0.3,0.3 --k 8 --tau-low 0.3 --groups 64 \\
+        --steps 200 --seed 0 [--prior 1,1] [--json]
+    sara-sim simulate --strategy sara-auto --difficulty history:PATH --epochs 0-9 --k 8 --json
+    sara-sim compare  --difficulty history:PATH --epochs 0-9 --k 8 [--strategies a,b] [--json]
+    sara-sim verify   [--quick] [--json]        # exit 1 if a claim fails where it must hold
+    sara-sim bench    [--k 128] [--json]
+"""
+
+import json
+import math
+import sys
+
+from .cli import _emit, _float, _int, _law, add_law_args
+from .errors import ParameterError
+
+SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
+    "strategy",
+    "steps",
+    "rollouts_per_step",
+    "tokens_per_step",
+    "effective_groups_per_step",
+    "cost_per_effective_group",
+    "cost_per_effective_group_se",
+    "effective_fraction",
+    "false_abandon_rate",
+    "rounds_per_step",
+    "waste_per_step",
+)
+
+
+def _value(text):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    if "," in text:
+        return tuple(_value(x) for x in text.split(","))
+    return text
+
+
+def _params(items):
+    out = {}
+    for item in items or []:
+        key, eq, val = item.partition("=")
+        if not eq or not key:
+            raise ParameterError("--param", f"must be KEY=VALUE, got {item!r}")
+        out[key.strip().replace("-", "_")] = _value(val.strip())
+    return out
+
+
+def _sim_law(args):
+    from .difficulty import check_k_for_law
+    from .errors import check_k
+    from .laws import parse_sim_law
+
+    if args.epochs is not None and args.epoch is not None:
+        raise ParameterError("--epochs", "give either --epoch E or --epochs A-B, not both")
+    epoch = args.epochs if args.epochs is not None else args.epoch
+    check_k(args.k, "--k")
+    law = parse_sim_law(args.difficulty, epochs=epoch)
+    check_k_for_law(args.k, law)
+    return law
+
+
+def _sim_kwargs(args):
+    from .laws import TokenModel
+
+    return dict(
+        k=args.k,
+        groups=args.groups,
+        steps=args.steps,
+        replicates=args.replicates,
+        seed=args.seed,
+        tau_low=args.tau_low,
+        tau_high=args.tau_high,
+        prior=args.prior or (1.0, 1.0),
+        pool=args.pool,
+        tokens=TokenModel(args.len_pass, args.len_fail),
+    )
+
+
+def _add_sim_args(p, strategy=True):
+    add_law_args(p)
+    p.add_argument("--epochs", default=None, help="history epochs A-B (same as --epoch A-B)")
+    if strategy:
+        p.add_argument("--strategy", required=True, help="see `sara_sim.strategies`")
+    p.add_argument("--tau-low", type=_float("--tau-low"), default=0.2, help="in [0, 1] (0.2)")
+    p.add_argument("--tau-high", type=_float("--tau-high"), default=None, help="commit side; off")
+    p.add_argument("--groups", type=_int("--groups"), default=64, help="N effective groups/step")
+    p.add_argument("--steps", type=_int("--steps"), default=100, help="training steps (100)")
+    p.add_argument("--replicates", type=_int("--replicates"), default=4, help="seeds (4)")
+    p.add_argument("--seed", type=_int("--seed"), default=0, help="base seed (0)")
+    p.add_argument("--pool", type=_int("--pool"), default=0, help="static laws: pool (0 fresh)")
+    p.add_argument("--len-pass", type=_float("--len-pass"), default=2000.0, help="tokens")
+    p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="tokens")
+
+
+def cmd_simulate(args):
+    from .simulate import simulate, summarize
+
+    law = _sim_law(args)
+    kw = _sim_kwargs(args)
+    extra = _params(args.param)
+    for name in ("budget", "capacity", "probe", "increment"):
+        if getattr(args, name) is not None:
+            kw[name] = getattr(args, name)
+    res = simulate(args.strategy, law, progress=not args.json, **kw, **extra)
+    summ = summarize(res)
+    out = {key: summ[key] for key in SIM_KEYS}
+    out.update({key: v for key, v in summ.items() if key not in out})
+    out["config"] = res.config
+    _emit(args, out, f"{args.strategy} on {law}, k={args.k}")
+
+
+def compare_table(law, kw, strategies, progress=False):
+    """Every strategy on the same law and seed, sorted by rollouts per effective group."""
+    import pandas as pd
+
+    from .simulate import simulate, summarize
+    from .strategies import STRATEGIES
+
+    rows = []
+    for name in strategies or STRATEGIES:
+        s = summarize(simulate(name, law, progress=progress, **kw))
+        rows.append(s)
+    df = pd.DataFrame(rows).sort_values("cost_per_effective_group", kind="mergesort")
+    ds = df.loc[df["strategy"] == "ds", "cost_per_effective_group"]
+    if len(ds):
+        df["savings_vs_ds"] = 1.0 - df["cost_per_effective_group"] / float(ds.iloc[0])
+        tds = float(df.loc[df["strategy"] == "ds", "tokens_per_effective_group"].iloc[0])
+        df["token_savings_vs_ds"] = 1.0 - df["tokens_per_effective_group"] / tds
+    return df.reset_index(drop=True)
+
+
+def cmd_compare(args):
+    from .strategies import STRATEGIES
+
+    law = _sim_law(args)
+    names = None
+    if args.strategies:
+        names = [x.strip() for x in args.strategies.split(",") if x.strip()]
+        bad = [x for x in names if x not in STRATEGIES]
+        if bad:
+            raise ParameterError(
+                "--strategies", f"unknown {bad}; choose from {', '.join(STRATEGIES)}"
+            )
+    df = compare_table(law, _sim_kwargs(args), names, progress=not args.json)
+    if args.json:
+        print(
+            json.dumps(
+                {"law": str(law), "k": args.k, "rows": df.to_dict("records")},
+                indent=2,
+                default=lambda x: None,
+            )
+        )
+        return
+    print(
+        f"all strategies on {law}, k={args.k}, N={args.groups}, {args.steps} steps x "
+        f"{args.replicates} seeds (sorted by rollouts per effective group)"
+    )
+    cols = [  # key, width, format, header
+        ("strategy", 14, "{}", "strategy"),
+        ("cost_per_effective_group", 9, "{:.2f}", "roll/eff"),
+        ("cost_per_effective_group_se", 6, "{:.2f}", "±se"),
+        ("savings_vs_ds", 7, "{:.1%}", "vs ds"),
+        ("token_savings_vs_ds", 9, "{:.1%}", "tok vs ds"),
+        ("effective_groups_per_step", 8, "{:.1f}", "eff/step"),
+        ("effective_fraction", 7, "{:.3f}", "eff.fr"),
+        ("rollouts_per_step", 9, "{:.1f}", "roll/step"),
+        ("rounds_per_step", 6, "{:.2f}", "rounds"),
+        ("waste_per_step", 8, "{:.1f}", "waste"),
+        ("false_abandon_rate", 7, "{:.3f}", "f.aband"),
+    ]
+    cols = [c for c in cols if c[0] in df.columns]
+    print("  ".join(f"{h:<{w}}" if i == 0 else f"{h:>{w}}" for i, (_, w, _, h) in enumerate(cols)))
+    for row in df.to_dict("records"):
+        cells = []
+        for i, (key, w, f, _) in enumerate(cols):
+            v = row[key]
+            s = "nan" if isinstance(v, float) and math.isnan(v) else f.format(v)
+            cells.append(f"{s:<{w}}" if i == 0 else f"{s:>{w}}")
+        print("  ".join(cells))
+
+
+def cmd_verify(args):
+    from .verify import format_tables, report, run_claims
+
+    rows = run_claims(
+        quick=args.quick, steps=args.steps, replicates=args.replicates, seed=args.seed
+    )
+    rep = report(rows)
+    if args.json:
+        rep["cells"] = rows.to_dict("records")
+        print(json.dumps(rep, indent=2, default=lambda x: None))
+    else:
+        print(format_tables(rows))
+        print("\nclaims (cells where the assumption holds: passed / failed):")
+        for claim, c in rep["claims"].items():
+            print(
+                f"  {claim:<36} {c['passed']:>4} / {c['failed']:<3}  shown: {c['shown_holds']} "
+                f"hold, {c['shown_breaks']} break"
+            )
+        print("OK" if rep["ok"] else "FAILED: a claim fails where its assumption holds")
+    return 0 if rep["ok"] else 1
+
+
+def cmd_bench(args):
+    from .bench import run_bench
+
+    out = run_bench(k=args.k, spec=args.difficulty, quick=args.quick)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    print(f"simulator speed, one core ({out['law']}, sara, tau_low 0.3)")
+    for key in (
+        "sim_rollouts_per_second",
+        "bernoulli_per_second",
+        "speedup_vs_bernoulli",
+        "bernoulli_same_rng_per_second",
+        "speedup_vs_bernoulli_same_rng",
+        "python_rollouts_per_second",
+        "speedup_vs_python",
+    ):
+        print(f"  {key:<32} {out[key]:.4g}")
+    for row in out["by_k"]:
+        print(
+            f"  k={row['k']:<5} {row['sim_rollouts_per_second']:.3g} rollouts/s  "
+            f"x{row['speedup_vs_bernoulli']:.2f} vs Bernoulli"
+        )
+
+
+def add_sim_commands(sub):
+    """Register the simulator's subcommands on `cli.build_parser`'s subparsers."""
+    p = sub.add_parser("simulate", help="Monte Carlo of one strategy (per-step metrics)")
+    _add_sim_args(p)
+    p.add_argument("--budget", type=_int("--budget"), default=None, help="fixed-budget rollouts")
+    p.add_argument("--capacity", type=_int("--capacity"), default=None, help="rollouts/round")
+    p.add_argument("--probe", type=_int("--probe"), default=None, help="first round (0 auto)")
+    p.add_argument("--increment", type=_int("--increment"), default=None, help="later (0 auto)")
+    p.add_argument("--param", action="append", help="strategy parameter KEY=VALUE (repeat)")
+    p.set_defaults(func=cmd_simulate)
+    p = sub.add_parser("compare", help="all strategies side by side on one law and seed")
+    _add_sim_args(p, strategy=False)
+    p.add_argument("--strategies", default=None, help="comma-separated subset (default: all)")
+    p.set_defaults(func=cmd_compare)
+    p = sub.add_parser("verify", help="the four claims across k and tau_low, sim vs exact")
+    p.add_argument("--quick", action="store_true", help="small grid (k <= 16), fewer steps")
+    p.add_argument("--steps", type=_int("--steps"), default=None, help="steps per cell")
+    p.add_argument("--replicates", type=_int("--replicates"), default=None, help="seeds per cell")
+    p.add_argument("--seed", type=_int("--seed"), default=0, help="base seed (0)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("bench", help="simulated rollouts per second vs plain Bernoulli draws")
+    p.add_argument("--k", type=_int("--k"), default=128, help="group size of the headline (128)")
+    p.add_argument("--difficulty", default="beta:0.5,0.5", help="law (beta:0.5,0.5)")
+    p.add_argument("--quick", action="store_true", help="short timings (for tests)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_bench)
+
+
+__all__ = ["add_sim_commands", "compare_table", "SIM_KEYS", "sys", "_law"]

@@ -1,0 +1,386 @@
+"""Run a strategy on a law for S steps x R replicates; tidy DataFrames; summaries with standard
+errors; parquet-cached sweeps.
+
+``simulate`` returns one row per (replicate, step) with every metric of ``kernels.METRICS``.
+``summarize`` aggregates: per-step means and ratios (cost = rollouts / effective groups) with
+standard errors from batch means — each replicate's steps are cut into blocks of consecutive
+steps (so carried groups and drift stay inside a block) and the delta method is applied over the
+replicate x block units.  The ``per_prompt_*`` entries book every fresh prompt once, when its fate
+is sealed; they estimate the exact per-prompt quantities of ``theory.plan_law``.
+
+>>> from sara_sim.difficulty import BetaLaw
+>>> res = simulate("sara", BetaLaw(0.5, 0.5), k=8, groups=32, steps=20, replicates=2, seed=1)
+>>> s = summarize(res)
+>>> s["effective_groups_per_step"], s["effective_fraction"]
+(32.0, 1.0)
+"""
+
+import hashlib
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import ParameterError, check_k, check_prior, check_unit
+from .kernels import N_FIELDS, sara_steps
+from .laws import TokenModel, encode_law, law_kind
+from .metrics import I_OVERFLOW, METRICS, N_METRICS
+from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, batch_steps
+from .rng import seed_states
+from .sources import init_pool
+from .strategies import SaraPlanner, batch_params, default_params, info
+
+SIM_VERSION = 1  # bump when results of a given configuration change (parquet cache key)
+
+
+@dataclass
+class SimResult:
+    frame: pd.DataFrame
+    config: dict
+    events: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _check_int(v, name, lo):
+    if isinstance(v, bool) or v is None or int(v) != v or v < lo:
+        raise ParameterError(name, f"must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+def _chunks(steps, bar, n=50):
+    """One kernel call for the whole run, or ~n calls when a progress bar is shown."""
+    size = steps if bar is None else max(1, math.ceil(steps / n))
+    return [(s, min(size, steps - s)) for s in range(0, steps, size)]
+
+
+class _Overflow(Exception):
+    pass
+
+
+def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4, seed=0, **kwargs):
+    """Simulate `strategy` (see ``strategies``) on `law` (a law object, see ``laws``).
+
+    Fixed-yield (``groups`` = N effective groups per step) unless ``budget`` (rollouts per step)
+    is given — fixed-budget applies to uniform and the SARA family.  Keywords: tau_low (0.2),
+    tau_high, prior ((1, 1)), capacity, probe, increment, max_rounds (100), pool (0), tokens
+    (``laws.TokenModel``), progress, log_events; any other keyword overrides a default of the
+    strategy (``strategies.default_params``)."""
+    for slots in (4, 32, 256):
+        try:
+            return _simulate(
+                strategy, law, k, groups, budget, steps, replicates, seed, slots, **kwargs
+            )
+        except _Overflow:
+            continue
+    raise RuntimeError("open-prompt table overflow")  # pragma: no cover
+
+
+def _simulate(
+    strategy,
+    law,
+    k,
+    groups,
+    budget,
+    steps,
+    replicates,
+    seed,
+    slots,
+    *,
+    tau_low=0.2,
+    tau_high=None,
+    prior=(1.0, 1.0),
+    capacity=None,
+    probe=0,
+    increment=0,
+    max_rounds=100,
+    pool=0,
+    tokens=None,
+    progress=False,
+    log_events=0,
+    **params,
+):
+    meta = info(strategy)
+    k = check_k(k, "--k")
+    if law.max_k is not None and k > law.max_k:
+        raise ParameterError("--k", f"k={k} exceeds the {law.max_k} recorded samples per record")
+    groups = _check_int(groups, "--groups", 1)
+    steps = _check_int(steps, "--steps", 1)
+    replicates = _check_int(replicates, "--replicates", 1)
+    seed = _check_int(seed, "--seed", 0)
+    pool = _check_int(pool, "--pool", 0)
+    tau_low = check_unit(tau_low, "--tau-low")
+    if tau_high is not None and check_unit(tau_high, "--tau-high") <= tau_low:
+        raise ParameterError("--tau-high", f"must exceed tau_low={tau_low}, got {tau_high}")
+    prior = check_prior(prior, "--prior")
+    tokens = tokens or TokenModel()
+    if budget is not None:
+        budget = _check_int(budget, "--budget", k)
+        if strategy not in ("uniform", "sara", "sara-eb", "sara-auto", "speed"):
+            raise ParameterError(
+                "--budget", f"fixed-budget runs: uniform and the SARA family, not {strategy}"
+            )
+    for name, v in (("--probe", probe), ("--increment", increment)):
+        if isinstance(v, bool) or int(v) != v or not 0 <= v <= k:
+            raise ParameterError(name, f"must be an integer in [0, k={k}] (0 = auto), got {v!r}")
+    max_rounds = _check_int(max_rounds, "--max-rounds", 1)
+    unknown = set(params) - set(default_params(strategy, k, groups))
+    if unknown:
+        raise ParameterError(
+            f"--{sorted(unknown)[0].replace('_', '-')}", f"not a parameter of {strategy}"
+        )
+    prm = {**default_params(strategy, k, groups), **params}
+    cap = (groups * k if budget is None else budget) if capacity is None else capacity
+    cap = _check_int(cap, "--capacity", k)
+    lawt = encode_law(law, k, pool)
+    n_pool = max(lawt[1], 1)
+    rng = seed_states(seed, replicates)
+    st = np.zeros((replicates, 3), np.int64)
+    perm = np.zeros((replicates, n_pool), np.int64)
+    pool_x = np.zeros((replicates, n_pool))
+    trained = np.zeros((replicates, n_pool), np.int64)
+    for r in range(replicates):
+        init_pool(rng[r], lawt, pool_x[r], perm[r])
+    config = {
+        "strategy": strategy,
+        "law": str(law),
+        "law_kind": law_kind(law),
+        "k": k,
+        "groups": groups,
+        "budget": budget,
+        "steps": steps,
+        "replicates": replicates,
+        "seed": seed,
+        "tau_low": tau_low,
+        "tau_high": tau_high,
+        "prior": list(prior),
+        "capacity": cap,
+        "probe": probe,
+        "increment": increment,
+        "pool": pool,
+        "len_pass": tokens.len_pass,
+        "len_fail": tokens.len_fail,
+        **{key: (list(v) if isinstance(v, tuple) else v) for key, v in prm.items()},
+    }
+    bar = None
+    if progress and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=steps, desc=strategy, unit="step", leave=False)
+    state = (rng, st, perm, pool_x, trained)
+    if meta.family == "sara":
+        outs, extra_cols, events = _run_sara(
+            strategy, lawt, state, k, groups, budget, cap, steps, replicates, slots, tau_low,
+            tau_high, prior, probe, increment, max_rounds, tokens, prm, log_events, bar,
+        )  # fmt: skip
+    else:
+        outs = _run_batch(meta.code, strategy, lawt, state, k, groups, budget, steps, replicates,
+                          n_pool, tokens, prm, bar)  # fmt: skip
+        extra_cols, events = {}, None
+    if bar is not None:
+        bar.close()
+    data = np.concatenate(outs, axis=1)
+    frame = pd.DataFrame(data.reshape(-1, N_METRICS)[:, :-1], columns=list(METRICS[:-1]))
+    frame.insert(0, "step", np.tile(np.arange(steps), replicates))
+    frame.insert(0, "replicate", np.repeat(np.arange(replicates), steps))
+    for key, col in extra_cols.items():
+        frame[key] = col
+    frame.insert(0, "strategy", strategy)
+    return SimResult(frame, config, events)
+
+
+def _run_sara(strategy, lawt, state, k, groups, budget, cap, steps, replicates, slots, tau_low,
+              tau_high, prior, probe, increment, max_rounds, tokens, prm, log_events,
+              bar):  # fmt: skip
+    from .policy import next_request
+
+    rng, st, perm, pool_x, trained = state
+    planner = SaraPlanner(strategy, k, replicates, tau_low, tau_high, prior, prm)
+    probe_p = planner.probe(prm, probe)
+    first = int(next_request(0, 0, k, planner.plans[0], probe_p, increment))
+    maxo = slots * (cap // max(first, 1)) + 64  # open prompts: ~ one round of probes
+    n_pool = pool_x.shape[1]
+    ev = np.zeros((replicates, n_pool if strategy == "sara-history" else 0, 4))
+    ev[..., 2] = -1.0
+    kstate = (
+        st, perm, pool_x, trained, ev,
+        np.zeros((replicates, maxo, N_FIELDS), np.int64),  # open prompts
+        np.zeros((replicates, maxo)),  # their rates
+        np.zeros((replicates, maxo, 2), np.int64),  # carried groups
+        np.zeros((replicates, 3), np.int64),  # n_open, n_done, n_log
+        np.concatenate([np.full((replicates, 2), np.nan), np.zeros((replicates, 2))], axis=1),
+        planner.pop,
+    )  # fmt: skip
+    cfg_i = np.array([k, groups, budget or 0, cap, probe_p, increment, max_rounds], np.int64)
+    hist = planner.history_cfg
+    cfg_f = np.array([tau_low, tokens.len_pass, tokens.len_fail, *hist], np.float64)
+    log = np.zeros((replicates, int(log_events), 7), np.int64)
+    outs, plan_rows, prior_rows = [], [], []
+    todo = [(s, 1) for s in range(steps)] if planner.adaptive else _chunks(steps, bar)
+    for s0, n in todo:
+        planner.begin_step()
+        eb_shape = (replicates, k + 1, k + 1) if planner.adaptive else (replicates, 0, 0)
+        eb = np.zeros(eb_shape, np.int64)
+        out = np.zeros((replicates, n, N_METRICS))
+        sara_steps(lawt, rng, s0, n, cfg_i, cfg_f, planner.plans, kstate, out, eb, log)
+        if out[..., I_OVERFLOW].any():
+            if bar is not None:
+                bar.close()
+            raise _Overflow
+        planner.end_step(eb)
+        outs.append(out)
+        plan_rows.append(np.repeat(planner.plans[:, None, :], n, axis=1))
+        prior_rows.append(np.repeat(planner.step_priors[:, None, :], n, axis=1))
+        if bar is not None:
+            bar.update(n)
+    plans = np.concatenate(plan_rows, axis=1)
+    priors = np.concatenate(prior_rows, axis=1)
+    extra = {f"plan{j}": plans[..., j].ravel() for j in range(5)}
+    extra["prior_a"], extra["prior_b"] = priors[..., 0].ravel(), priors[..., 1].ravel()
+    n_log = kstate[8][:, 2]
+    events = [log[r, : n_log[r]].copy() for r in range(replicates)] if log_events else None
+    return outs, extra, events
+
+
+def _run_batch(code, strategy, lawt, state, k, groups, budget, steps, replicates, n_pool, tokens,
+               prm, bar):  # fmt: skip
+    rng, st, perm, pool_x, trained = state
+    prmv = batch_params(strategy, k, prm)
+    hist_i = np.zeros((replicates, n_pool, 4), np.int64)
+    hist_i[..., 3] = -1
+    hist_f = np.empty((replicates, n_pool, 2))
+    hist_f[..., 0], hist_f[..., 1] = prmv[P_A0], prmv[P_B0]  # MoPPS prior pseudo-counts
+    glob = np.zeros((replicates, 8))
+    glob[:, G_P_EASY] = glob[:, G_P_HARD] = prm.get("p_init", 1.0)
+    trans = np.zeros((replicates, 3, 3))
+    lens = np.array([tokens.len_pass, tokens.len_fail], np.float64)
+    outs = []
+    for s0, n in _chunks(steps, bar):
+        out = np.zeros((replicates, n, N_METRICS))
+        batch_steps(code, lawt, rng, s0, n, k, groups, budget or 0, prmv, lens, st, perm, pool_x,
+                    trained, hist_i, hist_f, glob, trans, out)  # fmt: skip
+        outs.append(out)
+        if bar is not None:
+            bar.update(n)
+    return outs
+
+
+# --- summaries ---------------------------------------------------------------------------------
+def _units(frame, blocks):
+    steps = int(frame["step"].max()) + 1
+    nb = max(1, min(blocks, steps))
+    block = (frame["step"].to_numpy() * nb) // steps
+    return (
+        frame.assign(_unit=frame["replicate"].to_numpy() * nb + block)
+        .groupby("_unit")
+        .sum(numeric_only=True)
+    )
+
+
+def ratio_se(num, den):
+    """Ratio of sums and its delta-method standard error over independent units."""
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    tot = den.sum()
+    if tot <= 0:
+        return math.inf, math.nan
+    r = num.sum() / tot
+    n = len(num)
+    if n < 2:
+        return float(r), math.nan
+    resid = num - r * den
+    return float(r), float(math.sqrt(np.sum(resid**2) / (n * (n - 1))) / (tot / n))
+
+
+def summarize(res, blocks=10):
+    """Per-step means / ratios with standard errors (see module docstring)."""
+    f = res.frame
+    u = _units(f, blocks)
+    cnt = _units(f.assign(_one=1.0), blocks)["_one"]
+
+    def per_step(col):
+        return ratio_se(u[col], cnt)
+
+    def ratio(a, b):
+        return ratio_se(u[a], u[b])
+
+    out = {"strategy": res.config["strategy"], "steps": int(res.config["steps"])}
+    out["replicates"] = int(res.config["replicates"])
+    for key, col in (
+        ("rollouts_per_step", "rollouts"),
+        ("tokens_per_step", "tokens"),
+        ("effective_groups_per_step", "effective"),
+        ("groups_per_step", "groups"),
+        ("rounds_per_step", "rounds"),
+        ("waste_per_step", "waste"),
+        ("abandoned_per_step", "abandoned"),
+        ("signal_proxy_per_step", "signal_proxy"),
+        ("fresh_prompts_per_step", "fresh_prompts"),
+    ):
+        out[key], out[key + "_se"] = per_step(col)
+    out["cost_per_effective_group"], out["cost_per_effective_group_se"] = ratio(
+        "rollouts", "effective"
+    )
+    out["tokens_per_effective_group"], out["tokens_per_effective_group_se"] = ratio(
+        "tokens", "effective"
+    )
+    out["effective_fraction"], out["effective_fraction_se"] = ratio("effective", "groups")
+    fa, fa_se = ratio("false_abandons", "abandoned")
+    out["false_abandon_rate"] = fa if math.isfinite(fa) else 0.0
+    out["false_abandon_rate_se"] = fa_se if math.isfinite(fa) else 0.0
+    out["capped_steps"] = int(f["capped"].sum())
+    # per prompt (each fresh prompt booked once, when decided): estimates of theory.plan_law
+    for key, a in (
+        ("rollouts_per_prompt", "decided_rollouts"),
+        ("p_effective", "decided_effective"),
+        ("p_abandon", "decided_abandoned"),
+        ("p_false_abandon", "decided_false_abandons"),
+        ("signal_proxy_per_prompt", "decided_proxy"),
+    ):
+        out["per_prompt_" + key], out["per_prompt_" + key + "_se"] = ratio(a, "decided")
+    out["per_prompt_cost"], out["per_prompt_cost_se"] = ratio(
+        "decided_rollouts", "decided_effective"
+    )
+    ab, ab_se = ratio("decided_false_abandons", "decided_abandoned")
+    out["per_prompt_abandon_reliability"] = ab if math.isfinite(ab) else 0.0
+    out["per_prompt_abandon_reliability_se"] = ab_se if math.isfinite(ab) else 0.0
+    out["yield_per_rollout"], out["yield_per_rollout_se"] = ratio("effective", "rollouts")
+    return out
+
+
+# --- parquet-cached sweeps -----------------------------------------------------------------------
+def cell_key(cell):
+    blob = json.dumps({"v": SIM_VERSION, **cell}, sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+
+def sweep(cells, cache=None, make_law=None, progress=False):
+    """Simulate and summarise every cell (a dict of ``simulate`` arguments with ``difficulty``
+    as a spec string); one tidy row per cell.  With `cache` (a folder), each row is stored as
+    ``<key>.parquet`` and reused when the same cell (and SIM_VERSION) is asked for again."""
+    from .laws import parse_sim_law
+
+    make_law = make_law or (lambda c: parse_sim_law(c["difficulty"], c.get("epoch")))
+    rows = []
+    cache = Path(cache) if cache else None
+    if cache:
+        cache.mkdir(parents=True, exist_ok=True)
+    it = cells
+    if progress and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        it = tqdm(cells, desc="sweep", unit="cell", leave=False)
+    for cell in it:
+        path = cache / f"{cell_key(cell)}.parquet" if cache else None
+        if path is not None and path.exists():
+            rows.append(pd.read_parquet(path))
+            continue
+        args = {key: v for key, v in cell.items() if key not in ("difficulty", "epoch")}
+        res = simulate(law=make_law(cell), **args)
+        row = pd.DataFrame([{**{key: str(v) for key, v in cell.items()}, **summarize(res)}])
+        if path is not None:
+            row.to_parquet(path, index=False)
+        rows.append(row)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()

@@ -1,0 +1,395 @@
+"""The strategies of the harness (DESIGN §3): names, documented parameters and defaults, and the
+per-step planning that stays in Python (the empirical-Bayes fit and the Bayes-optimal plan).
+
+=============== ======================================================================== =========
+strategy        what it does (parameters, defaults)                                      kernel
+=============== ======================================================================== =========
+uniform         N prompts x k rollouts, one round                                        peers
+ds              DAPO dynamic sampling, verl semantics (gen_batch_size = N,               peers
+                max_num_gen_batches = 10: the DAPO recipe's values)
+sara            the tau rule, uniform prior (tau_low = 0.2, prior 1,1; probe/increment   kernels
+                auto; capacity N x k per round; max_rounds 100)
+sara-eb         tau rule, prior = beta-binomial MLE on the outcomes the run drew in its   kernels
+                last eb_window = 4 steps (abandoned prompts count with their prefix only)
+sara-auto       Bayes-optimal plan (``optimal.bayes_optimal``) for that fitted prior      kernels
+sara-history    each prompt's own informed prior (``informed.py``: its drawn outcomes,     kernels
+                discounted by rho per pass, shrunk by kappa toward the fitted population
+                prior; rule / explore / max_skip): the core's cross-validated
+                ``replay.INFORMED_DEFAULTS``; the epoch clock is the stream's pass
+speed           SPEED-RL: screen n_init = 4 (at most k/2) rollouts, fill only the mixed   kernels
+greso           GRESO pre-rollout skipping on top of ds: skip w.p. 1 - p^z after z zero-   peers
+                variance visits; p_easy = p_hard = 0.5 at start (ours), step dp = 0.01,
+                targets alpha_easy = 1/12, alpha_hard = 1/6 (25 % zero-variance in all,
+                split ours), floor p_min = 0.05 (ours)
+mopps           MoPPS: Beta(1,1) prompt posteriors, decay lambda = 1 (the recipe's       peers
+                bandit_decay_ratio), target rate 0.5, ratio = 4 candidates per slot
+                (ours; the MoPPS math recipe's ts_ratio is 16)
+dps             DPS: Markov state per prompt (our reading of its HMM: the observed state  peers
+                at the last visit), top-N predicted P(mixed), ratio = 4 (ours)
+reinforce-ada   rounds of round_size = k rollouts, max_rounds = 4 (ours), exit 'balanced'  peers
+                (k/2 passes and k/2 fails; 'positive': one pass), down-sampled to k
+knapsack        Knapsack-RL, budget-neutral N x k: n_min = 2, n_max = 12 k (k = 8: 96,   peers
+                the scale of the paper's 93), value P(mixed) x p(1-p)^2 ('info', our
+                reading; 'mixed' drops the weight); p = Laplace-smoothed last visit
+=============== ======================================================================== =========
+
+Peer defaults come from the peers' papers and public recipes (verl DAPO / MoPPS scripts,
+Reinforce-Ada's run script); where a paper leaves a choice open, or we could not check it, the
+table says "ours".  Set any of them with ``simulate(..., key=value)`` / ``--param key=value``.
+On a replay a visit can draw at most the record's ``samples`` outcomes, so reinforce-ada and
+knapsack cannot exceed them there (at k = samples they reduce to uniform).
+
+>>> info("speed").family, sorted(default_params("speed", k=8))
+('sara', ['n_init'])
+"""
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import betaln, digamma, polygamma
+
+from .difficulty import BetaLaw, fit_beta_binomial
+from .errors import ParameterError
+from .peers import (
+    DPS,
+    DS,
+    GRESO,
+    KNAPSACK,
+    MOPPS,
+    N_PRM,
+    P_A0,
+    P_ALPHA_EASY,
+    P_ALPHA_HARD,
+    P_B0,
+    P_DECAY,
+    P_DP,
+    P_EXIT,
+    P_GEN_BATCH,
+    P_MAX_GEN_BATCHES,
+    P_MAX_ROUNDS,
+    P_N_MAX,
+    P_N_MIN,
+    P_P_MIN,
+    P_RATIO,
+    P_ROUND_SIZE,
+    P_TARGET,
+    P_WEIGHT,
+    RADA,
+    UNIFORM,
+)
+from .policy import CONTINUE, NO_TAU_HIGH, threshold_plan
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    name: str
+    family: str  # "sara" (kernels.sara_steps) or "batch" (peers.batch_steps)
+    code: int  # peers strategy code (batch family)
+    summary: str
+    defaults: dict = field(default_factory=dict)
+
+
+_INFO = (
+    StrategyInfo("uniform", "batch", UNIFORM, "N prompts x k rollouts"),
+    StrategyInfo(
+        "ds",
+        "batch",
+        DS,
+        "dynamic sampling (verl)",
+        {"gen_batch_size": None, "max_num_gen_batches": 10},
+    ),
+    StrategyInfo("sara", "sara", -1, "tau rule, uniform prior", {"plan": None}),
+    StrategyInfo(
+        "sara-eb",
+        "sara",
+        -1,
+        "tau rule, empirical-Bayes prior",
+        {"eb_window": 4, "exact_core_fit": False},
+    ),
+    StrategyInfo(
+        "sara-auto",
+        "sara",
+        -1,
+        "Bayes-optimal plan, EB prior",
+        {"eb_window": 4, "exact_core_fit": False},
+    ),
+    StrategyInfo(
+        "sara-history",
+        "sara",
+        -1,
+        "per-prompt informed prior (informed.py)",
+        {"eb_window": 4, "exact_core_fit": False},  # + replay.INFORMED_DEFAULTS
+    ),
+    StrategyInfo("speed", "sara", -1, "SPEED-RL screen-then-continue", {"n_init": 4}),
+    StrategyInfo(
+        "greso",
+        "batch",
+        GRESO,
+        "GRESO skip + dynamic sampling",
+        {
+            "gen_batch_size": None,
+            "max_num_gen_batches": 10,
+            "p_init": 0.5,
+            "dp": 0.01,
+            "alpha_easy": 1 / 12,
+            "alpha_hard": 1 / 6,
+            "p_min": 0.05,
+        },
+    ),
+    StrategyInfo(
+        "mopps",
+        "batch",
+        MOPPS,
+        "MoPPS Thompson selection",
+        {"ratio": 4.0, "target": 0.5, "decay": 1.0, "mopps_prior": (1.0, 1.0)},
+    ),
+    StrategyInfo("dps", "batch", DPS, "DPS Markov selection", {"ratio": 4.0}),
+    StrategyInfo(
+        "reinforce-ada",
+        "batch",
+        RADA,
+        "Reinforce-Ada adaptive rounds",
+        {"round_size": None, "ada_max_rounds": 4, "exit": "balanced"},
+    ),
+    StrategyInfo(
+        "knapsack",
+        "batch",
+        KNAPSACK,
+        "Knapsack-RL budget-neutral allocation",
+        {"n_min": 2, "n_max": None, "weight": "info"},
+    ),
+)
+STRATEGIES = tuple(s.name for s in _INFO)
+_BY_NAME = {s.name: s for s in _INFO}
+
+
+def info(name):
+    if name not in _BY_NAME:
+        raise ParameterError(
+            "--strategy", f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"
+        )
+    return _BY_NAME[name]
+
+
+def default_params(name, k, groups=64):
+    """Strategy-specific defaults with the k/N-dependent ones resolved."""
+    out = dict(info(name).defaults)
+    if name == "sara-history":  # the cross-validated defaults of the core (one source)
+        from .replay import INFORMED_DEFAULTS
+
+        out.update(INFORMED_DEFAULTS)
+    if "gen_batch_size" in out and out["gen_batch_size"] is None:
+        out["gen_batch_size"] = groups
+    if "round_size" in out and out["round_size"] is None:
+        out["round_size"] = k
+    if "n_max" in out and out["n_max"] is None:
+        out["n_max"] = 12 * k
+    if "n_init" in out:
+        out["n_init"] = max(1, min(out["n_init"], k // 2))
+    return out
+
+
+def _int_param(params, key, lo, name=None):
+    v = params[key]
+    if isinstance(v, bool) or int(v) != v or v < lo:
+        raise ParameterError(f"--{(name or key).replace('_', '-')}", f"must be an integer >= {lo}")
+    return int(v)
+
+
+def batch_params(name, k, params):
+    """The float parameter vector of the batch kernel (validated)."""
+    prm = np.zeros(N_PRM)
+    p = params
+    if name in ("ds", "greso"):
+        prm[P_GEN_BATCH] = _int_param(p, "gen_batch_size", 1)
+        prm[P_MAX_GEN_BATCHES] = _int_param(p, "max_num_gen_batches", 0)
+    if name == "greso":
+        for key in ("p_init", "dp", "alpha_easy", "alpha_hard", "p_min"):
+            if not 0.0 <= float(p[key]) <= 1.0:
+                raise ParameterError(f"--{key.replace('_', '-')}", "must be in [0, 1]")
+        prm[P_DP], prm[P_P_MIN] = p["dp"], p["p_min"]
+        prm[P_ALPHA_EASY], prm[P_ALPHA_HARD] = p["alpha_easy"], p["alpha_hard"]
+    if name in ("mopps", "dps"):
+        if not float(p["ratio"]) >= 1.0:
+            raise ParameterError(
+                "--ratio", f"candidates per batch slot must be >= 1, got {p['ratio']}"
+            )
+        prm[P_RATIO] = p["ratio"]
+    if name == "mopps":
+        if not 0.0 <= float(p["target"]) <= 1.0 or not 0.0 <= float(p["decay"]) <= 1.0:
+            raise ParameterError("--target", "target and decay must be in [0, 1]")
+        prm[P_TARGET], prm[P_DECAY] = p["target"], p["decay"]
+        prm[P_A0], prm[P_B0] = p["mopps_prior"]
+    else:
+        prm[P_DECAY], prm[P_A0], prm[P_B0] = 1.0, 1.0, 1.0
+    if name == "knapsack":
+        n_min = _int_param(p, "n_min", 0)
+        n_max = _int_param(p, "n_max", max(n_min, 1))
+        if n_min > k or n_max < k:
+            raise ParameterError("--n-max", f"need n_min <= k={k} <= n_max (budget-neutral)")
+        if p["weight"] not in ("info", "mixed"):
+            raise ParameterError("--weight", f"must be 'info' or 'mixed', got {p['weight']!r}")
+        prm[P_N_MIN], prm[P_N_MAX] = n_min, n_max
+        prm[P_WEIGHT] = 1.0 if p["weight"] == "info" else 0.0
+    if name == "reinforce-ada":
+        prm[P_ROUND_SIZE] = _int_param(p, "round_size", 1)
+        prm[P_MAX_ROUNDS] = _int_param(p, "ada_max_rounds", 1, "max_rounds")
+        if p["exit"] not in ("balanced", "positive"):
+            raise ParameterError("--exit", f"must be 'balanced' or 'positive', got {p['exit']!r}")
+        prm[P_EXIT] = 0.0 if p["exit"] == "balanced" else 1.0
+    return prm
+
+
+def fit_prior_counts(counts, init=(1.0, 1.0), exact_core=False, tol=1e-10, max_iter=100):
+    """Empirical-Bayes prior from a histogram counts[n, s] of decided prompts (n drawn, s passed):
+    the beta-binomial MLE of ``difficulty.fit_beta_binomial`` (same objective, same box
+    log a, log b in [-7, 7]) by projected Newton in log space on the weighted histogram — a few
+    vectorised steps instead of an L-BFGS run over every record.  ``exact_core=True`` calls the
+    core's function on the expanded records instead.  None when there is nothing to fit.
+
+    >>> c = np.zeros((9, 9), np.int64); c[8, :] = [30, 12, 9, 8, 8, 9, 12, 20, 40]
+    >>> a, b = fit_prior_counts(c); a2, b2 = fit_beta_binomial(*_expand(c))
+    >>> bool(abs(a / a2 - 1) < 1e-4 and abs(b / b2 - 1) < 1e-4)
+    True
+    """
+    s, n, w = _records(counts)
+    if len(w) == 0:
+        return None
+    if exact_core:
+        return fit_beta_binomial(*_expand(counts), init=init)
+    lo, hi = -7.0, 7.0
+
+    def loglik(th):
+        a, b = np.exp(th)
+        return float(np.sum(w * (betaln(a + s, b + n - s) - betaln(a, b))))
+
+    th = np.clip(np.log(np.asarray(init, float)), lo, hi)
+    cur = loglik(th)
+    for _ in range(max_iter):
+        a, b = np.exp(th)
+        d_ab, d1_ab = (
+            digamma(a + b) - digamma(a + b + n),
+            polygamma(1, a + b) - polygamma(1, a + b + n),
+        )
+        la = np.sum(w * (digamma(a + s) - digamma(a) + d_ab))
+        lb = np.sum(w * (digamma(b + n - s) - digamma(b) + d_ab))
+        laa = np.sum(w * (polygamma(1, a + s) - polygamma(1, a) + d1_ab))
+        lbb = np.sum(w * (polygamma(1, b + n - s) - polygamma(1, b) + d1_ab))
+        lab = np.sum(w * d1_ab)
+        g = np.array([a * la, b * lb])
+        h = np.array([[a * a * laa + a * la, a * b * lab], [a * b * lab, b * b * lbb + b * lb]])
+        free = ~(((th <= lo) & (g < 0)) | ((th >= hi) & (g > 0)))  # active box constraints
+        step = np.zeros(2)
+        if free.any():
+            hf, gf = h[np.ix_(free, free)], g[free]
+            try:
+                newton = -np.linalg.solve(hf, gf)
+                ok = np.all(np.linalg.eigvalsh(hf) < 0)
+            except np.linalg.LinAlgError:
+                ok = False
+            step[free] = newton if ok else gf / max(np.abs(gf).max(), 1.0)
+        if np.abs(step).max() < tol:
+            break
+        step *= min(1.0, 0.5 / np.abs(step).max())  # trust region: a, b change by < e^0.5
+        t = 1.0
+        while t > 1e-12:
+            cand = np.clip(th + t * step, lo, hi)
+            val = loglik(cand)
+            if val >= cur - 1e-12 * abs(cur):
+                break
+            t *= 0.5
+        if np.abs(cand - th).max() < tol:
+            th, cur = cand, val
+            break
+        th, cur = cand, val
+    a, b = np.exp(th)
+    return float(a), float(b)
+
+
+def _records(counts):
+    n_idx, s_idx = np.nonzero(counts)
+    keep = n_idx > 0
+    n_idx, s_idx = n_idx[keep], s_idx[keep]
+    return s_idx.astype(float), n_idx.astype(float), counts[n_idx, s_idx].astype(float)
+
+
+def _expand(counts):
+    s, n, w = _records(counts)
+    w = w.astype(np.int64)
+    return np.repeat(s, w), np.repeat(n, w)
+
+
+class SaraPlanner:
+    """Per-replicate plans of the SARA family, step by step, as ``SaraCollector`` makes them:
+    sara / speed keep one plan; sara-eb / sara-auto refit the prior on the last eb_window steps'
+    drawn outcomes before each step (keeping the last plan while nothing was decided)."""
+
+    def __init__(self, name, k, replicates, tau_low, tau_high, prior, params):
+        self.name, self.k = name, k
+        self.tau_low = tau_low
+        self.tau_high = NO_TAU_HIGH if tau_high is None else tau_high
+        self.prior = tuple(prior)
+        self.adaptive = name in ("sara-eb", "sara-auto", "sara-history")
+        self.exact_core = bool(params.get("exact_core_fit", False))
+        window = _int_param(params, "eb_window", 1) if self.adaptive else 1
+        self.history = [deque(maxlen=max(window, 1)) for _ in range(replicates)]
+        fixed = params.get("plan")
+        if fixed is not None:  # any sequential policy given as a plan, e.g. bayes_optimal's
+            plan = np.asarray(fixed, np.int64)
+            if plan.shape != (5,) or not (0 <= plan[0] <= 2) or (plan[1:] < 0).any():
+                raise ParameterError(
+                    "--plan", f"must be 5 integers (policy.py layout), got {fixed}"
+                )
+        elif name == "speed":
+            n0 = _int_param(params, "n_init", 1)
+            if n0 >= k:
+                raise ParameterError("--n-init", f"must be < k={k}, got {n0}")
+            plan = np.array([CONTINUE, 1, n0, 1, n0], np.int64)
+        else:
+            plan = self._make_plan(self.prior)
+        self.plans = np.tile(plan, (replicates, 1))
+        self.step_priors = np.tile(np.asarray(self.prior, float), (replicates, 1))
+        self.pop = self.step_priors.copy()  # sara-history's population prior (A, B)
+        # sara-history: on, rho, kappa, explore, price rule, max_skip
+        self.history_cfg = (0.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+        if name == "sara-history":
+            from .informed import RULES
+
+            rho, kappa, explore = (float(params[x]) for x in ("rho", "kappa", "explore"))
+            if not (0.0 < rho <= 1.0) or not (kappa > 0.0) or not (0.0 <= explore <= 1.0):
+                raise ParameterError("--rho", "need 0 < rho <= 1, kappa > 0, 0 <= explore <= 1")
+            if params["rule"] not in RULES:
+                raise ParameterError("--rule", f"must be one of {RULES}, got {params['rule']!r}")
+            skip = _int_param(params, "max_skip", 0)
+            price = float(params["rule"] == "price")
+            self.history_cfg = (1.0, rho, kappa, explore, price, float(skip))
+
+    def probe(self, params, probe):
+        return int(params["n_init"]) if self.name == "speed" else probe
+
+    def _make_plan(self, prior):
+        if self.name == "sara-auto":
+            from .optimal import bayes_optimal
+
+            return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
+        return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])
+
+    def begin_step(self):
+        if not self.adaptive:
+            return
+        for r, hist in enumerate(self.history):
+            self.step_priors[r] = self.prior
+            prior = fit_prior_counts(sum(hist), self.prior, self.exact_core) if hist else None
+            if prior is None:
+                continue
+            self.step_priors[r] = prior
+            if self.name == "sara-history":
+                self.pop[r] = prior  # the informed priors shrink toward the fitted population
+            else:
+                self.plans[r] = self._make_plan(prior)
+
+    def end_step(self, eb):
+        if self.adaptive:
+            for r, hist in enumerate(self.history):
+                hist.append(eb[r].copy())

@@ -1,0 +1,184 @@
+"""`python -m paper_figs` / `sara-sim figures`: every figure with its data and caption, `--only`,
+determinism under a seed, and figures whose data show what their captions claim."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from paper_figs import FIGURES, select
+from sara_sim.cli import main as sara_sim_main
+from sara_sim.errors import ParameterError
+
+
+def run_figs(out, *args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "paper_figs", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return proc
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory, history_path):
+    out = tmp_path_factory.mktemp("figs")
+    proc = run_figs(out, "--seed", "0")
+    assert proc.returncode == 0, proc.stderr
+    print(proc.stdout)
+    return out, proc.stdout
+
+
+def csv(out, name):
+    return pd.read_csv(out / f"{name}.csv")
+
+
+def test_every_figure_png_csv_caption(full):
+    out, stdout = full
+    assert "total" in stdout
+    for name in FIGURES:
+        assert name in stdout, f"no timing line for {name}"
+        png, data, txt = (out / f"{name}.{ext}" for ext in ("png", "csv", "txt"))
+        assert png.is_file() and data.is_file() and txt.is_file(), name
+        img = Image.open(png)
+        assert img.width >= 800 and img.height >= 300, (name, img.size)
+        caption = img.text.get("Description", "")
+        assert len(caption) > 100, f"{name}: caption missing from the PNG metadata"
+        assert img.text.get("Title") == name
+        sidecar = " ".join(txt.read_text().split())
+        assert caption in sidecar, f"{name}: sidecar and PNG captions differ"
+        frame = pd.read_csv(data)
+        assert len(frame) > 0 and len(frame.columns) > 2, name
+
+
+def test_only_selects_and_is_deterministic(full, tmp_path):
+    out, _ = full
+    proc = run_figs(tmp_path, "--seed", "0", "--only", "fig2,7")
+    assert proc.returncode == 0, proc.stderr
+    chosen = {"fig2_abandon_reliability", "fig7_rounds_vs_rollouts"}
+    assert {p.stem for p in tmp_path.iterdir()} == chosen
+    for name in chosen:  # same seed -> identical data, whatever else was drawn
+        assert (tmp_path / f"{name}.csv").read_bytes() == (out / f"{name}.csv").read_bytes()
+
+
+def test_seed_changes_only_the_simulated_rows(full, tmp_path):
+    out, _ = full
+    assert run_figs(tmp_path, "--seed", "1", "--only", "2").returncode == 0
+    a, b = csv(out, "fig2_abandon_reliability"), csv(tmp_path, "fig2_abandon_reliability")
+    ex = a["source"] == "exact"
+    pd.testing.assert_frame_equal(a[ex], b[ex])
+    assert not a[~ex]["false_abandons"].equals(b[~ex]["false_abandons"])
+
+
+def test_select_names():
+    assert select(None) == list(FIGURES)
+    assert select("3,fig1_p_eff,fig3") == ["fig3_rollout_savings", "fig1_p_eff"]
+    with pytest.raises(ParameterError, match="--only"):
+        select("fig9")
+
+
+def test_bad_only_is_one_line_exit_2(tmp_path):
+    proc = run_figs(tmp_path, "--only", "nope")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "--only" in proc.stderr
+
+
+def test_sara_sim_figures_subcommand(tmp_path, capsys):
+    assert sara_sim_main(["figures", "--out", str(tmp_path), "--only", "1"]) == 0
+    assert (tmp_path / "fig1_p_eff.png").is_file() and (tmp_path / "fig1_p_eff.csv").is_file()
+    assert "fig1_p_eff" in capsys.readouterr().out
+    assert sara_sim_main(["figures", "--out", str(tmp_path), "--only", "99"]) == 2
+
+
+# --- the data behind each figure shows what its caption claims ------------------------------
+def test_fig1_closed_form_and_monotone(full):
+    df = csv(full[0], "fig1_p_eff")
+    uni = df[df["prior"] == "Beta(1,1)"]
+    np.testing.assert_allclose(uni["p_eff"], uni["closed_form_uniform"], atol=1e-12)
+    for _, g in df.groupby(["prior", "k", "side"]):
+        assert (np.diff(g.sort_values("n")["p_eff"]) <= 1e-12).all()
+
+
+def test_fig2_bound_holds_when_matched_and_fails_when_not(full):
+    df = csv(full[0], "fig2_abandon_reliability")
+    ex = df[(df["source"] == "exact") & df["reliability"].notna()]
+    matched = ex[ex["scenario"].str.startswith("matched")]
+    assert (matched["reliability"] < matched["tau_low"]).all()
+    mis = ex[ex["scenario"].str.startswith("misspecified")]
+    assert (mis["reliability"] > mis["tau_low"] + 0.3).any()
+    sim = df[df["source"] == "simulated"]
+    assert len(sim) >= 10
+    for r in sim.itertuples():  # the simulator agrees with the exact value at that tau
+        e = ex[(ex["scenario"] == r.scenario) & np.isclose(ex["tau_low"], r.tau_low, atol=3e-3)]
+        if len(e):
+            assert r.ci_low - 0.03 <= e["reliability"].iloc[0] <= r.ci_high + 0.03, r
+
+
+def test_fig3_optimal_dominates_and_uniform_law_gains_nothing(full):
+    df = csv(full[0], "fig3_rollout_savings")
+    piv = df.pivot_table(index=["law", "k"], columns="policy", values="savings_vs_ds_pct")
+    fixed, best, bayes = (piv.filter(like=key).iloc[:, 0] for key in ("τ_low=", "best", "Bayes"))
+    assert (bayes >= best - 1e-6).all() and (best >= fixed - 1e-6).all() and (best >= -1e-6).all()
+    uniform = piv.loc[[i for i in piv.index if i[0].startswith("uniform")]]
+    assert np.allclose(uniform.filter(like="best"), 0) and np.allclose(
+        uniform.filter(like="Bayes"), 0
+    )
+    polar = df[df["law"].str.startswith("polarised") & df["policy"].str.startswith("Bayes")]
+    assert polar.set_index("k").loc[32, "savings_vs_ds_pct"] > 15
+
+
+def test_fig4_sara_yields_at_least_uniform(full):
+    df = csv(full[0], "fig4_fixed_budget_yield")
+    for _, g in df.groupby(["panel", "budget"]):
+        e = g.set_index("strategy")["exact_effective_groups"]
+        assert e["sara"] >= e["uniform"] - 1e-9 and e["sara-auto"] >= e["uniform"] - 1e-9
+    top = df[df["budget"] == df["budget"].max()].set_index(["panel", "strategy"])
+    for panel in df["panel"].unique():
+        m = top.loc[panel, "effective_groups_mean"]
+        assert m["sara"] > m["uniform"] and m["sara-auto"] > m["uniform"]
+
+
+def test_fig5_proxy_above_bound(full):
+    df = csv(full[0], "fig5_gradient_link")
+    ex = df[df["source"] == "exact"]
+    assert (ex["proxy_per_1k_rollouts"] >= ex["bound_per_1k_rollouts"] - 1e-9).all()
+    sim = df[df["source"] == "simulated"]
+    assert len(sim) > 0
+    assert (sim["proxy_per_1k_rollouts"] + sim["proxy_ci95"] >= sim["bound_per_1k_rollouts"]).all()
+
+
+def test_fig6_bayes_optimal_is_the_floor(full):
+    df = csv(full[0], "fig6_optimal_vs_tau")
+    for k, g in df.groupby("k"):
+        ref = g.set_index("series")["cost_per_effective_group"]
+        rules = g[g["tau_low_from"].notna()]
+        bayes = ref["Bayes-optimal (sara-auto)"]
+        assert bayes <= rules["cost_per_effective_group"].min() + 1e-9, k
+        assert bayes < ref["dynamic sampling (DS)"], k
+        assert rules.groupby("series")["is_best"].sum().eq(1).all(), k
+
+
+def test_fig7_full_probe_is_ds_and_overshoot_costs(full):
+    df = csv(full[0], "fig7_rounds_vs_rollouts")
+    auto = df[df["increment"] == 0].set_index("probe")
+    costs = auto["exact_cost_per_effective_group"]
+    assert costs.loc[16] == pytest.approx(costs.max())  # probing all k at once = DS
+    assert costs.loc[1] == pytest.approx(costs.min())  # sequential decisions cost the least
+    assert (auto["exact_rounds_per_prompt"].loc[16] <= auto["exact_rounds_per_prompt"]).all()
+
+
+def test_fig8_every_strategy_with_intervals(full):
+    from sara_sim.strategies import STRATEGIES
+
+    df = csv(full[0], "fig8_replay_strategies")
+    assert set(STRATEGIES) <= set(df["strategy"])
+    for col in ("cost_per_effective_group", "tokens_per_effective_group"):
+        assert np.isfinite(df[col]).all() and (df[col] > 0).all()
+        assert (df[col + "_ci95"].fillna(0) >= 0).all()
+    sara = df[df["family"] == "sara"]
+    ds = df.set_index("label").loc["ds"]
+    assert (sara["cost_per_effective_group"] < ds["cost_per_effective_group"]).all()
