@@ -164,6 +164,9 @@ def build_parser():
     from .cli_sim import add_sim_commands  # simulate | compare | verify | bench
 
     add_sim_commands(sub)
+    from .cli_replay import add_replay_command  # informed strategies on recorded histories
+
+    add_replay_command(sub, _int, _float)
     return parser
 
 

@@ -105,6 +105,7 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
     return {
         "strategy": strategy,
         "epochs": len(src.epochs),
+        "epoch_list": list(src.epochs),
         "rollouts": rollouts,
         "effective_groups": effective,
         "cost_per_effective_group": rollouts / effective if effective else float("inf"),
@@ -142,7 +143,7 @@ def signal_report(out, frame, starve_epochs=5):
         return 1.0 - (comb(s - c, k) + comb(c, k)) / comb(s, k)
 
     false_abandons = float(sum(p_mixed(*rec[sid]) for sid in abandoned))
-    epochs = sorted({e for _, e in rec})
+    epochs = sorted(set(out["epoch_list"]))  # only the replayed epochs
     longest, learnable_visits, starved_visits = {}, 0, 0
     for pid in sorted({p for p, _ in rec}):
         run = best = 0

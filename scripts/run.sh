@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Set up from scratch (if needed), then run the main job on its embedded default.
+# Set up from scratch (if needed), then run the main job: regenerate every theory/simulation
+# figure (PNG + CSV + caption) into ./figures (or the folder given as the first argument).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/sara-sim theory --difficulty beta:1,1 --k 8 --tau-low 0.2 "$@"
+out=${1:-figures}
+.venv/bin/python -m paper_figs --out "$out"
+echo "figures written to $out/"

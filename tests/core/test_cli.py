@@ -124,3 +124,17 @@ def test_malformed_history_and_k_above_samples(tmp_path, history_path):
         "theory", "--difficulty", f"history:{history_path}", "--k", "9", "--tau-low", ".2"
     )
     assert rc == 2 and err.startswith("sara-sim: error: --k")
+
+
+def test_replay_json_ranks_informed_strategies(capsys, history_path):
+    argv = ["replay", "--history", str(history_path), "--epochs", "40-43", "--seeds", "1"]
+    assert main([*argv, "--strategies", "sara,sara-history", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    names = [r["strategy"] for r in out["rows"]]
+    assert set(names) == {"ds", "sara", "sara-history"}  # ds added as the reference
+    costs = [r["cost_per_effective_group"] for r in out["rows"]]
+    assert costs == sorted(costs)
+    row = out["rows"][names.index("sara-history")]
+    assert row["savings_vs_ds"] > 0.3 and 0 <= row["starved_learnable_visit_share"] <= 1
+    rc, _, err = run_cli(*argv, "--strategies", "nope")
+    assert rc == 2 and "--strategies" in err
