@@ -94,12 +94,14 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
         selector=selector,
         **kw,
     )
+    if hasattr(col, "plan_log"):
+        col.plan_log = []
     stream, steps = src.stream(), []
     while True:
         res = col.collect_step(stream, src)
         steps.append(res)
-        if res.stream_exhausted:
-            break
+        if res.stream_exhausted and not (getattr(col, "open", None) or getattr(col, "queue", None)):
+            break  # every visit finished: nothing left in progress
     rollouts = sum(s.rollouts for s in steps)
     effective = sum(s.n_effective for s in steps)
     return {
@@ -174,3 +176,36 @@ def signal_report(out, frame, starve_epochs=5):
         "longest_starvation_epochs": int(streaks.max()) if len(streaks) else 0,
         "starved_learnable_visit_share": starved_visits / max(learnable_visits, 1),
     }
+
+
+def exact_expectation(out, frame):
+    """Exact theory as referee of a replay: given the plan each visit received (a prompt's
+    informed prior only changes *which* plan it gets), its expected rollouts and P(effective)
+    follow exactly from its record (``theory.plan_law``).  Returns (expected rollouts, expected
+    effective groups, visits) summed over every probed or skipped visit of the replay."""
+    from .difficulty import HistoryLaw
+    from .theory import plan_law
+
+    k = out["collector"].k
+    rec = frame.set_index(["prompt_id", "epoch"])
+    cache, rollouts, effective = {}, 0.0, 0.0
+    for sid, plan in out["collector"].plan_log:
+        if plan is None:
+            continue  # skipped: 0 rollouts, 0 groups
+        c, n = rec.loc[sid, ["correct", "samples"]]
+        key = (int(c), int(n), tuple(int(x) for x in plan))
+        if key not in cache:
+            law = HistoryLaw(_one_record(*key[:2]))
+            r = plan_law(law, k, plan)
+            cache[key] = (r["rollouts_per_prompt"], r["p_effective"])
+        rollouts += cache[key][0]
+        effective += cache[key][1]
+    return rollouts, effective, len(out["collector"].plan_log)
+
+
+def _one_record(correct, samples):
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"prompt_id": [0], "epoch": [0], "correct": [correct], "samples": [samples]}
+    )

@@ -94,6 +94,8 @@ class SaraCollector(_Base):
         self.eb_window = int(eb_window)
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
+        self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
+        self.queue = deque()  # selected but not yet probed (never dropped)
         if name in ("sara-mopps", "sara-dps") and selector is None:
             raise ParameterError("selector", f"{name} needs a selectors.Selector")
         if name in ("sara-history", "sara-mopps", "sara-dps"):
@@ -212,7 +214,7 @@ class SaraCollector(_Base):
             want = math.floor(max(budget_left - used - reserved, 0) / per_prompt)
             want = max(want, 1 if not self.open and budget_left - used >= 1 else 0)
         skips_left = 20 * max(want, 1) + 100  # a stream of skipped prompts cannot spin forever
-        queue = deque()  # a selector's chosen candidates, best first
+        queue = self.queue  # a selector's chosen candidates, best first (kept across rounds)
         while want > 0 and used < cap and skips_left > 0:
             if self.selector is not None and not queue:
                 queue.extend(self._select(stream, res, want))
@@ -240,6 +242,8 @@ class SaraCollector(_Base):
             self.visit_seq += 1
             visit = self.visit_seq
             self.open[visit] = _Prompt(pid, visit, plan, committed=plan[0] == COMMIT)
+            if self.plan_log is not None:
+                self.plan_log.append((pid, plan))
             requests.append(Request(pid, n, visit))
             used += n
             want -= 1
@@ -262,6 +266,8 @@ class SaraCollector(_Base):
         return chosen
 
     def _skip(self, pid, res):
+        if self.plan_log is not None:
+            self.plan_log.append((pid, None))
         res.abandoned.append(pid)
         res.skipped += 1
         self._observe(pid, [])
@@ -312,7 +318,7 @@ class SaraCollector(_Base):
     def _end_step(self, res):
         res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
         res.carried = len(self.done_groups)
-        res.carried_open = len(self.open)
+        res.carried_open = len(self.open) + len(self.queue)
         self.window.append(self.finished)
         self.finished = []
 

@@ -89,3 +89,20 @@ def test_starvation_guards_bound_skips(frame):
     rg, rl = signal_report(guarded, frame), signal_report(loose, frame)
     assert rl["longest_starvation_epochs"] > rg["longest_starvation_epochs"]
     assert rl["starved_learnable_visit_share"] > rg["starved_learnable_visit_share"]
+
+
+@pytest.mark.parametrize("name", ["sara", "sara-history", "sara-dps"])
+def test_replay_matches_exact_theory_given_each_visits_plan(frame, name):
+    """Exact theory as referee: every visit's expected rollouts and P(effective) follow from its
+    record and the plan it received; the realized totals must agree within 4 standard errors
+    (per-visit variances bounded by (k/2)^2 and 1/4), and no visit may be lost."""
+    import math
+
+    from sara_sim.replay import exact_expectation
+
+    epochs = range(12, 18)
+    out = replay(frame, name, epochs, 4)
+    rollouts, effective, visits = exact_expectation(out, frame)
+    assert visits == int(frame["epoch"].between(12, 17).sum())  # every record visited once
+    assert abs(out["rollouts"] - rollouts) <= 4 * 4 * math.sqrt(visits)
+    assert abs(out["effective_groups"] - effective) <= 4 * 0.5 * math.sqrt(visits)
