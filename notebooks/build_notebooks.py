@@ -442,7 +442,9 @@ REPLAY = [
 samples, from a Qwen2.5-Math-1.5B GRPO run), how does the difficulty law drift over training, what
 does the exact theory promise epoch by epoch (DS cost, the paper's rule at its best τ_low, the
 Bayes-optimal policy), and what do the strategies actually achieve when they replay the records —
-including `sara-history`, which gives each prompt a prior from its own earlier visits?
+including `sara-history` / `sara-mopps` / `sara-dps`, which give each prompt a prior from its own
+earlier visits, and what their skipping does to the training signal (committed success rates, false
+abandons, starvation)?
 
 No model is needed: a visit draws its rollouts without replacement from that epoch's recorded
 outcomes, so k ≤ 8.""",
@@ -457,7 +459,10 @@ SIM_STRATEGIES = ["uniform", "ds", "sara", "sara-eb", "sara-auto", "speed", "gre
 SARA_TAU_LOW = 0.5  # the paper rule (strategy "sara"); the others keep their defaults
 GROUPS, STEPS, REPLICATES, SEED = 64, 120, 4, 0
 PY_STRATEGIES = ["ds", "sara", "sara-history"]  # the Python replay harness
-PY_EPOCHS = range(0, 4)""",
+PY_EPOCHS = range(0, 4)
+INFORMED_EPOCHS = range(30, 38)  # after the epochs the informed defaults were tuned on (0-25)
+INFORMED_SEEDS = [0, 1]
+STARVE_EPOCHS = 4  # a prompt starves when learnable and unsampled this many epochs in a row""",
     ),
     (
         "code",
@@ -472,7 +477,7 @@ import seaborn as sns
 import paper_figs
 from sara_sim.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law
 from sara_sim.optimal import bayes_optimal
-from sara_sim.replay import replay
+from sara_sim.replay import INFORMED_DEFAULTS, replay, signal_report
 from sara_sim.simulate import simulate, summarize
 from sara_sim.theory import best_tau
 """),
@@ -609,6 +614,106 @@ for name in PY_STRATEGIES:
 py = pd.DataFrame(rows)
 assert (py["effective_groups"] > 0).all()
 py.round(3)""",
+    ),
+    (
+        "md",
+        """\
+## History-informed priors
+
+`sara-history` gives each prompt a Beta prior from the outcomes the run itself drew at its earlier
+visits — discounted by age (forgetting `rho`), shrunk toward the population's empirical-Bayes prior
+(`kappa`) — and may skip a prompt at n = 0, without rollouts, when even the best way of probing it
+costs more per effective group than the stream pays on average. `sara-mopps` / `sara-dps` let a
+predictive selector (MoPPS: Thompson sample near 0.5; DPS: Markov forecast of P(mixed)) order the
+stream first, with the same per-prompt SARA prior. Starvation guards: a prompt without evidence of
+its own is never skipped, one skipped `max_skip` times in a row is probed at its next visit, and a
+skip is overridden with probability `explore`. The defaults were cross-validated by
+`benchmarks/fit_informed.py` on half the prompts over epochs 0-25, so the window below is outside
+the tuning data; `sara-history, no guards` sets `max_skip` = 10000 and `explore` = 0.
+
+Skipping and early abandonment change the training signal, not only the bill, so beside the cost
+the second table reports `signal_report`: the success rates (record c/8) of the committed prompts,
+the expected false abandons (abandoned or skipped visits whose full group would have been mixed),
+and starvation: a prompt is *learnable* at an epoch when its record is mixed, and it starves while
+learnable and unsampled.""",
+    ),
+    (
+        "code",
+        """\
+variants = [("ds", "ds", {}), ("sara", f"sara (τ_low = {SARA_TAU_LOW})", {"tau_low": SARA_TAU_LOW}),
+            ("sara-history", "sara-history", {}), ("sara-mopps", "sara-mopps", {}),
+            ("sara-dps", "sara-dps", {}),
+            ("sara-history", "sara-history, no guards", {"max_skip": 10_000, "explore": 0.0})]
+records = frame[["prompt_id", "epoch", "correct", "samples"]]
+window = records[records["epoch"].isin(INFORMED_EPOCHS)]  # starvation: the replayed epochs only
+rows, reports = [], []
+for name, label, kw in variants:
+    for seed in INFORMED_SEEDS:
+        r = replay(records, name, INFORMED_EPOCHS, seed=seed, k=K, groups=32, **kw)
+        rep = signal_report(r, window, starve_epochs=STARVE_EPOCHS)
+        rows.append({"strategy": label, "seed": seed, "rollouts": r["rollouts"],
+                     "effective_groups": r["effective_groups"],
+                     "cost_per_effective_group": r["cost_per_effective_group"]})
+        q = dict(zip(["q10", "q25", "median", "q75", "q90"], rep.pop("committed_rate_quantiles")))
+        reports.append({**rep, "strategy": label, "seed": seed, **q})
+runs = pd.DataFrame(rows)
+informed = runs.groupby("strategy", sort=False).agg(
+    rollouts=("rollouts", "sum"), effective_groups=("effective_groups", "sum"),
+    cost_sd_over_seeds=("cost_per_effective_group", "std"))
+informed.insert(2, "cost_per_effective_group", informed["rollouts"] / informed["effective_groups"])
+ds_cost = informed.loc["ds", "cost_per_effective_group"]
+informed["savings_vs_ds_pct"] = 100 * (1 - informed["cost_per_effective_group"] / ds_cost)
+print(f"epochs {INFORMED_EPOCHS.start}-{INFORMED_EPOCHS.stop - 1}, seeds {INFORMED_SEEDS}, k = {K};"
+      f" informed defaults {INFORMED_DEFAULTS}")
+assert informed.loc["sara-history", "savings_vs_ds_pct"] > 30
+informed.round(3)""",
+    ),
+    (
+        "code",
+        """\
+signal = pd.DataFrame(reports).drop(columns="seed").groupby("strategy", sort=False).mean()
+signal["longest_starvation_epochs"] = pd.DataFrame(reports).groupby(
+    "strategy", sort=False)["longest_starvation_epochs"].max()  # the worst over the seeds
+cols = ["committed_groups", "committed_rate_mean", "q10", "q25", "median", "q75", "q90",
+        "abandoned_visits", "expected_false_abandons", "false_abandon_rate",
+        "starved_learnable_visit_share", "starving_prompt_share", "longest_starvation_epochs"]
+signal = signal[cols]
+on, off = signal.loc["sara-history"], signal.loc["sara-history, no guards"]
+assert on["longest_starvation_epochs"] < off["longest_starvation_epochs"], "guards cut starvation"
+assert on["starved_learnable_visit_share"] < off["starved_learnable_visit_share"]
+print(f"mean over seeds; starving_prompt_share: learnable and unsampled {STARVE_EPOCHS}+ epochs in "
+      "a row; longest_starvation_epochs: the worst over seeds")
+signal.round(3)""",
+    ),
+    (
+        "code",
+        """\
+fig, axes = plt.subplots(1, 2, figsize=(13, 3.8))
+ax = axes[0]
+ax.barh(informed.index, informed["cost_per_effective_group"],
+        xerr=informed["cost_sd_over_seeds"].fillna(0), capsize=3)
+ax.axvline(ds_cost, color="black", ls="--", lw=1, label="DS")
+for i, (c, sav) in enumerate(zip(informed["cost_per_effective_group"],
+                                 informed["savings_vs_ds_pct"])):
+    ax.text(c, i, f" {c:.2f} ({sav:.0f} % saved)", va="center", fontsize=8)
+ax.invert_yaxis()
+ax.set_xlim(0, 1.35 * informed["cost_per_effective_group"].max())
+ax.set_xlabel("rollouts per effective group [rollouts]")
+ax.set_title("cost (bars: SD over seeds)")
+ax.legend(loc="lower right")
+ax = axes[1]
+ax.barh(signal.index, 100 * signal["starved_learnable_visit_share"])
+for i, (v, n) in enumerate(zip(100 * signal["starved_learnable_visit_share"],
+                               signal["longest_starvation_epochs"])):
+    ax.text(v, i, f" {v:.0f} %, longest {int(n)} epochs", va="center", fontsize=8)
+ax.invert_yaxis()
+ax.set_yticks(range(len(signal)), [])
+ax.set_xlim(0, 105)
+ax.set_xlabel("learnable visits that drew no rollout [%]")
+ax.set_title("starvation")
+fig.suptitle(f"Informed priors on the replay, epochs {INFORMED_EPOCHS.start}-"
+             f"{INFORMED_EPOCHS.stop - 1}")
+fig.tight_layout()""",
     ),
     ("code", FOOTER),
 ]

@@ -25,6 +25,7 @@ FIGURES = (
     "fig6_optimal_vs_tau",
     "fig7_rounds_vs_rollouts",
     "fig8_replay_strategies",
+    "fig9_informed_priors",
 )
 __all__ = ["FIGURES", "HISTORY", "run", "select"]
 

@@ -130,11 +130,22 @@ def make_collector(
     """One collector object per run; it carries state (surplus, in-progress prompts, fitted prior,
     per-prompt histories) from step to step.  sara-history needs `history`
     (an ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
-    sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``)."""
+    sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``).  Given only
+    `epoch_size`, the stream's ids are taken as `epoch * epoch_size + index` and the
+    cross-validated defaults are built."""
     if name == "uniform":
         return UniformCollector(name, k, groups, budget, seed)
     if name == "ds":
         return DSCollector(name, k, groups, budget, seed, gen_batch_size, max_num_gen_batches)
+    if name in ("sara-history", "sara-mopps", "sara-dps") and history is None and epoch_size:
+        # integer ids epoch * epoch_size + index (a finite task's stream): build the defaults
+        from .informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory
+        from .selectors import Selector
+
+        history = PromptHistory.for_integer_stream(int(epoch_size), seed)
+        rule = INFORMED_DEFAULTS["rule"]
+        if name != "sara-history" and selector is None:
+            selector = Selector(name.split("-")[1], ratio=SELECTOR_RATIO, seed=seed)
     if name in ("sara", "sara-eb", "sara-auto", "sara-history", "sara-mopps", "sara-dps"):
         return SaraCollector(
             name,

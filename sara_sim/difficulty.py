@@ -270,10 +270,13 @@ def fit_beta_binomial(successes, trials, init=(1.0, 1.0)):
     s, t = s[keep], t[keep]
     if len(s) == 0:
         return tuple(map(float, init))
+    # the likelihood only needs each distinct (successes, trials) pair and how often it occurs
+    pairs, count = np.unique(np.stack([s, t]), axis=1, return_counts=True)
+    s, t = pairs
 
     def nll(theta):
         a, b = np.exp(theta)
-        return -np.sum(betaln(a + s, b + t - s) - betaln(a, b))
+        return -np.sum(count * (betaln(a + s, b + t - s) - betaln(a, b)))
 
     res = optimize.minimize(nll, np.log(init), method="L-BFGS-B", bounds=[(-7.0, 7.0)] * 2)
     a, b = np.exp(res.x)

@@ -18,11 +18,7 @@ import numpy as np
 
 from .allocator import make_collector
 from .difficulty import load_history
-from .informed import PromptHistory
-
-# chosen by benchmarks/fit_informed.py on fold A, epochs 0-25 (held-out: fold B, epochs 26-52)
-INFORMED_DEFAULTS = {"rho": 0.8, "kappa": 0.25, "explore": 0.05, "max_skip": 2, "rule": "price"}
-SELECTOR_RATIO = 1.5  # candidates per probed prompt for sara-mopps / sara-dps (same fit)
+from .informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory  # re-exported
 
 
 class ReplaySource:

@@ -334,14 +334,15 @@ class SaraCollector(_Base):
         state = dict(state)
         informed = state.pop("informed", None)
         selector = state.pop("selector", None)
+        mine = self.informed, self.selector  # built by the caller, with its key functions
         self.__dict__.update(state)
         if selector is not None:
             from .selectors import Selector
 
-            self.selector = Selector(selector["kind"])
+            self.selector = mine[1] or Selector(selector["kind"])
             self.selector.load_state_dict(selector)
         if informed is not None:
             from .informed import PromptHistory
 
-            self.informed = PromptHistory()
+            self.informed = mine[0] or PromptHistory()
             self.informed.load_state_dict(informed)

@@ -57,9 +57,9 @@ def test_every_figure_png_csv_caption(full):
 
 def test_only_selects_and_is_deterministic(full, tmp_path):
     out, _ = full
-    proc = run_figs(tmp_path, "--seed", "0", "--only", "fig2,7")
+    proc = run_figs(tmp_path, "--seed", "0", "--only", "fig2,7,9")
     assert proc.returncode == 0, proc.stderr
-    chosen = {"fig2_abandon_reliability", "fig7_rounds_vs_rollouts"}
+    chosen = {"fig2_abandon_reliability", "fig7_rounds_vs_rollouts", "fig9_informed_priors"}
     assert {p.stem for p in tmp_path.iterdir()} == chosen
     for name in chosen:  # same seed -> identical data, whatever else was drawn
         assert (tmp_path / f"{name}.csv").read_bytes() == (out / f"{name}.csv").read_bytes()
@@ -78,7 +78,7 @@ def test_select_names():
     assert select(None) == list(FIGURES)
     assert select("3,fig1_p_eff,fig3") == ["fig3_rollout_savings", "fig1_p_eff"]
     with pytest.raises(ParameterError, match="--only"):
-        select("fig9")
+        select("fig99")
 
 
 def test_bad_only_is_one_line_exit_2(tmp_path):
@@ -182,3 +182,41 @@ def test_fig8_every_strategy_with_intervals(full):
     sara = df[df["family"] == "sara"]
     ds = df.set_index("label").loc["ds"]
     assert (sara["cost_per_effective_group"] < ds["cost_per_effective_group"]).all()
+
+
+def test_fig9_informed_priors_save_and_guards_limit_starvation(full):
+    from sara_sim.replay import INFORMED_DEFAULTS
+
+    df = csv(full[0], "fig9_informed_priors")
+    s = df[df["panel"] == "summary"].set_index("label")
+    assert {"ds", "sara-history", "sara-mopps", "sara-dps", "sara-history, no guards"} <= set(
+        s.index
+    )
+    assert np.isfinite(s["cost_per_effective_group"]).all()
+    assert (s["cost_per_effective_group_ci95"] >= 0).all()
+    ds = s.loc["ds", "cost_per_effective_group"]
+    for name in ("sara-history", "sara-mopps", "sara-dps"):  # the informed strategies save >= 30 %
+        assert s.loc[name, "cost_per_effective_group"] < 0.7 * ds, name
+        assert s.loc[name, "savings_vs_ds_pct"] == pytest.approx(
+            100 * (1 - s.loc[name, "cost_per_effective_group"] / ds)
+        )
+    # ds and sara never skip a visit: nothing learnable goes unsampled, nothing starves
+    for name in ("ds", "sara (τ_low = 0.5)"):
+        assert s.loc[name, "starved_learnable_visit_share"] == 0
+        assert s.loc[name, "longest_starvation_epochs"] == 0
+    assert s.loc["ds", "expected_false_abandons"] == 0
+    # the guards bound starvation: a probe after max_skip skips in a row
+    on, off = s.loc["sara-history"], s.loc["sara-history, no guards"]
+    assert on["longest_starvation_epochs"] <= INFORMED_DEFAULTS["max_skip"]
+    assert on["longest_starvation_epochs"] < off["longest_starvation_epochs"]
+    assert on["starved_learnable_visit_share"] < off["starved_learnable_visit_share"]
+    assert on["starving_prompt_share"] <= off["starving_prompt_share"]
+    # panel B: one distribution per compared strategy over the mixed rates 1/8 .. 7/8
+    rates = df[df["panel"] == "committed rates"]
+    assert set(rates["label"]) == {"ds", "sara-history", "sara-dps"}
+    for label, g in rates.groupby("label"):
+        assert g["share"].sum() == pytest.approx(1.0)
+        assert ((g["success_rate"] > 0) & (g["success_rate"] < 1)).all()  # committed = mixed
+        assert g["groups"].sum() == s.loc[label, "committed_groups"]
+        mean = (g["success_rate"] * g["share"]).sum()
+        assert mean == pytest.approx(s.loc[label, "committed_rate_mean"])

@@ -1,0 +1,5 @@
+"""The real-model half of SARA: the same allocator driving a vLLM engine inside a GRPO loop.
+
+tasks/ (verifiers) - tiny.py (offline default model) - engine.py (vLLM) - collect.py (rounds) -
+grpo.py (loss, step) - train.py (loop, checkpoints, logs) - compare.py - cli.py (`sara-real`).
+Heavy imports (torch, vllm) happen inside functions, after real._env has set the environment."""

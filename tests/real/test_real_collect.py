@@ -1,0 +1,160 @@
+"""The collection protocol without an engine: a fake engine records every rollout it produces,
+and each committed group must be exactly the first k rollouts of its prompt, in the order the
+rewards were returned — across rounds and across steps (carried groups) — for every allocator."""
+
+import pickle
+
+import pytest
+
+from real.collect import RolloutCollector, live_prompts
+from real.engine import Completion, PromptResult
+from real.tasks import Problem, PromptStream, Task
+from sara_sim.allocator import make_collector
+
+pytestmark = pytest.mark.real
+
+
+class CoinTask(Task):
+    """Prompt id u succeeds with rate (u * 7 % 11) / 10: a spread from 0 to 1."""
+
+    name, max_tokens = "coin", 4
+
+    def problem(self, uid):
+        return Problem(prompt=f"q{uid}", answer="1", meta={"rate": (uid * 7 % 11) / 10})
+
+    def eval_problems(self):
+        return []
+
+    def reward(self, completion, problem):
+        return int(completion == "1")
+
+
+class FakeEngine:
+    def __init__(self):
+        self.log = {}  # prompt -> every completion produced, in order
+        self.calls = 0
+
+    def generate(self, prompts, ns, *, max_tokens, temperature, top_p, seeds):
+        self.calls += 1
+        out = []
+        for p, n, sd in zip(prompts, ns, seeds, strict=True):
+            rate = (int(p[1:]) * 7 % 11) / 10
+            cs = [Completion("1" if (s % 1000) / 1000 < rate else "0", [s % 97 + 3, 1],
+                             [-0.5, -0.1]) for s in sd]  # fmt: skip
+            assert len(cs) == n
+            self.log.setdefault(p, []).extend(cs)
+            out.append(PromptResult(p, [2, 3], cs))
+        return out
+
+
+@pytest.mark.parametrize("name", ["uniform", "ds", "sara", "sara-eb", "sara-auto"])
+def test_groups_are_the_first_k_rollouts_of_their_prompt(name):
+    eng, task = FakeEngine(), CoinTask()
+    rc = RolloutCollector(eng, task, make_collector(name, k=8, groups=6, seed=0), 8, seed=1)
+    stream = PromptStream(task)
+    seen = set()
+    for _ in range(6):
+        calls = eng.calls
+        batch = rc.collect(stream)
+        assert eng.calls - calls == batch.result.rounds  # one engine call per round
+        for g in batch.groups:
+            first_k = eng.log[f"q{g.prompt_id}"][:8]
+            assert [s.token_ids for s in g.samples] == [c.token_ids for c in first_k]
+            assert [s.reward for s in g.samples] == [int(c.text == "1") for c in first_k]
+            assert g.prompt_id not in seen  # a group is trained on once
+            seen.add(g.prompt_id)
+        assert set(rc.pool) <= live_prompts(rc.col)  # nothing kept that cannot be used
+        if name != "uniform":
+            assert all(0 < sum(s.reward for s in g.samples) < 8 for g in batch.groups)
+        assert batch.tokens == 2 * batch.result.rollouts
+
+
+def test_state_survives_a_pickle_round_trip_and_continues_identically():
+    def run(split):
+        eng, task = FakeEngine(), CoinTask()
+        rc = RolloutCollector(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
+        stream = PromptStream(task)
+        ids = []
+        for step in range(6):
+            if step == split:  # "crash": rebuild everything from the saved state
+                state = pickle.loads(pickle.dumps((rc.state_dict(), stream.state_dict())))
+                rc = RolloutCollector(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
+                rc.load_state_dict(state[0])
+                stream = PromptStream(task)
+                stream.load_state_dict(state[1])
+            ids.append([(g.prompt_id, [s.token_ids for s in g.samples])
+                        for g in rc.collect(stream).groups])  # fmt: skip
+        return ids
+
+    assert run(split=3) == run(split=-1)
+
+
+def test_inconsistent_allocator_rewards_are_caught():
+    eng, task = FakeEngine(), CoinTask()
+    col = make_collector("uniform", k=4, groups=3)
+    rc = RolloutCollector(eng, task, col, 4, seed=0)
+    real_step = col.collect_step
+
+    def lying(stream, sample):
+        res = real_step(stream, sample)
+        pid, r = res.groups[0]
+        res.groups[0] = (pid, [1 - x for x in r])
+        return res
+
+    col.collect_step = lying
+    with pytest.raises(RuntimeError, match="rewards differ"):
+        rc.collect(PromptStream(task))
+
+
+class PoolTask(CoinTask):
+    """A finite pool of 30 problems revisited every epoch (ids epoch * 30 + row); the rate of a
+    row is fixed, so a history allocator can learn it."""
+
+    size = 30
+
+    def problem(self, uid):
+        return Problem(prompt=f"q{uid}", answer="1", meta={})
+
+
+class PoolEngine(FakeEngine):
+    def generate(self, prompts, ns, *, max_tokens, temperature, top_p, seeds):
+        self.calls += 1
+        out = []
+        for p, n, sd in zip(prompts, ns, seeds, strict=True):
+            rate = (int(p[1:]) % 30 * 7 % 11) / 10
+            cs = [Completion("1" if (s % 1000) / 1000 < rate else "0", [s % 97 + 3, 1],
+                             [-0.5, -0.1]) for s in sd]  # fmt: skip
+            assert len(cs) == n
+            self.log.setdefault(p, []).extend(cs)
+            out.append(PromptResult(p, [2, 3], cs))
+        return out
+
+
+@pytest.mark.parametrize("name", ["sara-history", "sara-mopps", "sara-dps"])
+def test_history_allocators_learn_per_prompt_and_resume_identically(name):
+    def build():
+        eng, task = PoolEngine(), PoolTask()
+        col = make_collector(name, k=8, groups=4, seed=0, epoch_size=task.size)
+        return eng, task, RolloutCollector(eng, task, col, 8, seed=1), PromptStream(task)
+
+    eng, task, rc, stream = build()
+    for _ in range(12):
+        batch = rc.collect(stream)
+        for g in batch.groups:
+            first_k = eng.log[f"q{g.prompt_id}"][:8]
+            assert [s.reward for s in g.samples] == [int(c.text == "1") for c in first_k]
+    hist = rc.col.informed
+    assert set(hist.evidence) <= set(range(30)) and len(hist.evidence) > 10  # keyed by row
+    skipped = sum(rc.collect(stream).result.skipped for _ in range(4))
+    assert skipped > 0  # rows that never mix (rate 0 or 1) get skipped once known
+    blob = pickle.dumps((rc.state_dict(), stream.state_dict()))
+    want = [rc.collect(stream) for _ in range(3)]
+    eng2, task2, rc2, stream2 = build()
+    state, sstate = pickle.loads(blob)
+    rc2.load_state_dict(state)
+    stream2.load_state_dict(sstate)
+    got = [rc2.collect(stream2) for _ in range(3)]
+    assert [[g.prompt_id for g in b.groups] for b in got] == [
+        [g.prompt_id for g in b.groups] for b in want
+    ]
+    assert rc2.col.informed.evidence == rc.col.informed.evidence

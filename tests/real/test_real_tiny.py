@@ -1,0 +1,61 @@
+"""The embedded default model: an HF directory both transformers and vLLM load offline, a real
+spread of per-prompt success, recorded, and a cache that makes the second build instant."""
+
+import json
+import time
+
+import pytest
+
+from real.tiny import STAMP, TinySettings, build_tiny, read_spread
+
+pytestmark = pytest.mark.real
+
+
+def test_directory_is_hf_format(tiny_dir):
+    for f in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "generation_config.json",
+        "tiny_spread.json",
+        STAMP,
+    ):
+        assert (tiny_dir / f).is_file(), f
+    cfg = json.loads((tiny_dir / "config.json").read_text())
+    assert cfg["architectures"] == ["Qwen2ForCausalLM"]
+    assert cfg["hidden_size"] // cfg["num_attention_heads"] >= 32  # vLLM CPU attention
+
+
+def test_tokenizer_is_character_level_and_loads_offline(tiny_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    ids = tok("12+345=")["input_ids"]
+    assert len(ids) == 7 and tok.unk_token_id not in ids
+    assert tok.decode(ids) == "12+345="
+    assert tok.eos_token_id == 1 and tok.pad_token_id == 0
+
+
+def test_spread_criterion_is_met_and_recorded(tiny_dir):
+    r = read_spread(tiny_dir)
+    f = r["final"]
+    s = r["settings"]
+    assert r["criterion_met"], f
+    assert f["mixed_fraction"] >= s["min_mixed"]
+    assert s["mean_low"] <= f["mean_success"] <= s["mean_high"]
+    assert sum(f["histogram"]) == f["problems"] and f["k"] == 8
+    assert 0 < f["mixed_fraction"] < 1  # success rates truly spread over (0, 1)
+
+
+def test_second_build_is_cached(tiny_dir):
+    t = time.perf_counter()
+    assert build_tiny(tiny_dir, TinySettings.test()) == tiny_dir
+    assert time.perf_counter() - t < 1.0
+
+
+def test_refuses_to_overwrite_a_foreign_directory(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="--out"):
+        build_tiny(tmp_path, TinySettings.test())
+    assert (tmp_path / "notes.txt").read_text() == "mine"
