@@ -70,7 +70,7 @@ def test_bad_history_parameters():
     with pytest.raises(ParameterError, match="explore"):
         PromptHistory(explore=2)
     with pytest.raises(ParameterError, match="history"):
-        make_collector("sara-history", groups=4, epoch_size=10)
+        make_collector("sara-history", groups=4)  # neither a history nor an epoch size
     with pytest.raises(ParameterError, match="epoch_size"):
         make_collector("sara-history", groups=4, history=PromptHistory())
     with pytest.raises(ParameterError, match="rule"):
