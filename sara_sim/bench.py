@@ -10,7 +10,9 @@
 * ``speedup_vs_python`` — against a straightforward numpy/Python simulation of the same rule: the
   core's ``SaraCollector`` fed by ``rng.random(n) < g`` per request.
 
-Timings are the best of ``repeats`` runs (other load on the machine only slows runs down).
+Each rate is the median of ``repeats`` timed runs after a warm-up (compiled, caches loaded), all
+single-threaded; ``run_bench`` times the Bernoulli loops and the simulator in turn within each
+repeat, so that load from elsewhere on the machine falls on numerator and denominator alike.
 """
 
 import time
@@ -44,25 +46,34 @@ def _bernoulli_xoshiro(rs, n, g):
     return hits
 
 
-def _best(fn, repeats):
-    best = np.inf
+def _rate(fn):
+    """Work per second of one call of fn (fn returns the work it did)."""
+    t = time.perf_counter()
+    work = fn()
+    return work / (time.perf_counter() - t)
+
+
+def _medians(fns, repeats):
+    """Median rate of each warm fn over `repeats` rounds, the fns timed in turn within a round."""
+    rates = [[] for _ in fns]
     for _ in range(repeats):
-        t = time.perf_counter()
-        work = fn()
-        best = min(best, (time.perf_counter() - t) / work)
-    return 1.0 / best
+        for fn, out in zip(fns, rates):
+            out.append(_rate(fn))
+    return [float(np.median(r)) for r in rates]
 
 
-def bernoulli_rate(n=20_000_000, repeats=3, same_rng=False):
-    rs = seed_state(0, 0)
+def _bernoulli_fn(n, same_rng=False):
+    """A warm timed Bernoulli loop of n draws (returns n)."""
     if same_rng:
+        rs = seed_state(0, 0)
         _bernoulli_xoshiro(rs, 10, 0.3)
-        return _best(lambda: _bernoulli_xoshiro(rs, n, 0.3) * 0 + n, repeats)
+        return lambda: _bernoulli_xoshiro(rs, n, 0.3) * 0 + n
     _bernoulli_np(10, 0.3)
-    return _best(lambda: _bernoulli_np(n, 0.3) * 0 + n, repeats)
+    return lambda: _bernoulli_np(n, 0.3) * 0 + n
 
 
-def sim_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=200, repeats=3):
+def _sim_fn(spec, k, tau_low, groups, steps):
+    """A warm timed simulation (one replicate, end to end; returns the rollouts it simulated)."""
     law = parse_sim_law(spec)
     simulate("sara", law, k=k, groups=groups, steps=2, replicates=1, tau_low=tau_low)
 
@@ -72,7 +83,15 @@ def sim_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=200, repe
         )
         return float(res.frame["rollouts"].sum())
 
-    return _best(run, repeats)
+    return run
+
+
+def bernoulli_rate(n=20_000_000, repeats=3, same_rng=False):
+    return _medians([_bernoulli_fn(n, same_rng)], repeats)[0]
+
+
+def sim_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=200, repeats=3):
+    return _medians([_sim_fn(spec, k, tau_low, groups, steps)], repeats)[0]
 
 
 def python_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=3):
@@ -93,19 +112,21 @@ def python_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=3):
     return total / (time.perf_counter() - t)
 
 
-def run_bench(k=128, spec="beta:0.5,0.5", ks=(8, 32, 128, 512), repeats=3, quick=False):
+def run_bench(k=128, spec="beta:0.5,0.5", ks=(8, 32, 128, 512), repeats=5, quick=False):
     """All measurements as a dict (the ``--json`` contract)."""
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
         target = 2_000_000 if quick else 60_000_000  # rollouts per timed run
         n = 2_000_000 if quick else 20_000_000
-        bern = bernoulli_rate(n, repeats)
-        bern_x = bernoulli_rate(n, repeats, same_rng=True)
-        table = []
-        for kk in sorted(set(ks) | {k}):
-            r = sim_rate(spec, kk, steps=max(target // (64 * kk), 4), repeats=repeats)
-            table.append({"k": kk, "sim_rollouts_per_second": r, "speedup_vs_bernoulli": r / bern})
+        kks = sorted(set(ks) | {k})
+        fns = [_bernoulli_fn(n), _bernoulli_fn(n, same_rng=True)]
+        fns += [_sim_fn(spec, kk, 0.3, 64, max(target // (64 * kk), 4)) for kk in kks]
+        bern, bern_x, *sims = _medians(fns, 3 if quick else repeats)
+        table = [
+            {"k": kk, "sim_rollouts_per_second": r, "speedup_vs_bernoulli": r / bern}
+            for kk, r in zip(kks, sims)
+        ]
         sim = next(row["sim_rollouts_per_second"] for row in table if row["k"] == k)
         py = python_rate(spec, k, steps=1 if quick else 3)
     finally:

@@ -60,7 +60,19 @@ from .metrics import (
 )
 from .policy import ABANDON, COMMIT, CONTINUE, decide_plan, next_request
 from .rng import uniform
-from .sources import DRIFT, SEQUENCES, full_successes, pull, run_rate, run_seq, run_urn
+from .sources import (
+    DRIFT,
+    RATES,
+    SEQUENCES,
+    component_rate,
+    full_successes,
+    pick_component,
+    pull,
+    rate_successes,
+    run_rate,
+    run_seq,
+    run_urn,
+)
 
 # open-slot integer fields; the slot's rate lives in a parallel float array
 F_PID, F_N, F_COMM, F_O, F_RUN, F_CL, F_NL, F_FULLMIX, F_DEL, F_PLAN = range(10)
@@ -88,6 +100,24 @@ def _open_slot(rs, oi, og, j, pid, g, hc, hn, k, plan, row, seq):
     for t in range(5):
         oi[j, F_PLAN + t] = plan[t]
     og[j] = g
+
+
+@njit(cache=True)
+def _compact(oi, og, n_open, req_slot, nreq):
+    """Drop the decided slots of the open table, keeping insertion order; the first nreq planned
+    requests follow their slot.  Returns the new number of slots."""
+    j = 0
+    for i in range(n_open):
+        if oi[i, F_DEL] == 0:
+            if j != i:
+                for f in range(N_FIELDS):
+                    oi[j, f] = oi[i, f]
+                og[j] = og[i]
+                for q in range(nreq):
+                    if req_slot[q] == i:
+                        req_slot[q] = j
+            j += 1
+    return j
 
 
 @njit(cache=True)
@@ -138,7 +168,7 @@ def _history_plan(rs, ev, pid, clock, k, cfg_f, pop, rates):
 
 
 @njit(cache=True)
-def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
+def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log, req_slot, req_n):
     kind, n_pool, n_epochs, cw, ck, ca, cb, rec_c, rec_n, drift_p, seq = law
     st, perm, pool_x, trained, ev, oi, og, done, cnt, rates, pop = state
     k, groups, budget, capacity, probe_p, incr_p, max_rounds = cfg_i[:7]
@@ -149,7 +179,8 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
     maxo = oi.shape[0]
     kk = float(k * k)
     out[:] = 0.0
-    n_open = cnt[C_OPEN]
+    n_open = cnt[C_OPEN]  # slots in use: decided ones are dropped at the end of the step
+    n_live = n_open  # undecided prompts among them
     # complete groups carried from the previous step enter this step's batch first
     n_groups = 0
     for i in range(cnt[C_DONE]):
@@ -163,8 +194,8 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
                 trained[done[i, 0]] += 1
     n_done = 0
     budget_left = budget if not yield_mode else 1 << 62
-    req_slot = np.empty(maxo, np.int64)
-    req_n = np.empty(maxo, np.int64)
+    fresh_rates = kind == RATES and n_pool == 0  # the common stream: a fresh rate per pull
+    n_comp = cw.shape[0]
     rounds = 0
     while True:
         if yield_mode and n_groups >= groups:
@@ -176,6 +207,8 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
         cap = min(capacity, budget_left)
         nreq, used, n_comm, n_cont, reserved = 0, 0, 0, 0, 0
         for i in range(n_open):
+            if oi[i, F_DEL]:
+                continue
             if oi[i, F_COMM]:
                 n_comm += 1
                 reserved += k - oi[i, F_N]
@@ -189,7 +222,7 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
         deficit = groups - n_groups - n_comm
         if not (yield_mode and deficit <= 0):
             for i in range(n_open):
-                if oi[i, F_COMM]:
+                if oi[i, F_DEL] or oi[i, F_COMM]:
                     continue
                 n, o, run = oi[i, F_N], oi[i, F_O], oi[i, F_RUN]
                 s = o * n if n <= run else o * run + 1 - o
@@ -207,14 +240,21 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
                 cs = rates[R_COST]
                 per = cs if (not math.isnan(cs) and cs != 0.0) else float(k)
                 want = math.floor(max(budget_left - used - reserved, 0) / per)
-                if n_open == 0 and budget_left - used >= 1:
+                if n_live == 0 and budget_left - used >= 1:
                     want = max(want, 1)
             skips_left = 20 * max(want, 1) + 100  # a stream of skipped prompts cannot spin
             while want > 0 and used < cap and skips_left > 0:
-                pid, g, hc, hn = pull(rs, kind, n_pool, n_epochs, cw, ck, ca, cb, rec_c, rec_n,
-                                      drift_p, n_seq, st, perm, pool_x, trained, step)  # fmt: skip
-                if pid < 0:
-                    break
+                if fresh_rates:  # pull() of this stream, without its call overhead
+                    pid = st[2]
+                    st[2] += 1
+                    c = 0 if n_comp == 1 else pick_component(rs, cw)  # draw_rate in two halves
+                    g, hc, hn = component_rate(rs, ck[c], ca[c], cb[c]), 0, -1
+                else:
+                    pid, g, hc, hn = pull(rs, kind, n_pool, n_epochs, cw, ck, ca, cb, rec_c,
+                                          rec_n, drift_p, n_seq, st, perm, pool_x, trained,
+                                          step)  # fmt: skip
+                    if pid < 0:
+                        break
                 out[I_FRESH] += 1
                 hp = pid if n_pool > 0 else -1
                 if history:
@@ -235,14 +275,28 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
                     continue
                 first = k if pl[0] == COMMIT else next_request(0, 0, k, pl, probe_p, incr_p)
                 m = min(first, cap - used)  # the rest of a too-big probe follows next round
+                if n_open >= maxo and n_live < n_open:  # make room: drop the decided slots now
+                    n_open = _compact(oi, og, n_open, req_slot, nreq)
                 if n_open >= maxo:
                     out[I_OVERFLOW] = 1.0
                     return
-                _open_slot(rs, oi, og, n_open, pid, g, hc, hn, k, pl, pid if seqmode else -1, seq)
+                if seqmode or hn >= 0:
+                    _open_slot(rs, oi, og, n_open, pid, g, hc, hn, k, pl, pid if seqmode else -1,
+                               seq)  # fmt: skip
+                else:  # what _open_slot does for a prompt with a rate, without the call
+                    o, run = run_rate(rs, g, k)
+                    oi[n_open, F_PID], oi[n_open, F_N], oi[n_open, F_O] = pid, 0, o
+                    oi[n_open, F_RUN], oi[n_open, F_CL], oi[n_open, F_NL] = run, -1, -1
+                    oi[n_open, F_FULLMIX], oi[n_open, F_DEL] = 1 if run < k else 0, 0
+                    oi[n_open, F_COMM] = 1 if pl[0] == COMMIT else 0
+                    for t in range(5):
+                        oi[n_open, F_PLAN + t] = pl[t]
+                    og[n_open] = g
                 req_slot[nreq], req_n[nreq] = n_open, m
                 nreq += 1
                 used += m
                 n_open += 1
+                n_live += 1
                 want -= 1
         if nreq == 0:
             break
@@ -269,11 +323,15 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
                     _track(rates, 1, k)
                 if n < k:
                     continue
-                row = oi[i, F_PID] if seqmode else -1
-                s = full_successes(rs, o, run, k, og[i], oi[i, F_CL], oi[i, F_NL], row, seq)
+                if seqmode or oi[i, F_NL] >= 0:
+                    row = oi[i, F_PID] if seqmode else -1
+                    s = full_successes(rs, o, run, k, og[i], oi[i, F_CL], oi[i, F_NL], row, seq)
+                else:  # what full_successes does for a prompt with a rate (scalar arguments)
+                    s = rate_successes(rs, o, run, k, og[i])
             if eb.shape[0] > 0:
                 eb[n, s] += 1  # outcomes actually drawn feed the EB prior
             oi[i, F_DEL] = 1
+            n_live -= 1
             pid = oi[i, F_PID]
             if history:
                 _observe(ev, pid if n_pool > 0 else -1, s, n, float(st[1]), rho)
@@ -319,15 +377,8 @@ def _sara_step(law, rs, step, cfg_i, cfg_f, plan, state, out, eb, log):
                 log[nl, EV_DECISION], log[nl, EV_N], log[nl, EV_S] = d, n, s
                 log[nl, EV_TARGET] = target
                 cnt[C_LOG] = nl + 1
-        j = 0  # compact the open table, keeping insertion order
-        for i in range(n_open):
-            if oi[i, F_DEL] == 0:
-                if j != i:
-                    for f in range(N_FIELDS):
-                        oi[j, f] = oi[i, f]
-                    og[j] = og[i]
-                j += 1
-        n_open = j
+    if n_live < n_open:  # compact the open table, keeping insertion order
+        n_open = _compact(oi, og, n_open, req_slot, 0)
     out[I_ROUNDS] = rounds
     out[I_CARRIED] = n_done
     out[I_CARRIED_OPEN] = n_open
@@ -345,8 +396,10 @@ def sara_steps(law, rng, step0, n_steps, cfg_i, cfg_f, plans, state, out, eb, lo
     for r in prange(rng.shape[0]):
         mine = (st[r], perm[r], pool_x[r], trained[r], ev[r], oi[r], og[r], done[r], cnt[r],
                 rates[r], pop[r])  # fmt: skip
+        req_slot = np.empty(oi.shape[1], np.int64)  # the round's requests, reused step to step
+        req_n = np.empty(oi.shape[1], np.int64)
         for j in range(n_steps):
             _sara_step(law, rng[r], step0 + j, cfg_i, cfg_f, plans[r], mine, out[r, j], eb[r],
-                       log[r])  # fmt: skip
+                       log[r], req_slot, req_n)  # fmt: skip
             if out[r, j, I_OVERFLOW] > 0:
                 break

@@ -35,16 +35,30 @@ COMP_BETA, COMP_POINT = 0, 1
 
 
 @njit(cache=True)
-def draw_rate(rs, cw, ck, ca, cb):
-    """One success rate from a mixture of Beta / point components (cumulative weights cw)."""
+def pick_component(rs, cw):
+    """Index of the mixture component of the next rate (cumulative weights cw; no draw for one)."""
     i = 0
     if len(cw) > 1:
         u = uniform(rs)
         while i < len(cw) - 1 and u >= cw[i]:
             i += 1
-    if ck[i] == COMP_POINT:
-        return ca[i]
-    return beta(rs, ca[i], cb[i])
+    return i
+
+
+@njit(cache=True)
+def component_rate(rs, kind, a, b):
+    """One success rate from a single Beta(a, b) / point-a component."""
+    if kind == COMP_POINT:
+        return a
+    return beta(rs, a, b)
+
+
+@njit(cache=True)
+def draw_rate(rs, cw, ck, ca, cb):
+    """One success rate from a mixture of Beta / point components (cumulative weights cw).
+    (The kernels call its two halves directly: scalar arguments are cheaper to pass.)"""
+    i = pick_component(rs, cw)
+    return component_rate(rs, ck[i], ca[i], cb[i])
 
 
 # --- run-length summaries of a prompt's outcome sequence ---------------------------------------
@@ -97,17 +111,23 @@ def run_seq(row, seq, k):
 
 
 @njit(cache=True)
+def rate_successes(rs, o, run, k, g):
+    """Successes of the full group of k of a prompt with rate g given its opening run (o, run)."""
+    if run >= k:
+        return o * k
+    return o * run + 1 - o + binomial(rs, k - run - 1, g)
+
+
+@njit(cache=True)
 def full_successes(rs, o, run, k, g, cl, nl, row, seq):
     """Successes of the full group of k given its opening run (o, run); the rest is drawn."""
     if row >= 0:
         return run_seq(row, seq, k)[2]
+    if nl < 0:
+        return rate_successes(rs, o, run, k, g)
     if run >= k:
         return o * k
-    head = o * run + 1 - o
-    rest = k - run - 1
-    if nl >= 0:
-        return head + urn_draw(rs, cl, nl, rest)
-    return head + binomial(rs, rest, g)
+    return o * run + 1 - o + urn_draw(rs, cl, nl, k - run - 1)
 
 
 @njit(cache=True)
