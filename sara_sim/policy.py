@@ -82,6 +82,15 @@ def threshold_plan(k, tau_low, tau_high=np.inf, a0=1.0, b0=1.0, allow_skip=False
 
 
 @njit(cache=True)
+def plan_can_commit(plan):
+    """False when the plan abandons every prompt before it can mix (after one rollout on both
+    sides, or before any): such a plan spends rollouts and can never yield a group."""
+    if plan[0] != CONTINUE:
+        return plan[0] == COMMIT
+    return plan[1] > 1 or plan[3] > 1 or plan[2] > 1 or plan[4] > 1
+
+
+@njit(cache=True)
 def decide_plan(n, s, k, plan):
     """Decision for a prompt with n rollouts and s successes under a plan."""
     if 0 < s < n:

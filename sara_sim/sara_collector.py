@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .beta import p_eff_jit
 from .collect_base import Request, StepResult, _Base
 from .errors import ParameterError, check_prior, check_unit
 from .policy import (
@@ -35,6 +36,7 @@ from .policy import (
     SATURATED,
     decide_plan,
     next_request,
+    plan_can_commit,
     threshold_plan,
 )
 
@@ -119,6 +121,7 @@ class SaraCollector(_Base):
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
         self.plan = self._make_plan(self.prior)
+        self._check_plan()
 
     # --- the prior / plan ----------------------------------------------------------------------
     def _make_plan(self, prior):
@@ -144,6 +147,18 @@ class SaraCollector(_Base):
             self.informed.pop_prior = self.step_prior
         else:
             self.plan = self._make_plan(self.step_prior)
+        self._check_plan()
+
+    def _check_plan(self):
+        if self.informed is None and not plan_can_commit(self.plan):
+            a, b = self.step_prior
+            raise ParameterError(
+                "tau_low",
+                f"{self.tau_low} is too high for the fitted prior Beta({a:.3g}, {b:.3g}): every "
+                "prompt would be abandoned after one rollout and no group could ever commit "
+                f"(p_eff(1) = {p_eff_jit(1, 0, self.k, a, b):.3g} after a fail, "
+                f"{p_eff_jit(1, 1, self.k, a, b):.3g} after a pass); lower tau_low",
+            )
 
     def price(self):
         """Rollouts per effective group so far (DS's k / 0.5 before any group is complete)."""

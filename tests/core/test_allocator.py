@@ -161,3 +161,17 @@ def test_sample_must_return_one_binary_list_per_request():
     with pytest.raises(ValueError, match="sample"):
         col.collect_step(iter(range(100)), lambda reqs: [[2] * r.n for r in reqs])
     assert Request(1, 2).n == 2
+
+
+def test_a_plan_that_can_never_commit_is_refused_not_run():
+    # uniform prior, k = 8: p_eff(1) = 7/9 < 0.9 on both sides -> abandoned after one rollout
+    with pytest.raises(ParameterError) as info:
+        make_collector("sara", k=8, groups=4, tau_low=0.9)
+    assert info.value.parameter == "tau_low" and "no group could ever commit" in str(info.value)
+    # sara-eb: a polarized fitted prior makes tau_low = 0.5 degenerate after the first step;
+    # the collector stops with a clear error instead of burning its round cap
+    col = make_collector("sara-eb", k=8, groups=16, tau_low=0.5)
+    sampler, stream = BernoulliPrompts(0.05, 0.05, 3), iter(range(10**6))
+    with pytest.raises(ParameterError, match="tau_low"):
+        for _ in range(5):
+            col.collect_step(stream, sampler)
