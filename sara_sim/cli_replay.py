@@ -7,7 +7,6 @@ the training signal (committed success rates, false abandons, starvation) beside
 Python replay through the collectors (``replay.py``): every epoch once, in a seeded order.
 """
 
-import argparse
 import json
 import math
 
@@ -110,4 +109,4 @@ def add_replay_command(sub, int_type, float_type):
     return p
 
 
-__all__ = ["add_replay_command", "argparse"]
+__all__ = ["add_replay_command", "cmd_replay"]
