@@ -149,3 +149,23 @@ def run_bench(k=128, spec="beta:0.5,0.5", ks=(8, 32, 128, 512), repeats=5, quick
 
 
 __all__ = ["run_bench", "bernoulli_rate", "sim_rate", "python_rate", "BetaLaw"]
+
+
+def bench_report(out):
+    """The readable bench report (`sara-sim bench` and benchmarks/sim_bench.py print this)."""
+    lines = [f"simulator speed, one core ({out['law']}, sara, tau_low 0.3)"]
+    for key in (
+        "sim_rollouts_per_second",
+        "bernoulli_per_second",
+        "speedup_vs_bernoulli",
+        "bernoulli_same_rng_per_second",
+        "speedup_vs_bernoulli_same_rng",
+        "python_rollouts_per_second",
+        "speedup_vs_python",
+    ):
+        lines.append(f"  {key:<32} {out[key]:.4g}")
+    lines.append("  k      rollouts/s   x Bernoulli")
+    for row in out["by_k"]:
+        rate, ratio = row["sim_rollouts_per_second"], row["speedup_vs_bernoulli"]
+        lines.append(f"  {row['k']:<6} {rate:11.4g}   {ratio:.2f}")
+    return "\n".join(lines)

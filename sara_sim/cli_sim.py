@@ -209,28 +209,13 @@ def cmd_verify(args):
 
 
 def cmd_bench(args):
-    from .bench import run_bench
+    from .bench import bench_report, run_bench
 
     out = run_bench(k=args.k, spec=args.difficulty, quick=args.quick)
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"simulator speed, one core ({out['law']}, sara, tau_low 0.3)")
-    for key in (
-        "sim_rollouts_per_second",
-        "bernoulli_per_second",
-        "speedup_vs_bernoulli",
-        "bernoulli_same_rng_per_second",
-        "speedup_vs_bernoulli_same_rng",
-        "python_rollouts_per_second",
-        "speedup_vs_python",
-    ):
-        print(f"  {key:<32} {out[key]:.4g}")
-    for row in out["by_k"]:
-        print(
-            f"  k={row['k']:<5} {row['sim_rollouts_per_second']:.3g} rollouts/s  "
-            f"x{row['speedup_vs_bernoulli']:.2f} vs Bernoulli"
-        )
+    print(bench_report(out))
 
 
 def add_sim_commands(sub):
