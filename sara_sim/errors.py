@@ -37,3 +37,13 @@ def check_prior(prior, name: str = "prior") -> tuple[float, float]:
     except (TypeError, ValueError):
         raise ParameterError(name, f"must be two numbers A0,B0 > 0, got {prior!r}") from None
     return check_positive(a0, name), check_positive(b0, name)
+
+
+def check_schedule(probe, increment, k, prefix: str = "--") -> tuple[int, int]:
+    """Round schedule: probe / increment rollouts, integers in [0, k] (0 = auto)."""
+    for name, v in (("probe", probe), ("increment", increment)):
+        if int(v) != v or not 0 <= v <= k:
+            raise ParameterError(
+                prefix + name, f"must be an integer in [0, k={k}] (0 = auto), got {v!r}"
+            )
+    return int(probe), int(increment)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .beta import p_eff_jit
 from .collect_base import Request, StepResult, _Base
-from .errors import ParameterError, check_prior, check_unit
+from .errors import ParameterError, check_prior, check_schedule, check_unit
 from .policy import (
     ABANDON,
     COMMIT,
@@ -87,10 +87,7 @@ class SaraCollector(_Base):
         if int(cap) != cap or cap < self.k:
             raise ParameterError("capacity", f"must be an integer >= k={self.k}, got {capacity!r}")
         self.capacity = int(cap)
-        for pname, v in (("probe", probe), ("increment", increment)):
-            if int(v) != v or not 0 <= v <= self.k:
-                raise ParameterError(pname, f"must be an integer in [0, k={self.k}] (0 = auto)")
-        self.probe, self.increment = int(probe), int(increment)
+        self.probe, self.increment = check_schedule(probe, increment, self.k, prefix="")
         if int(eb_window) != eb_window or eb_window < 1:
             raise ParameterError("eb_window", f"must be an integer >= 1, got {eb_window!r}")
         self.eb_window = int(eb_window)

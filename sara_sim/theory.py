@@ -23,7 +23,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from .errors import ParameterError, check_k, check_prior, check_unit
+from .errors import ParameterError, check_k, check_prior, check_schedule, check_unit
 from .policy import (
     ABANDON,
     COMMIT,
@@ -38,13 +38,6 @@ from .policy import (
 
 def _log_binom(n, s):
     return gammaln(n + 1) - gammaln(s + 1) - gammaln(n - s + 1)
-
-
-def check_schedule(probe, increment, k):
-    for name, v in (("--probe", probe), ("--increment", increment)):
-        if int(v) != v or not 0 <= v <= k:
-            raise ParameterError(name, f"must be an integer in [0, k={k}] (0 = auto), got {v!r}")
-    return int(probe), int(increment)
 
 
 def _expected_rounds(law, k, plan, probe, increment):
