@@ -7,6 +7,9 @@ Prints, from one `compare` (same model start, seed and effective groups per step
 Ratios, not timed asserts: the exit status is 0 unless --strict and a goal is missed.
 
     .venv/bin/python benchmarks/real_compare.py [--steps 12 --groups 16 --k 8 --also sara-eb]
+
+A second run into the same --out needs --overwrite (or --resume after a crash), as for
+`sara-real compare`; bad arguments exit 2 with one line before any engine starts.
 """
 
 import argparse
@@ -30,8 +33,20 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default=None, help="default: the tiny model (built if missing)")
     ap.add_argument("--out", default="runs/bench_real_compare")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
+    ap.add_argument("--overwrite", action="store_true", help="start over in a used --out")
+    ap.add_argument("--resume", action="store_true", help="continue a crashed benchmark")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     a = ap.parse_args(argv)
+    from sara_sim.errors import ParameterError
 
+    try:
+        return _run(a)
+    except ParameterError as e:
+        print(f"real_compare: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(a) -> int:
     from real.compare import format_table, run_compare
     from real.train import Config
 
@@ -47,48 +62,46 @@ def main(argv=None) -> int:
         eval_every=max(1, a.steps // 3),
         eval_problems=64,
         eval_samples=4,
-        progress=True,
+        progress=not a.no_progress,
+        overwrite=a.overwrite,
+        resume=a.resume,
     )
     table, curves = run_compare(cfg, allocators)
     print(format_table(table, curves))
 
     t = table.set_index("allocator")
     sara, ds = t.loc["sara"], t.loc["ds"]
+
+    def ratio(col):  # None when a run produced no effective group (then the goal is missed)
+        num, den = sara[col], ds[col]
+        return None if num is None or den is None or num != num or den != den else num / den
+
     result = {
-        "rollouts_per_eff_ratio": sara.rollouts_per_effective_group
-        / ds.rollouts_per_effective_group,
-        "tokens_per_eff_ratio": sara.tokens_per_effective_group / ds.tokens_per_effective_group,
-        "sara_median_rounds": float(sara.rounds_median),
-        "ds_median_rounds": float(ds.rounds_median),
-        "sara_alloc_share": float(sara.alloc_share),
+        "rollouts_per_eff_ratio": ratio("rollouts_per_effective_group"),
+        "tokens_per_eff_ratio": ratio("tokens_per_effective_group"),
+        "sara_median_rounds": sara.rounds_median,
+        "ds_median_rounds": ds.rounds_median,
+        "sara_alloc_share": sara.alloc_share,
     }
-    result = {key: float(v) for key, v in result.items()}
-    goals = {
-        "rollouts_per_eff_ratio": result["rollouts_per_eff_ratio"] <= 0.75,
-        "tokens_per_eff_ratio": result["tokens_per_eff_ratio"] <= 0.75,
-        "sara_median_rounds": result["sara_median_rounds"] <= 3,
-        "sara_alloc_share": result["sara_alloc_share"] < 0.01,
+    result = {key: None if v is None or v != v else float(v) for key, v in result.items()}
+    targets = {  # goal: (bound, strict upper bound?, what is printed)
+        "rollouts_per_eff_ratio": (0.75, False, "rollouts per effective group, sara/ds"),
+        "tokens_per_eff_ratio": (0.75, False, "tokens per effective group, sara/ds"),
+        "sara_median_rounds": (3, False, "median rounds per step (sara)"),
+        "sara_alloc_share": (0.01, True, "allocator share of step wall time (sara)"),
     }
+    goals = {}
     print()
-    print(
-        f"rollouts per effective group, sara/ds: {result['rollouts_per_eff_ratio']:.3f}"
-        f"  (goal <= 0.75: {'met' if goals['rollouts_per_eff_ratio'] else 'MISSED'})"
-    )
-    print(
-        f"tokens per effective group,   sara/ds: {result['tokens_per_eff_ratio']:.3f}"
-        f"  (goal <= 0.75: {'met' if goals['tokens_per_eff_ratio'] else 'MISSED'})"
-    )
-    print(
-        f"median rounds per step (sara): {result['sara_median_rounds']:.1f}"
-        f"  (ds {result['ds_median_rounds']:.1f}; goal <= 3: "
-        f"{'met' if goals['sara_median_rounds'] else 'MISSED'})"
-    )
-    print(
-        f"allocator share of step wall time (sara): {100 * result['sara_alloc_share']:.2f} %"
-        f"  (goal < 1 %: {'met' if goals['sara_alloc_share'] else 'MISSED'})"
-    )
+    for key, (bound, strict, label) in targets.items():
+        v = result[key]
+        goals[key] = v is not None and (v < bound if strict else v <= bound)
+        shown = "n/a" if v is None else f"{v:.3f}"
+        rel = "<" if strict else "<="
+        print(f"{label:<42} {shown:>7}  goal {rel} {bound:g}: {'met' if goals[key] else 'MISSED'}")
+    print(f"{'median rounds per step (ds)':<42} {result['ds_median_rounds'] or 0:>7.1f}")
     Path(a.out).mkdir(parents=True, exist_ok=True)
-    (Path(a.out) / "benchmark.json").write_text(json.dumps({**result, "goals": goals}, indent=1))
+    record = {**result, "goals": goals}
+    (Path(a.out) / "benchmark.json").write_text(json.dumps(record, indent=1, allow_nan=False))
     return 1 if a.strict and not all(goals.values()) else 0
 
 

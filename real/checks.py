@@ -1,10 +1,21 @@
-"""Argument checks that run before anything heavy is imported, so a bad flag costs a second and
-one line (sara_sim.errors.ParameterError names the parameter), never a traceback or an engine."""
+"""Argument checks that run before anything heavy starts, so a bad flag costs a second and one
+line (sara_sim.errors.ParameterError names the parameter, its value and the allowed range), never
+a traceback after an engine has spent minutes starting.
 
+`check_config` checks every field of a `real.train.Config`, then the run folder:
+* a used `--out` (metrics, checkpoint or summary present) needs `--resume` or `--overwrite`;
+* `--resume` needs a readable checkpoint written with the same experiment: only the settings in
+  `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ;
+* a folder another live run is writing (its `.lock` is held) is refused;
+* a request whose memory would not fit this machine is refused unless `--force`."""
+
+import math
+import os
+import re
 from pathlib import Path
 
 from real.tasks import TASKS
-from sara_sim.errors import ParameterError, check_k, check_unit
+from sara_sim.errors import ParameterError, check_k
 
 ALLOCATORS = (
     "uniform",
@@ -17,6 +28,12 @@ ALLOCATORS = (
     "sara-dps",
 )
 INFORMED = ("sara-history", "sara-mopps", "sara-dps")  # need a finite task: ids revisit prompts
+FINITE_OPTION = ("arithmetic", "countdown")  # generated tasks that take --task-size
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+# Settings a --resume may change: they change how a run is watched, not what it computes.
+RESUMABLE = ("steps", "eval_every", "ckpt_every", "progress", "resume", "overwrite", "force", "out")
+RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
+SEED_MAX = 2**63 - 1
 
 
 def check_allocator(name: str, flag: str = "--allocator") -> str:
@@ -27,65 +44,323 @@ def check_allocator(name: str, flag: str = "--allocator") -> str:
     return name
 
 
-def _positive_int(v, flag: str) -> int:
-    if isinstance(v, bool) or int(v) != v or v < 1:
-        raise ParameterError(flag, f"must be an integer >= 1, got {v!r}")
-    return int(v)
+# ---------------------------------------------------------------- scalar checks
+
+
+def check_int(v, flag: str, lo: int, hi: int | None = None) -> int:
+    """An integer (bool is not one) in [lo, hi]."""
+    ok = isinstance(v, int) and not isinstance(v, bool)
+    if not ok or v < lo or (hi is not None and v > hi):
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        raise ParameterError(flag, f"must be {rng}, got {v!r}")
+    return v
+
+
+def check_float(v, flag: str, lo: float, hi: float = math.inf, *, lo_open=False, hi_open=False):
+    """A finite number in the interval [lo, hi] (ends open where asked)."""
+    bad = isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+    if not bad:
+        bad = v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi)
+    if bad:
+        left, right = "(" if lo_open else "[", ")" if hi_open or hi == math.inf else "]"
+        raise ParameterError(
+            flag, f"must be a finite number in {left}{lo:g}, {hi:g}{right}, got {v!r}"
+        )
+    return float(v)
+
+
+def _choice(v, flag: str, allowed) -> str:
+    if v not in allowed:
+        raise ParameterError(flag, f"must be one of {', '.join(allowed)}, got {v!r}")
+    return v
+
+
+# ---------------------------------------------------------------- the whole config
 
 
 def check_config(cfg) -> None:
-    if cfg.task not in TASKS:
-        raise ParameterError(
-            "--task", f"unknown task {cfg.task!r}; choose one of {', '.join(TASKS)}"
-        )
+    """Every field of `cfg`, then model, task files, resources and the run folder."""
+    _choice(cfg.task, "--task", TASKS)
     check_allocator(cfg.allocator)
-    if cfg.allocator in INFORMED and cfg.task == "arithmetic" and not cfg.task_size:
+    if cfg.task_size is not None:
+        check_int(cfg.task_size, "--task-size", 1)
+        if cfg.task not in FINITE_OPTION:
+            raise ParameterError(
+                "--task-size",
+                f"only {' and '.join(FINITE_OPTION)} take a pool size (task {cfg.task})",
+            )
+    if cfg.allocator in INFORMED and cfg.task in FINITE_OPTION and not cfg.task_size:
         raise ParameterError(
             "--task-size", f"{cfg.allocator} learns from revisits: give a finite pool (>= 1)"
         )
-    if cfg.task_size is not None and (int(cfg.task_size) != cfg.task_size or cfg.task_size < 0):
-        raise ParameterError("--task-size", f"must be an integer >= 0, got {cfg.task_size!r}")
     check_k(cfg.k, "--k")
-    for flag, v in (
-        ("--groups", cfg.groups),
-        ("--steps", cfg.steps),
-        ("--eval-every", cfg.eval_every),
-        ("--eval-samples", cfg.eval_samples),
-        ("--ckpt-every", cfg.ckpt_every),
-        ("--minibatches", cfg.minibatches),
-        ("--epochs", cfg.epochs),
+    for flag, v, lo in (
+        ("--groups", cfg.groups, 1),
+        ("--steps", cfg.steps, 1),
+        ("--eval-every", cfg.eval_every, 1),
+        ("--eval-samples", cfg.eval_samples, 1),
+        ("--ckpt-every", cfg.ckpt_every, 1),
+        ("--minibatches", cfg.minibatches, 1),
+        ("--epochs", cfg.epochs, 1),
+        ("--micro-batch", cfg.micro_batch, 0),
+        ("--max-num-gen-batches", cfg.max_num_gen_batches, 0),
     ):
-        _positive_int(v, flag)
-    if cfg.max_tokens is not None:
-        _positive_int(cfg.max_tokens, "--max-tokens")
-    check_unit(cfg.tau_low, "--tau-low")
+        check_int(v, flag, lo)
+    check_int(cfg.seed, "--seed", 0, SEED_MAX)
+    for flag, v in (
+        ("--max-tokens", cfg.max_tokens),
+        ("--eval-problems", cfg.eval_problems),
+        ("--capacity", cfg.capacity),
+        ("--gen-batch-size", cfg.gen_batch_size),
+        ("--max-model-len", cfg.max_model_len),
+    ):
+        if v is not None:
+            check_int(v, flag, 1)
+    check_float(cfg.tau_low, "--tau-low", 0.0, 1.0)
+    if not isinstance(cfg.prior, tuple | list) or len(cfg.prior) != 2:
+        raise ParameterError("--prior", f"must be two numbers A0,B0 > 0, got {cfg.prior!r}")
+    for v in cfg.prior:
+        check_float(v, "--prior", 0.0, lo_open=True)
+    if cfg.tau_high is not None:
+        check_float(cfg.tau_high, "--tau-high", 0.0, 1.0)
+    check_float(cfg.temperature, "--temperature", 0.0, lo_open=True)
+    check_float(cfg.lr, "--lr", 0.0, 1.0, lo_open=True)
+    check_float(cfg.eps_low, "--eps-low", 0.0, 1.0, hi_open=True)  # ratio floor 1 - eps_low > 0
+    check_float(cfg.eps_high, "--eps-high", 0.0)
+    check_float(cfg.kl_coef, "--kl-coef", 0.0)
+    check_float(cfg.max_grad_norm, "--max-grad-norm", 0.0, lo_open=True)
+    if cfg.gpu_memory_utilization is not None:
+        check_float(cfg.gpu_memory_utilization, "--gpu-memory-utilization", 0.0, 1.0, lo_open=True)
+    _choice(cfg.old_logprobs, "--old-logprobs", ("engine", "recompute"))
+    _choice(cfg.dtype, "--dtype", DTYPES)
+    _check_device(cfg.device)
+    for flag, path in (("--task-path", cfg.task_path), ("--eval-path", cfg.eval_path)):
+        if path and cfg.task != "math":
+            raise ParameterError(flag, f"only the math task reads a file (task is {cfg.task})")
+        if path and Path(path).is_dir():
+            raise ParameterError(flag, f"{path} is a directory, not a JSONL file")
+        if path and not Path(path).is_file():
+            raise ParameterError(flag, f"no such file: {path}")
+    task = _task(cfg)
     from sara_sim.allocator import make_collector  # its own checks: prior, capacity, tau_high
 
     make_collector(
         cfg.allocator, k=cfg.k, groups=cfg.groups, tau_low=cfg.tau_low, tau_high=cfg.tau_high,
         prior=cfg.prior, capacity=cfg.capacity, gen_batch_size=cfg.gen_batch_size,
         max_num_gen_batches=cfg.max_num_gen_batches, seed=cfg.seed,
+        epoch_size=task.size if cfg.allocator in INFORMED else None,
     )  # fmt: skip
-    if not cfg.temperature > 0:
-        raise ParameterError("--temperature", f"must be > 0, got {cfg.temperature!r}")
-    if cfg.old_logprobs not in ("engine", "recompute"):
+    n_eval = len(task.eval_problems())
+    if cfg.eval_problems is not None and cfg.eval_problems > n_eval:
         raise ParameterError(
-            "--old-logprobs", f"must be engine or recompute, got {cfg.old_logprobs!r}"
+            "--eval-problems",
+            f"must be in [1, {n_eval}] (the {cfg.task} task's held-out set), "
+            f"got {cfg.eval_problems}",
         )
-    for flag, path in (("--task-path", cfg.task_path), ("--eval-path", cfg.eval_path)):
-        if path and cfg.task != "math":
-            raise ParameterError(flag, f"only the math task reads a file (task is {cfg.task})")
-        if path and not Path(path).is_file():
-            raise ParameterError(flag, f"no such file: {path}")
     if cfg.model is not None:
         resolve_model(cfg.model, build=False)
-    out = Path(cfg.out)
-    has_run = (out / "checkpoint.pt").exists() or (out / "metrics.jsonl").exists()
-    if has_run and not (cfg.resume or cfg.overwrite):
+    check_memory(cfg, task)
+    check_run_folder(cfg)
+
+
+def _task(cfg):
+    from real.tasks import make_task
+
+    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
+    try:
+        return make_task(cfg.task, seed=cfg.seed, **{k: v for k, v in opts.items() if v})
+    except (OSError, ValueError, KeyError) as e:  # a malformed JSONL file
+        if isinstance(e, ParameterError):
+            raise
+        raise ParameterError("--task-path", f"cannot read the {cfg.task} data: {e}") from None
+
+
+def _check_device(device: str) -> None:
+    if not isinstance(device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
+        raise ParameterError("--device", f"must be auto, cpu, cuda or cuda:N, got {device!r}")
+    if device.startswith("cuda"):
+        import torch
+
+        n = torch.cuda.device_count()
+        idx = int(device.split(":")[1]) if ":" in device else 0
+        if idx >= n:
+            raise ParameterError("--device", f"{device} requested but this machine has {n} GPUs")
+
+
+# ---------------------------------------------------------------- resources
+
+
+def check_memory(cfg, task) -> None:
+    """Refuse a step whose host memory cannot fit (unless --force): the engine's results for one
+    round (~200 B per generated token in Python objects) plus the training forward's fp32 logits,
+    their log-softmax and gradient (3 x sequences x length x vocab x 4 B), against 70 % of RAM.
+    On a CUDA device the logits live on the GPU, so only the rollout pool is counted."""
+    if cfg.force:
+        return
+    tokens = cfg.max_tokens or task.max_tokens
+    per_round = cfg.capacity or (cfg.gen_batch_size or cfg.groups) * cfg.k
+    longest_prompt = max(len(p.prompt) for p in task.eval_problems())  # chars >= tokens
+    pool = 2 * per_round * tokens * 200  # a step holds about two rounds' worth
+    seqs = min(cfg.micro_batch or cfg.groups * cfg.k, cfg.groups * cfg.k)
+    train = 3 * seqs * (longest_prompt + tokens) * _vocab(cfg.model) * 4
+    if cfg.device not in ("cpu", "auto") or _cuda_for_auto(cfg.device):
+        train = 0
+    need, have = pool + train, 0.7 * _ram_bytes()
+    if need > have:
         raise ParameterError(
-            "--out",
-            f"{out} already holds a run; pass --resume to continue it or --overwrite to start over",
+            "--k",
+            f"k={cfg.k} x groups={cfg.groups} (max-tokens {tokens}, micro-batch "
+            f"{cfg.micro_batch or 'all'}) needs ~{need / 2**30:.1f} GiB, over 70 % of this "
+            f"machine's {_ram_bytes() / 2**30:.0f} GiB; lower them, set --micro-batch, or --force",
         )
+
+
+def _cuda_for_auto(device: str) -> bool:
+    if device != "auto":
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def _ram_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _vocab(model) -> int:
+    import json
+
+    from real.tiny import CHARS, SPECIALS
+
+    if model is None:
+        return len(SPECIALS) + len(CHARS)
+    p = Path(resolve_model(model, build=False))
+    cfg_file = p / "config.json" if p.is_dir() else None
+    if cfg_file is None:  # a cached hub id
+        from huggingface_hub import try_to_load_from_cache
+
+        cfg_file = Path(try_to_load_from_cache(str(model), "config.json"))
+    try:
+        return int(json.loads(cfg_file.read_text()).get("vocab_size", 0)) or 32000
+    except (OSError, ValueError):
+        raise ParameterError("--model", f"{cfg_file} is not a readable model config") from None
+
+
+# ---------------------------------------------------------------- the run folder
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """`path` (a folder, existing or not) can be created and written, without creating it."""
+    import tempfile
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ParameterError(flag, f"{path} is a file, not a folder")
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ParameterError(flag, f"cannot create {path}: {probe} is a file")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        raise ParameterError(flag, f"cannot write in {probe} ({e.strerror})") from None
+
+
+def holds_run(folder: Path) -> bool:
+    return any((Path(folder) / f).exists() for f in RUN_FILES)
+
+
+def check_run_folder(cfg, flag: str = "--out") -> None:
+    """The used-folder rule, resume compatibility and the lock (see the module docstring)."""
+    out = Path(cfg.out)
+    check_writable(out, flag)
+    if cfg.resume and cfg.overwrite:
+        raise ParameterError("--resume", "--resume and --overwrite exclude each other")
+    from real.runlog import lock_holder
+
+    pid = lock_holder(out)
+    if pid is not None:
+        raise ParameterError(flag, f"{out} is being written by another run (pid {pid})")
+    if not cfg.resume:
+        if holds_run(out) and not cfg.overwrite:
+            raise ParameterError(
+                flag, f"{out} already holds a run; pass --resume to continue it or --overwrite"
+            )
+        return
+    ckpt = out / "checkpoint.pt"
+    if not ckpt.is_file():
+        raise ParameterError(
+            "--resume", f"no checkpoint in {out} to resume (start the run without --resume)"
+        )
+    saved = read_checkpoint_config(ckpt)
+    check_same_run(saved["config"], cfg)
+    if cfg.steps < saved["step"] + 1:
+        raise ParameterError(
+            "--steps", f"the run in {out} has done {saved['step'] + 1} steps; give at least that"
+        )
+
+
+def read_checkpoint_config(ckpt: Path) -> dict:
+    """{"step", "config"} of a checkpoint, or a one-line error naming the file when it is torn
+    or corrupted (every zip record's CRC is checked; tensors are memory-mapped, not read)."""
+    import zipfile
+
+    bad = None
+    try:
+        with zipfile.ZipFile(ckpt) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError) as e:
+        bad = str(e)
+    if bad is None:
+        import torch
+
+        try:
+            ck = torch.load(ckpt, map_location="cpu", weights_only=False, mmap=True)
+            return {"step": int(ck["step"]), "config": dict(ck["config"])}
+        except Exception as e:  # unpickling a damaged file can raise almost anything
+            bad = f"{type(e).__name__}: {e}"
+    raise ParameterError(
+        "--resume", f"{ckpt} is corrupted or truncated ({bad}); use --overwrite to start over"
+    )
+
+
+def check_same_run(saved: dict, cfg) -> None:
+    """Resuming with another allocator, k, lr, temperature... would silently splice two runs."""
+    from dataclasses import fields
+
+    changed = []
+    for f in fields(cfg):
+        if f.name in RESUMABLE:
+            continue
+        now, then = getattr(cfg, f.name), saved.get(f.name, f.default)
+        if f.name == "model":
+            now, then = _model_key(now), _model_key(then)
+        if isinstance(now, tuple | list):
+            now, then = list(now), list(then) if isinstance(then, tuple | list) else then
+        if now != then:
+            changed.append(f"{f.name}={then!r} (now {now!r})")
+    if changed:
+        raise ParameterError(
+            "--resume",
+            f"the checkpoint in {cfg.out} was written with {', '.join(changed)}; only "
+            f"{', '.join(RESUMABLE[:4])} may change on resume",
+        )
+
+
+def _model_key(model) -> str | None:
+    if model is None:
+        from real.tiny import default_dir
+
+        return str(default_dir().resolve())
+    p = Path(model).expanduser()
+    return str(p.resolve()) if p.exists() else str(model)
+
+
+# ---------------------------------------------------------------- the model
 
 
 def resolve_model(model, progress: bool = False, build: bool = True):

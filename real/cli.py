@@ -1,84 +1,181 @@
 """`sara-real`: make the tiny model, validate one allocator in a GRPO run, compare several.
 
-Every argument is checked before torch or vLLM is imported: a bad one exits with status 2 and
-one line naming the parameter."""
+    sara-real make-tiny
+    sara-real validate --allocator sara --k 8 --groups 16 --steps 20 --out runs/sara
+    sara-real compare --allocators uniform,ds,sara --steps 20 --out runs/cmp
+
+The flags of `validate` / `compare` are the fields of `real.train.Config` (dashes for underscores),
+with the field's docstring as help and its default shown — one place for every default. Every
+argument is checked before torch or vLLM starts: a bad one exits with status 2 and one line naming
+the parameter, its value and the allowed range."""
 
 import argparse
 import sys
+import types
+import typing
 
 from real import _env  # noqa: F401  (first: env vars before any torch/vllm import)
 
+# A field whose flag is not --<name> (kept from earlier releases); booleans that default to True
+# are switched off by --no-<name>.
+FLAG_NAMES = {"std_norm": "--no-std"}
+NOT_FLAGS = ("allocator", "out")  # set per subcommand (validate: --allocator; compare: a list)
+
+
+class _Help(argparse.HelpFormatter):
+    def _split_lines(self, text, width):  # never break "sara-history" at its hyphen
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kw):
+        kw.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kw)
+
     def error(self, message):  # one line, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def parse_args(self, args=None, namespace=None):
+        return super().parse_args(_join_negative(sys.argv[1:] if args is None else args), namespace)
 
-def _common(p):
+
+def _join_negative(argv: list[str]) -> list[str]:
+    """`--prior -1,-1` or `--lr -1e3`: argparse takes a value that starts with '-' (and is not a
+    plain negative number) for a flag and fails with "expected one argument"; join it to its flag
+    so the value reaches its range check and gets the real message."""
+    out, i = [], 0
+    while i < len(argv):
+        tok = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if tok.startswith("--") and "=" not in tok and nxt and nxt[:1] == "-" and nxt[1:2] != "-":
+            if tok not in _SWITCHES:
+                out.append(f"{tok}={nxt}")
+                i += 2
+                continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+_SWITCHES: set[str] = {"--help", "-h"}  # flags that take no value (filled by _add_flag)
+
+
+# ---------------------------------------------------------------- flags from the dataclass
+
+
+def field_docs(cls) -> dict[str, str]:
+    """The docstring under each dataclass field (cleanrl style), read from the source."""
+    import ast
+    import inspect
+    import textwrap
+
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    docs = {}
+    for a, b in zip(body, body[1:], strict=False):
+        if (
+            isinstance(a, ast.AnnAssign)
+            and isinstance(b, ast.Expr)
+            and isinstance(b.value, ast.Constant)
+            and isinstance(b.value.value, str)
+        ):
+            docs[a.target.id] = " ".join(b.value.value.split())
+    return docs
+
+
+def _value_parser(tp, name: str):
+    """str -> value for a field of type tp; 'none' gives None where the field allows it."""
+    args = typing.get_args(tp)
+    optional = isinstance(tp, types.UnionType | typing._UnionGenericAlias) and type(None) in args
+    base = next((a for a in args if a is not type(None)), tp) if optional else tp
+
+    def parse(text: str):
+        if optional and text.lower() == "none":
+            return None
+        if typing.get_origin(base) is tuple:
+            try:
+                return tuple(float(x) for x in text.split(","))
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"must be numbers A,B; got {text!r}") from None
+        try:
+            return base(text)
+        except ValueError:
+            kind = {int: "an integer", float: "a number"}.get(base, base.__name__)
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
+
+    parse.__name__ = name
+    return parse
+
+
+def _add_flag(p, f, doc: str, choices=None) -> None:
+    default = f.default
+    if f.type is bool:
+        flag = FLAG_NAMES.get(f.name) or ("--no-" if default else "--") + f.name.replace("_", "-")
+        _SWITCHES.add(flag)
+        action = "store_false" if default else "store_true"
+        p.add_argument(flag, dest=f.name, action=action, default=default, help=doc)
+        return
+    flag = FLAG_NAMES.get(f.name, "--" + f.name.replace("_", "-"))
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+    extra = f"; one of {', '.join(choices)}" if choices else ""
     p.add_argument(
-        "--model",
-        default=None,
-        help="HF-format model dir or cached hub id (default: the tiny model)",
+        flag,
+        dest=f.name,
+        type=_value_parser(f.type, f.name),
+        default=default,
+        metavar=f.name.upper(),
+        help=f"{doc}{extra} (default: {shown})",
     )
-    p.add_argument("--task", default="arithmetic", help="arithmetic | countdown | math")
-    p.add_argument("--task-path", default=None, help="JSONL file for --task math")
-    p.add_argument("--eval-path", default=None, help="JSONL held-out set for --task math")
-    p.add_argument(
-        "--task-size", type=int, default=None, help="arithmetic: finite pool (history allocators)"
-    )
-    p.add_argument("--k", type=int, default=8, help="rollouts per group")
-    p.add_argument("--groups", type=int, default=16, help="effective groups per step")
-    p.add_argument("--steps", type=int, default=20, help="optimizer steps")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tau-low", type=float, default=0.2, help="SARA abandonment threshold")
-    p.add_argument("--tau-high", type=float, default=None, help="SARA early-commit threshold")
-    p.add_argument("--prior", default="1,1", help="SARA Beta prior A0,B0")
-    p.add_argument("--capacity", type=int, default=None, help="rollouts per round")
-    p.add_argument("--gen-batch-size", type=int, default=None, help="DS prompts per batch")
-    p.add_argument("--max-num-gen-batches", type=int, default=10, help="DS batches per step")
-    p.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
-    p.add_argument("--eps-low", type=float, default=0.2, help="lower PPO clip")
-    p.add_argument("--eps-high", type=float, default=0.28, help="upper PPO clip (clip-higher)")
-    p.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping")
-    p.add_argument("--epochs", type=int, default=1, help="passes over each step's batch")
-    p.add_argument("--minibatches", type=int, default=2, help="optimizer updates per pass")
-    p.add_argument("--kl-coef", type=float, default=0.0, help="KL to the initial policy")
-    p.add_argument("--no-std", action="store_true", help="advantages without the group std")
-    p.add_argument("--old-logprobs", default="engine", help="engine | recompute")
-    p.add_argument("--max-tokens", type=int, default=None, help="completion budget")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--eval-every", type=int, default=5, help="held-out eval every E steps")
-    p.add_argument("--eval-samples", type=int, default=4, help="samples per held-out problem")
-    p.add_argument("--eval-problems", type=int, default=64, help="held-out problems used")
-    p.add_argument("--ckpt-every", type=int, default=1, help="checkpoint every C steps")
-    p.add_argument("--dtype", default="float32", help="engine dtype (bfloat16 on GPU)")
-    p.add_argument("--max-model-len", type=int, default=None, help="engine context length")
-    p.add_argument("--gpu-memory-utilization", type=float, default=None, help="engine GPU share")
-    p.add_argument("--device", default="auto", help="torch training device (auto|cpu|cuda)")
-    p.add_argument("--micro-batch", type=int, default=0, help="sequences per forward (0 = all)")
-    p.add_argument("--grad-checkpointing", action="store_true")
-    p.add_argument("--bf16-autocast", action="store_true", help="bf16 autocast in torch (GPU)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out")
-    p.add_argument("--overwrite", action="store_true", help="start over in a used --out")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _config_flags(p) -> None:
+    from dataclasses import fields
+
+    from real.checks import DTYPES
+    from real.tasks import TASKS
+    from real.train import Config
+
+    docs = field_docs(Config)
+    choices = {"task": TASKS, "dtype": DTYPES, "old_logprobs": ("engine", "recompute")}
+    for f in fields(Config):
+        if f.name not in NOT_FLAGS:
+            _add_flag(p, f, docs.get(f.name, ""), choices.get(f.name))
 
 
 def build_parser():
+    from real.checks import ALLOCATORS
+
     ap = _Parser(prog="sara-real", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     p = sub.add_parser("make-tiny", help="train the tiny default model (cached)")
     p.add_argument("--out", default=None, help="model dir (default: the project cache)")
     p.add_argument("--test-size", action="store_true", help="the quick settings used by tests")
-    p.add_argument("--time-cap", type=float, default=None, help="training time cap, seconds")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument(
+        "--time-cap",
+        type=_value_parser(float, "time_cap"),
+        default=None,
+        help="safety cap on training seconds; if hit, nothing is saved and the exit status is 1 "
+        "(default: the settings' cap)",
+    )
+    p.add_argument("--seed", type=_value_parser(int, "seed"), default=None, help="(default 0)")
+    _SWITCHES.add("--test-size")
+    names = ", ".join(ALLOCATORS)
     p = sub.add_parser("validate", help="one GRPO run with one allocator")
-    _common(p)
-    p.add_argument("--allocator", default="sara", help="uniform|ds|sara|sara-eb|sara-auto")
-    p.add_argument("--out", default="runs/validate", help="run directory")
+    p.add_argument("--allocator", default="sara", help=f"one of {names} (default: sara)")
+    p.add_argument("--out", default="runs/validate", help="run directory (default: runs/validate)")
+    _config_flags(p)
     p = sub.add_parser("compare", help="several allocators from the same start")
-    _common(p)
-    p.add_argument("--allocators", default="uniform,ds,sara,sara-eb,sara-auto")
-    p.add_argument("--out", default="runs/compare", help="directory for runs, table, plots")
+    p.add_argument(
+        "--allocators",
+        default="uniform,ds,sara,sara-eb,sara-auto",
+        help=f"comma-separated, from {names} (default: uniform,ds,sara,sara-eb,sara-auto)",
+    )
+    p.add_argument(
+        "--out", default="runs/compare", help="folder for the runs, table and plots "
+        "(default: runs/compare)",
+    )  # fmt: skip
+    _config_flags(p)
     return ap
 
 
@@ -88,41 +185,34 @@ def _config(a, allocator):
     from real.train import Config
 
     kw = {f.name: getattr(a, f.name) for f in fields(Config) if hasattr(a, f.name)}
-    kw.update(allocator=allocator, std_norm=not a.no_std, progress=not a.no_progress)
-    kw["prior"] = _prior(a.prior)
-    return Config(**kw)
+    return Config(**{**kw, "allocator": allocator})
 
 
-def _prior(text):
-    from sara_sim.errors import ParameterError
-
-    try:
-        a0, b0 = (float(x) for x in text.split(","))
-    except ValueError:
-        raise ParameterError("--prior", f"must be A0,B0 (two numbers), got {text!r}") from None
-    return (a0, b0)
+# ---------------------------------------------------------------- commands
 
 
 def cmd_make_tiny(a) -> int:
     import json
 
-    from real.tiny import TinySettings, build_tiny, read_spread, with_overrides
+    from real.checks import check_float, check_int, check_writable
+    from real.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
 
+    if a.time_cap is not None:
+        check_float(a.time_cap, "--time-cap", 0.0, lo_open=True)
+    if a.seed is not None:
+        check_int(a.seed, "--seed", 0, 2**32 - 1)
+    if a.out is not None:
+        check_writable(a.out, "--out")
     s = TinySettings.test() if a.test_size else TinySettings()
     s = with_overrides(s, time_cap_s=a.time_cap, seed=a.seed)
-    out = build_tiny(a.out, s, progress=True)
+    try:
+        out = build_tiny(a.out, s, progress=True)
+    except TimeCapReached as e:
+        print(f"sara-real: make-tiny: {e}", file=sys.stderr)
+        return 1
     r = read_spread(out)
-    print(
-        json.dumps(
-            {
-                "model": str(out),
-                "steps": r["steps"],
-                "train_s": r["train_s"],
-                "criterion_met": r["criterion_met"],
-                **r["final"],
-            }
-        )
-    )
+    keys = ("steps", "train_s", "criterion_met")
+    print(json.dumps({"model": str(out), **{k: r[k] for k in keys}, **r["final"]}))
     return 0
 
 
@@ -130,56 +220,27 @@ def cmd_validate(a) -> int:
     import json
 
     from real.checks import check_config
+    from real.runlog import SUMMARY_KEYS
     from real.train import train
 
     cfg = _config(a, a.allocator)
     check_config(cfg)
     s = train(cfg)
-    keys = (
-        "allocator",
-        "steps",
-        "rollouts",
-        "tokens",
-        "effective_groups",
-        "rollouts_per_effective_group",
-        "tokens_per_effective_group",
-        "rounds_median",
-        "effective_fraction",
-        "abandoned",
-        "reward_errors",
-        "eval_initial",
-        "eval_final",
-        "alloc_share",
-        "wall_s",
-    )
-    print(json.dumps({k: s[k] for k in keys}))
+    print(json.dumps({k: s[k] for k in SUMMARY_KEYS}))
     return 0
 
 
 def cmd_compare(a) -> int:
-    from real.checks import check_allocator, check_config
-    from real.compare import format_table, plot_compare, run_compare
+    from real.compare import check_compare, format_table, plot_compare, run_compare
 
     allocators = [x.strip() for x in a.allocators.split(",") if x.strip()]
-    if not allocators:
-        from sara_sim.errors import ParameterError
-
-        raise ParameterError("--allocators", "give at least one allocator")
-    for x in allocators:
-        check_allocator(x, "--allocators")
-    cfg = _config(a, allocators[0])
-    check_config(cfg if a.resume else _with_overwrite(cfg))
+    cfg = _config(a, allocators[0] if allocators else "sara")
+    check_compare(cfg, allocators)
     table, curves = run_compare(cfg, allocators)
     print(format_table(table, curves))
     for p in plot_compare(a.out, table, curves, allocators):
         print(f"saved {p}")
     return 0
-
-
-def _with_overwrite(cfg):
-    from dataclasses import replace
-
-    return replace(cfg, overwrite=True)
 
 
 def main(argv=None) -> int:
@@ -190,10 +251,7 @@ def main(argv=None) -> int:
         return {"make-tiny": cmd_make_tiny, "validate": cmd_validate, "compare": cmd_compare}[
             args.cmd
         ](args)
-    except ParameterError as e:
-        print(f"sara-real: error: {e}", file=sys.stderr)
-        return 2
-    except FileExistsError as e:
+    except (ParameterError, FileExistsError) as e:
         print(f"sara-real: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

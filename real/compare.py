@@ -5,39 +5,97 @@ first pushes the start weights into it, so every allocator begins from the same 
 per-rollout seeds, sees the same samples until their choices diverge."""
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from real import _env  # noqa: F401
+from real.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
 
-COLUMNS = [
-    "allocator",
-    "steps",
-    "rollouts",
-    "tokens",
-    "effective_groups",
-    "rollouts_per_effective_group",
-    "tokens_per_effective_group",
-    "rounds_median",
-    "effective_fraction",
-    "abandoned",
-    "eval_initial",
-    "eval_final",
-    "alloc_share",
-    "wall_s",
-]
+
+def check_compare(cfg, allocators: list[str]) -> None:
+    """All of a compare's arguments, before the first (long) run starts.
+
+    The folder rule of `validate`, per allocator: a folder that holds a compare needs --resume
+    (same allocator list; each run resumes from its checkpoint, a run that never wrote one starts
+    fresh) or --overwrite (every run of the earlier compare, listed in compare_config.json, is
+    started over or removed — never left stale beside the new table)."""
+    from real.checks import check_allocator, check_config, check_run_folder, holds_run
+    from sara_sim.errors import ParameterError
+
+    if not allocators:
+        raise ParameterError("--allocators", "give at least one allocator")
+    for a in allocators:
+        check_allocator(a, "--allocators")
+    if len(set(allocators)) != len(allocators):
+        raise ParameterError("--allocators", f"lists an allocator twice: {','.join(allocators)}")
+    out = Path(cfg.out)
+    check_run_folder(replace(cfg, resume=False, overwrite=True))  # writable, not locked
+    if cfg.resume and cfg.overwrite:
+        raise ParameterError("--resume", "--resume and --overwrite exclude each other")
+    before = _previous(out)
+    if cfg.resume:
+        if before is None:
+            raise ParameterError("--resume", f"no compare in {out} to resume (drop --resume)")
+        if before != list(allocators):
+            raise ParameterError(
+                "--allocators",
+                f"the compare in {out} ran {','.join(before)}; resume it with the same list",
+            )
+    elif not cfg.overwrite:
+        used = [str(out)] if before is not None else []
+        used += [str(out / a) for a in allocators if holds_run(out / a)]
+        if used:
+            raise ParameterError(
+                "--out", f"{used[0]} already holds a run; pass --resume or --overwrite"
+            )
+    for a in allocators:
+        resume = cfg.resume and (out / a / "checkpoint.pt").is_file()
+        check_config(_run_cfg(cfg, a, resume))
+
+
+def _run_cfg(cfg, allocator: str, resume: bool):
+    out = Path(cfg.out) / allocator
+    return replace(cfg, allocator=allocator, out=str(out), resume=resume, overwrite=not resume)
+
+
+def _previous(out: Path) -> list[str] | None:
+    f = out / "compare_config.json"
+    if not f.is_file():
+        return None
+    try:
+        return list(json.loads(f.read_text())["allocators"])
+    except (ValueError, KeyError, TypeError):
+        from sara_sim.errors import ParameterError
+
+        raise ParameterError("--out", f"{f} is not a compare record; remove it") from None
 
 
 def run_compare(cfg, allocators: list[str], engine=None):
     """Train one run per allocator under cfg.out/<allocator>; returns (table, curves) frames."""
+    from real.runlog import RunLock
+
+    check_compare(cfg, allocators)
+    with RunLock(cfg.out):
+        return _run_compare(cfg, allocators, engine)
+
+
+def _run_compare(cfg, allocators, engine):
     import pandas as pd
 
-    from real.checks import check_config, resolve_model
+    from real.checks import RUN_FILES, resolve_model
+    from real.runlog import atomic_write
     from real.train import read_metrics, train
 
     out = Path(cfg.out)
-    for a in allocators:  # all arguments checked before the first (long) run starts
-        check_config(replace(cfg, allocator=a, out=str(out / a), overwrite=True))
+    if cfg.overwrite:  # start over: the earlier compare's runs and products go
+        for a in _previous(out) or []:
+            for f in RUN_FILES:
+                (out / a / f).unlink(missing_ok=True)
+        for f in out.glob("compare*"):
+            if f.is_file():
+                f.unlink()
+    record = {"allocators": list(allocators), "config": {**asdict(cfg), "allocator": None}}
+    atomic_write(out / "compare_config.json", json.dumps(record, indent=1).encode())
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     if engine is None:
         from real.train import make_engine
@@ -45,30 +103,15 @@ def run_compare(cfg, allocators: list[str], engine=None):
         engine = make_engine(cfg, model_dir)
     rows, curves = [], []
     for a in allocators:
-        run_cfg = replace(
-            cfg, allocator=a, out=str(out / a), model=str(model_dir), overwrite=not cfg.resume
-        )
-        s = train(run_cfg, engine=engine)
+        resume = cfg.resume and (out / a / "checkpoint.pt").is_file()
+        s = train(replace(_run_cfg(cfg, a, resume), model=str(model_dir)), engine=engine)
         rows.append({c: s.get(c) for c in COLUMNS})
-        curves.append(
-            {
-                "allocator": a,
-                "cum_rollouts": 0,
-                "cum_tokens": 0,
-                "step": -1,
-                "eval_accuracy": s["eval_initial"],
-            }
-        )
+        # the curve in optimizer steps done: 0 = the start model, before any training
+        curves.append(_point(a, 0, 0, 0, s["eval_initial"]))
         for r in read_metrics(out / a / "metrics.jsonl"):
             if "eval_accuracy" in r:
                 curves.append(
-                    {
-                        "allocator": a,
-                        "cum_rollouts": r["cum_rollouts"],
-                        "cum_tokens": r["cum_tokens"],
-                        "step": r["step"],
-                        "eval_accuracy": r["eval_accuracy"],
-                    }
+                    _point(a, r["step"] + 1, r["cum_rollouts"], r["cum_tokens"], r["eval_accuracy"])
                 )
     table = pd.DataFrame(rows, columns=COLUMNS)
     if "ds" in allocators:  # the method's headline: cost per effective group relative to DS
@@ -78,9 +121,8 @@ def run_compare(cfg, allocators: list[str], engine=None):
     curves = pd.DataFrame(curves)
     table.to_csv(out / "compare.csv", index=False)
     curves.to_csv(out / "compare_eval.csv", index=False)
-    (out / "compare.json").write_text(
-        json.dumps({"table": table.to_dict("records"), "eval": curves.to_dict("records")}, indent=1)
-    )
+    record = {"table": table.to_dict("records"), "eval": curves.to_dict("records")}
+    atomic_write(out / "compare.json", json.dumps(record, indent=1).encode())
     return table, curves
 
 
@@ -148,18 +190,55 @@ def plot_compare(out, table, curves, allocators) -> list[Path]:
     return paths
 
 
-def format_table(table, curves) -> str:
-    import pandas as pd
+def _point(allocator, steps_done, rollouts, tokens, accuracy) -> dict:
+    return {
+        "allocator": allocator,
+        "steps_done": steps_done,
+        "cum_rollouts": rollouts,
+        "cum_tokens": tokens,
+        "eval_accuracy": accuracy,
+    }
 
-    show = table.copy()
+
+# (column, header, width, format) of the printed table: fits 100 columns, fixed-point numbers
+SHOWN = (
+    ("rollouts_per_effective_group", "roll/eff", 8, ".2f"),
+    ("rollouts_vs_ds", "vs ds", 6, ".3f"),
+    ("tokens_per_effective_group", "tok/eff", 8, ".1f"),
+    ("tokens_vs_ds", "vs ds", 6, ".3f"),
+    ("rounds_median", "rounds", 6, ".1f"),
+    ("effective_fraction", "eff.frac", 8, ".3f"),
+    ("abandoned", "abandoned", 9, ".0f"),
+    ("eval_initial", "eval0", 6, ".3f"),
+    ("eval_final", "eval", 6, ".3f"),
+    ("alloc_share", "alloc", 6, ".2%"),
+    ("wall_s", "wall s", 7, ".1f"),
+)
+
+
+def format_table(table, curves) -> str:
+    """The compare table and the evaluation curve, at most 100 characters wide."""
+    cols = [c for c in SHOWN if c[0] in table.columns]
+
+    def cell(v, width, spec):  # missing (e.g. no effective group): a dash, never "nan"
+        return ("-" if v is None or v != v else format(v, spec)).rjust(width)
+
     lines = [
         "allocator comparison (same model start, seed and effective groups per step)",
-        show.to_string(index=False, float_format=lambda x: f"{x:.3g}"),
-        "",
-        "held-out pass@1 vs cumulative rollouts",
+        "roll/eff, tok/eff: rollouts, completion tokens per effective group; vs ds: ratio to ds",
+        f"{'allocator':<12}" + "".join(" " + h.rjust(w) for _, h, w, _ in cols),
     ]
-    wide = curves.pivot_table(index="step", columns="allocator", values="eval_accuracy")
-    roll = curves.pivot_table(index="step", columns="allocator", values="cum_rollouts")
-    joined = pd.concat({"acc": wide, "rollouts": roll}, axis=1)
-    lines.append(joined.to_string(float_format=lambda x: f"{x:.3g}"))
+    for _, r in table.iterrows():
+        cells = "".join(" " + cell(r[c], w, f) for c, _, w, f in cols)
+        lines.append(f"{r['allocator']:<12}{cells}")
+    lines += ["", "held-out pass@1 (cumulative rollouts) after N optimizer steps; 0 = start model"]
+    names = list(curves["allocator"].unique())
+    lines.append(f"{'steps done':<12}" + "".join(f" {a[:16]:>16}" for a in names))
+    for n in sorted(curves["steps_done"].unique()):
+        row = f"{int(n):<12d}"
+        for a in names:
+            p = curves[(curves.allocator == a) & (curves.steps_done == n)]
+            acc, roll = (p.eval_accuracy.iloc[0], int(p.cum_rollouts.iloc[0])) if len(p) else (0, 0)
+            row += f" {acc:>6.3f} ({roll:>7d})" if len(p) else f" {'-':>16}"
+        lines.append(row)
     return "\n".join(lines)

@@ -10,6 +10,7 @@ Weights are pushed with `collective_rpc("reload_weights", ...)` followed by `res
 silent corruption (shared VLLM_CPU.md) — never use it. `parity_check` proves a push took."""
 
 import logging
+import warnings
 from dataclasses import dataclass, field
 
 from real import _env  # noqa: F401  (env vars must be set before vllm is imported)
@@ -61,7 +62,9 @@ class Engine:
         if max_model_len:
             kw["max_model_len"] = max_model_len
         kw.update(llm_kwargs)
-        with _hide_llvmlite_ffi():
+        with _hide_llvmlite_ffi(), warnings.catch_warnings():
+            # vLLM's own deprecated torch.distributed alias, once per start: not ours to fix
+            warnings.filterwarnings("ignore", ".*reduce_op.* is deprecated", FutureWarning)
             self.llm = LLM(**kw)
         # Every push logs "RotaryEmbedding: Failed to load weights": rotary tables are computed,
         # not loaded, so it is harmless (VLLM_CPU.md) — and would interleave with progress bars.

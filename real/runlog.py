@@ -48,6 +48,26 @@ def append_metrics(path: Path, row: dict) -> None:
         os.fsync(f.fileno())
 
 
+# What `validate` prints and `compare` tabulates, from the summary below.
+SUMMARY_KEYS = (
+    "allocator",
+    "steps",
+    "rollouts",
+    "tokens",
+    "effective_groups",
+    "rollouts_per_effective_group",
+    "tokens_per_effective_group",
+    "rounds_median",
+    "effective_fraction",
+    "abandoned",
+    "reward_errors",
+    "eval_initial",
+    "eval_final",
+    "alloc_share",
+    "wall_s",
+)
+
+
 def summarize(rows: list[dict], cfg: dict, eval_initial, model_dir) -> dict:
     """Run totals and ratios, recomputed from the metrics lines (the single source of truth)."""
     import numpy as np
@@ -89,3 +109,72 @@ def summarize(rows: list[dict], cfg: dict, eval_initial, model_dir) -> dict:
         "eval_final": evals[-1][2] if evals else None,
         "config": {k: v for k, v in cfg.items() if k != "progress"},
     }
+
+
+# ---------------------------------------------------------------- one writer per run folder
+
+LOCK = ".lock"
+
+
+class RunLock:
+    """Exclusive advisory lock (flock) on FOLDER/.lock while a run writes FOLDER.
+
+    The OS drops the lock when the process dies — SIGKILL included — so a crashed run never blocks
+    its own `--resume`, while a second live run on the same folder is refused at once."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.fd = None
+
+    def __enter__(self):
+        import fcntl
+
+        from sara_sim.errors import ParameterError
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ParameterError(
+                "--out", f"{self.folder} is being written by another run (pid {_pid(self.folder)})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+        return False
+
+
+def _pid(folder: Path) -> str:
+    try:
+        return (Path(folder) / LOCK).read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def lock_holder(folder) -> str | None:
+    """The pid of another process holding FOLDER's lock, or None (never blocks)."""
+    import fcntl
+
+    path = Path(folder) / LOCK
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = _pid(folder)
+        return None if pid == str(os.getpid()) else pid
+    finally:
+        os.close(fd)  # closing releases a lock we just took
+    return None

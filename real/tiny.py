@@ -42,16 +42,19 @@ class TinySettings:
     stop_mean: float = 0.35  # training stops at mean >= this (margin above mean_low) ...
     mean_high: float = 0.80  # ... and at most this
     min_steps: int = 100  # never stop before this many steps (the random init can look mixed)
-    time_cap_s: float = 240.0  # stop training after this long whether or not the spread is met
+    max_steps: int = 3000  # stop here if the spread is never met (deterministic, unlike time)
+    # Safety cap on wall time. The model must not depend on machine load, so stopping is decided
+    # by steps and spread checks only; a build that runs past this fails (nothing is saved).
+    time_cap_s: float = 1800.0
     seed: int = 0  # init, data and sampling seed
 
     @classmethod
     def test(cls) -> "TinySettings":
-        """Quick settings for the test suite (20-60 s on 2 cores, by load): same architecture, a
-        looser spread target — the tests need mixed groups, not a good model — and a cap."""
+        """Quick settings for the test suite (20-60 s on 2 cores, by load): same architecture and a
+        looser spread target — the tests need mixed groups, not a good model."""
         return cls(
             intermediate=256, batch=128, lr=2e-3, check_every=25, check_problems=64,
-            min_mixed=0.15, mean_low=0.03, stop_mean=0.05, time_cap_s=90.0,
+            min_mixed=0.15, mean_low=0.03, stop_mean=0.05, max_steps=1000, time_cap_s=900.0,
         )  # fmt: skip
 
     def digest(self) -> str:
@@ -199,6 +202,9 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
             f"--out: {out} exists and is not a tiny-model folder; refusing to overwrite it"
         )
 
+    from real.checks import check_writable
+
+    check_writable(out, "--out")  # before minutes of training, not after
     import torch
 
     from real.tasks.arithmetic import ArithmeticTask
@@ -206,7 +212,7 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
     task = ArithmeticTask(seed=s.seed, n_eval=max(256, s.check_problems))
     model, tokenizer, v = make_model(s), make_tokenizer(s.max_len), vocab()
     opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01, betas=(0.9, 0.98))
-    bar = _bar(progress, s.time_cap_s)
+    bar = _bar(progress, s.max_steps)
     t0, step, checks, sp = time.time(), 0, [], None
     held_out = task.eval_problems()
     check_set = held_out[: s.check_problems]
@@ -223,8 +229,15 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
         opt.step()
         step += 1
         elapsed = time.time() - t0
+        if elapsed > s.time_cap_s:
+            if bar:
+                bar.close()
+            raise TimeCapReached(
+                f"training ran past its time cap of {s.time_cap_s:g} s at step {step} before "
+                f"its stopping check was met; nothing was saved (raise --time-cap)"
+            )
         # ---- measure the spread every few steps; stop at the first point it is met
-        if step % s.check_every == 0 or elapsed > s.time_cap_s:
+        if step % s.check_every == 0 or step >= s.max_steps:
             wins = sample_success(
                 model, check_set, s.k, task.max_tokens, s.seed + step, task.reward
             )
@@ -244,10 +257,10 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
                     mean=f"{sp['mean_success']:.2f}",
                     mixed=f"{sp['mixed_fraction']:.2f}",
                 )
-            if (step >= s.min_steps and _stop(sp, s)) or elapsed > s.time_cap_s:
+            if (step >= s.min_steps and _stop(sp, s)) or step >= s.max_steps:
                 break
-        if bar and int(elapsed) > bar.n:
-            bar.update(min(int(elapsed), int(s.time_cap_s)) - bar.n)
+        if bar:
+            bar.update(1)
     train_s = time.time() - t0
     if bar:
         bar.close()
@@ -271,12 +284,16 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
     return out
 
 
-def _bar(progress: bool, total: float):
+class TimeCapReached(RuntimeError):
+    """A build ran past TinySettings.time_cap_s (the CLI exits 1; nothing is saved)."""
+
+
+def _bar(progress: bool, total: int):
     if not progress:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=int(total), desc="make-tiny (s, capped)", unit="s")
+    return tqdm(total=int(total), desc="make-tiny (SFT steps, stops at the spread)", unit="step")
 
 
 def _save(out: Path, model, tokenizer, report: dict, s: TinySettings) -> None:

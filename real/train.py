@@ -15,7 +15,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from real import _env  # noqa: F401  (before torch / vllm)
-from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
+from real.runlog import (
+    RunLock,
+    append_metrics,
+    atomic_write,
+    read_metrics,
+    summarize,
+    truncate_metrics,
+)
 
 
 @dataclass
@@ -31,9 +38,9 @@ class Config:
     eval_path: str | None = None
     """JSONL held-out set for the math task (default: every 5th row of task_path)"""
     allocator: str = "sara"
-    """uniform | ds | sara | sara-eb | sara-auto | sara-history | sara-mopps | sara-dps"""
+    """one of real.checks.ALLOCATORS"""
     task_size: int | None = None
-    """arithmetic: a finite pool of N training problems (required by the history allocators)"""
+    """arithmetic, countdown: a finite pool of N training problems (history allocators need one)"""
     k: int = 8
     """rollouts per group"""
     groups: int = 16
@@ -87,7 +94,7 @@ class Config:
     eval_samples: int = 4
     """samples per held-out problem (pass@1 = mean success)"""
     eval_problems: int | None = 64
-    """held-out problems used (None = all)"""
+    """held-out problems used (none = all of the task's held-out set)"""
     ckpt_every: int = 1
     """checkpoint every C steps (and after the last)"""
     dtype: str = "float32"
@@ -106,6 +113,8 @@ class Config:
     """bf16 autocast in torch forward passes (GPU)"""
     progress: bool = True
     """progress bar"""
+    force: bool = False
+    """run a request beyond this machine's memory bound (real.checks.check_memory)"""
 
 
 # ------------------------------------------------------------------ helpers
@@ -163,12 +172,18 @@ def evaluate(engine, task, cfg: Config, tag: int) -> float:
 
 def train(cfg: Config, engine=None) -> dict:
     """Run (or resume) one training run; returns the summary dict (also in out/summary.json)."""
-    from real.checks import INFORMED, check_config, resolve_model
+    from real.checks import check_config
 
     check_config(cfg)
-    model_dir = resolve_model(cfg.model, progress=cfg.progress)
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out):  # one writer per run folder; the OS releases it if we are killed
+        return _train(cfg, out, engine)
+
+
+def _train(cfg: Config, out: Path, engine) -> dict:
+    from real.checks import INFORMED, resolve_model
+
+    model_dir = resolve_model(cfg.model, progress=cfg.progress)
     metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
 
     import numpy as np
@@ -249,9 +264,8 @@ def train(cfg: Config, engine=None) -> dict:
     start, eval_initial = 0, None
 
     # ---------------- resume: restore everything the next step depends on
-    if ckpt_path.exists() and cfg.resume:
+    if cfg.resume:  # check_config proved the checkpoint readable and of the same experiment
         ck = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        _check_same_run(ck["config"], cfg)
         model.load_state_dict(ck["model"])
         trainer.load_state_dict(ck["trainer"])
         rc.load_state_dict(ck["collector"])
@@ -381,16 +395,3 @@ def train(cfg: Config, engine=None) -> dict:
     summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
     atomic_write(out / "summary.json", json.dumps(summary, indent=1).encode())
     return summary
-
-
-def _check_same_run(saved: dict, cfg: Config) -> None:
-    """Resuming with another allocator, k, seed, ... would silently splice two runs."""
-    from sara_sim.errors import ParameterError
-
-    for key in ("task", "task_size", "allocator", "k", "groups", "seed", "tau_low", "model"):
-        if saved.get(key) != getattr(cfg, key) and not (key == "model" and cfg.model is None):
-            raise ParameterError(
-                "--resume",
-                f"the checkpoint in {cfg.out} was written with "
-                f"{key}={saved.get(key)!r}, not {getattr(cfg, key)!r}",
-            )

@@ -83,12 +83,23 @@ class CountdownTask(Task):
     name = "countdown"
     max_tokens = 32
 
-    def __init__(self, seed: int = 0, n_eval: int = 64, n_numbers: int = 3, max_number: int = 20):
+    def __init__(
+        self,
+        seed: int = 0,
+        n_eval: int = 64,
+        n_numbers: int = 3,
+        max_number: int = 20,
+        size: int | None = None,
+    ):
         self.seed, self.n_numbers, self.max_number = seed, n_numbers, max_number
+        # size: a finite pool revisited epoch after epoch (as in arithmetic); None = unbounded
+        self.size = None if not size else int(size)
         rng = np.random.default_rng([seed, 1_000_003])
         self._eval = [make_problem(rng, n_numbers, max_number) for _ in range(n_eval)]
 
     def problem(self, uid: int) -> Problem:
+        if self.size:
+            uid = int(uid) % self.size
         return make_problem(
             np.random.default_rng([self.seed, 7, int(uid)]), self.n_numbers, self.max_number
         )

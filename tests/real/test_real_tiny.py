@@ -59,3 +59,34 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path):
     with pytest.raises(FileExistsError, match="--out"):
         build_tiny(tmp_path, TinySettings.test())
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_a_rebuild_on_a_loaded_machine_gives_the_same_model(tiny_dir, tmp_path):
+    """Stopping depends on steps and spread checks, never on wall time: a second build while
+    both cores are busy with other work writes byte-identical weights."""
+    import subprocess
+    import sys
+
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)
+    ]  # compete for both cores
+    try:
+        again = build_tiny(tmp_path / "again", TinySettings.test())
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    a = (tiny_dir / "model.safetensors").read_bytes()
+    assert (again / "model.safetensors").read_bytes() == a
+    assert read_spread(again)["steps"] == read_spread(tiny_dir)["steps"]
+
+
+def test_a_build_past_its_time_cap_saves_nothing_and_exits_1(tmp_path, capsys):
+    from real.cli import main
+
+    out = tmp_path / "capped"
+    assert main(["make-tiny", "--test-size", "--time-cap", "0.2", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "time cap" in err and "nothing was saved" in err
+    assert not out.exists()

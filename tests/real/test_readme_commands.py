@@ -1,0 +1,117 @@
+"""Every `sara-real` / real-benchmark command that README.md and real/README.md show is run here,
+at small sizes, so a documented command can never fail silently again (as `validate --allocator
+sara-history --task-size 256` once did on its first argument check).
+
+Commands are read from the ```bash blocks; sizes are shrunk (steps, groups, evaluation), the model
+is the test-sized tiny model and every --out goes under a temporary folder (keeping the names, so
+a documented `--resume` continues the run the block before it started). The shared engine stands
+in for building one per command; commands for a GPU (CUDA device, a hub model) are parsed and
+checked, not run."""
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = (ROOT / "README.md", ROOT / "real" / "README.md")
+PROGRAMS = (".venv/bin/sara-real", ".venv/bin/python benchmarks/real_compare.py")
+SMALL = {"--steps": "2", "--groups": "4", "--eval-every": "2", "--eval-problems": "8"}
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(doc name, command line) for every documented command of the real half."""
+    found = []
+    for doc in DOCS:
+        for block in re.findall(r"```bash\n(.*?)```", doc.read_text(), flags=re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"\s+#.*$", "", line).strip()  # a trailing comment
+                if line.startswith(PROGRAMS):
+                    found.append((doc.name, line))
+    return found
+
+
+def _shrink(args: list[str], tmp: Path, tiny_dir) -> list[str]:
+    args = [a for a in args if not (a.startswith("[") or a.endswith("]"))]  # optional parts
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a in SMALL and a != "--steps":
+            out += [a, SMALL[a]]
+            i += 2
+            continue
+        if a == "--steps":  # a resume continues the run: one step more than the first call
+            out += [a, "3" if "--resume" in args else SMALL[a]]
+            i += 2
+            continue
+        if a == "--out":
+            out += [a, str(tmp / args[i + 1])]
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    if "--model" not in out:
+        out += ["--model", str(tiny_dir)]
+    for flag, v in SMALL.items():
+        if flag not in out:
+            out += [flag, v]
+    return out + ["--eval-samples", "2", "--no-progress"]
+
+
+def test_the_docs_show_the_commands_we_expect():
+    cmds = [c for _, c in documented_commands()]
+    assert any("sara-history" in c and "--task-size" in c for c in cmds)
+    assert any(" compare " in c for c in cmds) and any("--resume" in c for c in cmds)
+    assert any("make-tiny" in c for c in cmds) and any("real_compare.py" in c for c in cmds)
+
+
+def test_every_documented_command_runs(tiny_dir, engine, tmp_path, monkeypatch, capsys):
+    import real.train
+    from real.cli import build_parser, main
+
+    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import real_compare
+
+    ran = []
+    for doc, line in documented_commands():
+        words = shlex.split(line)
+        if line.startswith(".venv/bin/python"):
+            argv = _bench_args(_shrink(words[2:], tmp_path, tiny_dir))
+            if "--out" not in argv:
+                argv += ["--out", str(tmp_path / f"bench{len(ran)}")]  # shown twice
+            assert real_compare.main(argv) == 0, (doc, line, capsys.readouterr().err)
+            ran.append(line)
+            continue
+        cmd, rest = words[1], words[2:]
+        if cmd == "make-tiny":
+            assert main(["make-tiny", "--test-size", "--out", str(tiny_dir)]) == 0
+            ran.append(line)
+            continue
+        if "cuda" in rest:
+            # the GPU recipe: its flags must parse (hub model and CUDA are not here)
+            build_parser().parse_args([cmd, *rest])
+            ran.append(line)
+            continue
+        argv = [cmd, *_shrink(rest, tmp_path, tiny_dir)]
+        rc = main(argv)
+        assert rc == 0, (doc, line, argv, capsys.readouterr().err)
+        ran.append(line)
+    assert len(ran) == len(documented_commands())
+
+
+def _bench_args(argv: list[str]) -> list[str]:
+    """real_compare.py takes --steps/--groups/--k/--seed/--tau-low/--model/--out only."""
+    keep = {"--steps", "--groups", "--k", "--seed", "--tau-low", "--model", "--out", "--also"}
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in keep:
+            out += argv[i : i + 2]
+            i += 2
+        else:
+            i += 1 if argv[i].startswith("--no-") or not argv[i].startswith("--") else 2
+    return [*out, "--no-progress"]
