@@ -25,14 +25,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, check_k, check_prior, check_unit
+from .errors import (
+    ParameterError,
+    check_budget,
+    check_int,
+    check_k,
+    check_prior,
+    check_schedule,
+    check_unit,
+)
 from .kernels import N_FIELDS, sara_steps
 from .laws import TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, batch_steps
 from .rng import seed_states
 from .sources import init_pool
-from .strategies import SaraPlanner, batch_params, default_params, info
+from .strategies import SaraPlanner, batch_params, check_params, default_params, info
 
 SIM_VERSION = 1  # bump when results of a given configuration change (parquet cache key)
 
@@ -46,9 +54,70 @@ class SimResult:
 
 
 def _check_int(v, name, lo):
-    if isinstance(v, bool) or v is None or int(v) != v or v < lo:
-        raise ParameterError(name, f"must be an integer >= {lo}, got {v!r}")
-    return int(v)
+    return check_int(v, name, lo)
+
+
+# What "a few minutes on this machine" means for the simulator (2 cores, 24 GiB, shared): the
+# kernels generate ~25-90 M rollouts/s (`sara-sim bench`), the adaptive strategies pay ~1 ms of
+# Python per replicate-step for their prior fit, and the open-prompt table must fit in memory.
+ROLLOUT_LIMIT = 1e10
+ADAPTIVE_STEP_LIMIT = 2e5
+MEMORY_LIMIT = 8 * 2**30
+_DEFAULTS = {"--groups": 64, "--steps": 100, "--replicates": 4, "--k": 8}
+
+
+def estimate(strategy, law, k, groups, budget, steps, replicates, capacity=None, params=None):
+    """(expected rollouts, replicate-steps, bytes) of a ``simulate`` call, before running it.
+
+    Rollouts per step: fixed-budget = budget; fixed-yield = N x k / P(mixed) under the law's
+    step-0 moments (1 / P(mixed) prompts per effective group), capped by the strategy's own round
+    or batch cap.  Bytes: the open-prompt table (~4 probes per round slot, 136 B each) and the
+    per-step metric frame."""
+    from .kernels import N_FIELDS
+
+    params = params or {}
+    cap = (groups * k if budget is None else budget) if capacity is None else capacity
+    if budget is not None:
+        per_step = float(budget)
+    else:
+        try:
+            p_mixed = 1.0 - math.exp(law.log_moment(0, k)) - math.exp(law.log_moment(k, 0))
+        except (AttributeError, ValueError, OverflowError):
+            p_mixed = 1.0
+        per_step = groups * k / max(p_mixed, 1e-12)
+        limit = cap * float(params.get("max_rounds", 100))  # SARA family: round cap
+        if "max_num_gen_batches" in params and params["max_num_gen_batches"]:
+            gbs = params.get("gen_batch_size") or groups
+            limit = float(params["max_num_gen_batches"]) * gbs * k
+        per_step = min(per_step, limit)
+    rollouts = per_step * steps * replicates
+    open_table = replicates * (4.0 * cap + 64.0) * (8 * N_FIELDS + 24)
+    frame = 3.0 * replicates * steps * N_METRICS * 8
+    return rollouts, float(steps) * replicates, open_table + frame
+
+
+def largest_factor(k, groups, budget, steps, replicates):
+    """The flag furthest above its default: the one a too-big request names."""
+    given = {"--groups": groups if budget is None else budget / k, "--steps": steps}
+    given.update({"--replicates": replicates, "--k": k})
+    worst = max(given, key=lambda key: given[key] / _DEFAULTS[key])
+    return "--budget" if budget is not None and worst == "--groups" else worst
+
+
+def check_resources(strategy, law, k, groups, budget, steps, replicates, capacity, params, force):
+    """Refuse (ParameterError naming the biggest factor) what would not finish in a few minutes
+    or would not fit in memory; ``force=True`` skips the check."""
+    if force:
+        return
+    rollouts, rep_steps, nbytes = estimate(
+        strategy, law, k, groups, budget, steps, replicates, capacity, params
+    )
+    worst = largest_factor(k, groups, budget, steps, replicates)
+    check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
+    check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts", force)
+    if info(strategy).name in ("sara-eb", "sara-auto", "sara-history"):
+        name = "--steps" if steps >= replicates else "--replicates"
+        check_budget(rep_steps, ADAPTIVE_STEP_LIMIT, name, "prior fits (steps x replicates)", force)
 
 
 def _chunks(steps, bar, n=50):
@@ -101,9 +170,14 @@ def _simulate(
     tokens=None,
     progress=False,
     log_events=0,
+    force=False,
     **params,
 ):
+    if not isinstance(strategy, str):
+        raise ParameterError("--strategy", f"must be a strategy name, got {strategy!r}")
     meta = info(strategy)
+    if not callable(getattr(law, "log_moment", None)) and law_kind(law) != "sequences":
+        raise ParameterError("--difficulty", f"must be a law object (laws.py), got {law!r}")
     k = check_k(k, "--k")
     if law.max_k is not None and k > law.max_k:
         raise ParameterError("--k", f"k={k} exceeds the {law.max_k} recorded samples per record")
@@ -116,25 +190,24 @@ def _simulate(
     if tau_high is not None and check_unit(tau_high, "--tau-high") <= tau_low:
         raise ParameterError("--tau-high", f"must exceed tau_low={tau_low}, got {tau_high}")
     prior = check_prior(prior, "--prior")
-    tokens = tokens or TokenModel()
+    tokens = TokenModel() if tokens is None else tokens
+    if not isinstance(tokens, TokenModel):
+        raise ParameterError("tokens", f"must be a laws.TokenModel, got {tokens!r}")
+    log_events = check_int(log_events, "log_events", 0)
     if budget is not None:
         budget = _check_int(budget, "--budget", k)
         if strategy not in ("uniform", "sara", "sara-eb", "sara-auto", "speed"):
             raise ParameterError(
                 "--budget", f"fixed-budget runs: uniform and the SARA family, not {strategy}"
             )
-    for name, v in (("--probe", probe), ("--increment", increment)):
-        if isinstance(v, bool) or int(v) != v or not 0 <= v <= k:
-            raise ParameterError(name, f"must be an integer in [0, k={k}] (0 = auto), got {v!r}")
+    probe, increment = check_schedule(probe, increment, k)
     max_rounds = _check_int(max_rounds, "--max-rounds", 1)
-    unknown = set(params) - set(default_params(strategy, k, groups))
-    if unknown:
-        raise ParameterError(
-            f"--{sorted(unknown)[0].replace('_', '-')}", f"not a parameter of {strategy}"
-        )
+    params = check_params(strategy, k, groups, params)
     prm = {**default_params(strategy, k, groups), **params}
     cap = (groups * k if budget is None else budget) if capacity is None else capacity
     cap = _check_int(cap, "--capacity", k)
+    check_resources(strategy, law, k, groups, budget, steps, replicates, cap,
+                    {**prm, "max_rounds": max_rounds}, force)  # fmt: skip
     lawt = encode_law(law, k, pool)
     n_pool = max(lawt[1], 1)
     rng = seed_states(seed, replicates)
