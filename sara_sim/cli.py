@@ -3,7 +3,7 @@
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
     sara-sim theory  --difficulty history:PATH.csv --epoch 0 --k 8 --tau-low 0.3
     sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
-    sara-sim simulate | compare | verify | bench ...   (the Monte Carlo simulator: cli_sim.py)
+    (simulate, compare, verify, bench: the Monte Carlo simulator, see cli_sim.py; replay: cli_replay.py)
 
 JSON output is the contract other tools read; bad input exits 2 with one line naming the parameter.
 JSON is strict (no NaN / Infinity): a number that is undefined or infinite is ``null`` — e.g. a

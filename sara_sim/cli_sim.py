@@ -181,9 +181,10 @@ def cmd_compare(args):
     if args.json:
         print(dumps({"law": str(law), "k": args.k, "rows": df.to_dict("records")}))
         return
+    print(f"all strategies on {law}")  # a history path can be long: the law has its own line
     print(
-        f"all strategies on {law}, k={args.k}, N={args.groups}, {args.steps} steps x "
-        f"{args.replicates} seeds (sorted by rollouts per effective group)"
+        f"k={args.k}, N={args.groups}, {args.steps} steps x {args.replicates} seeds "
+        "(sorted by rollouts per effective group)"
     )
     print(compare_text(df))
 
