@@ -3,7 +3,7 @@
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
     sara-sim theory  --difficulty history:PATH.csv --epoch 0 --k 8 --tau-low 0.3
     sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
-    (simulate, compare, verify, bench: the Monte Carlo simulator, see cli_sim.py; replay: cli_replay.py)
+    (simulate, compare, verify, bench: the simulator, cli_sim.py; replay: cli_replay.py)
 
 JSON output is the contract other tools read; bad input exits 2 with one line naming the parameter.
 JSON is strict (no NaN / Infinity): a number that is undefined or infinite is ``null`` — e.g. a
@@ -23,8 +23,9 @@ from .errors import ParameterError, check_budget, check_k, finite_or_none
 
 JSON_HELP = "print strict JSON (the machine contract; null = undefined or infinite)"
 FORCE_HELP = "run even when the estimated work / memory exceeds a few minutes on this machine"
-# exact theory is O(k) (1e6: ~1 s); best_tau evaluates ~2k plans of O(k) each (k = 1000: ~0.6 s)
-THEORY_K_LIMIT = 10**7
+# exact theory is O(k) (k = 1e6: ~1 s, so no bar is needed below the limit); best_tau evaluates
+# ~2k plans of O(k) each (k = 1000: ~0.6 s)
+THEORY_K_LIMIT = 2 * 10**6
 OPTIMAL_WORK_LIMIT = 2e8  # k^2: k ~ 14000, about two minutes
 
 

@@ -220,7 +220,8 @@ def compare_text(df):
     lines.append(
         "roll/eff: rollouts per effective (mixed) group; vs ds / tok.ds: rollout / token savings"
     )
-    lines.append("against ds; eff.fr: effective share of the batch; f.aband: false-abandon rate.")
+    lines.append("against ds; eff.fr: effective share of the batch; f.aband: false-abandon rate;")
+    lines.append("-: undefined (no effective group, or no ds reference).")
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@ on stderr that names the flag, no traceback — and a refused request never star
 
 In-process through ``sara_sim.cli.main`` (fast), plus a few real subprocess runs of the CLI."""
 
+import json
 import os
 import subprocess
 import sys
@@ -33,7 +34,7 @@ def _with(base, flag, value):
 BAD = [  # (argv, the flag the one line must name)
     # theory: integers, finite floats, ranges, priors, laws, schedule, resource bound
     *[(_with(TH, "--k", v), "--k") for v in ("1", "2.5", "1e20", "10" * 10, "-3", "true", "")],
-    (_with(TH, "--k", "100000000"), "--k"),  # O(k) exact theory: refused above 1e7
+    (_with(TH, "--k", "100000000"), "--k"),  # O(k) exact theory: refused above 2e6
     *[(_with(TH, "--tau-low", v), "--tau-low") for v in ("nan", "inf", "-0.1", "1.5", "abc")],
     *[(_with(TH, "--tau-high", v), "--tau-high") for v in ("0.1", "nan", "2")],
     *[(_with(TH, "--prior", v), "--prior") for v in ("-1,-1", "1", "nan,1", "inf,1", "0,1")],
@@ -176,3 +177,33 @@ def test_bad_input_subprocess(argv, flag):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
     assert len(lines) == 1 and flag in lines[0] and lines[0].startswith("sara-sim: error: ")
+
+
+def _strict(text):
+    return json.loads(text, parse_constant=lambda tok: pytest.fail(f"non-strict JSON {tok}"))
+
+
+@pytest.mark.parametrize(
+    "argv,path",
+    [  # degenerate but legal inputs whose numbers are undefined or infinite: null, not NaN
+        (_with(SIM, "--difficulty", "point:0") + ["--json"], ("cost_per_effective_group",)),
+        (
+            [*CMP, "--difficulty", "point:1", "--strategies", "uniform,ds", "--json"],
+            ("rows", 0, "cost_per_effective_group"),
+        ),
+        (
+            [*REP[:-1], "26-26", "--strategies", "ds,sara", "--seeds", "1", "--json"],
+            ("rows", 0, "cost_se"),  # one seed: no standard error
+        ),
+        (
+            ["theory", "--difficulty", "point:0", "--k", "8", "--tau-low", "1", "--json"],
+            ("savings_vs_ds",),
+        ),
+    ],
+)
+def test_json_is_strict_with_null_for_undefined(capsys, argv, path):
+    assert main(argv) == 0
+    val = _strict(capsys.readouterr().out)
+    for key in path:
+        val = val[key]
+    assert val is None
