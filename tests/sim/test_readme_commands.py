@@ -92,8 +92,8 @@ def test_documented_command_runs(line, capsys, monkeypatch, tmp_path):
         json.loads(out.out, parse_constant=lambda tok: pytest.fail(f"non-strict JSON {tok}"))
     else:
         assert out.out.strip()
-    if argv[0] == "compare" and "--json" not in argv:
-        table = out.out.splitlines()[1:]  # line 1 names the law (a history path can be long)
+    if argv[0] in ("compare", "verify") and "--json" not in argv:
+        table = out.out.splitlines()[argv[0] == "compare" :]  # compare's line 1 names the law
         assert max(len(x) for x in table) <= 100 and "e+" not in out.out
     if argv[0] == "figures":
         assert (tmp_path / "figs" / "fig1_p_eff.png").is_file()
