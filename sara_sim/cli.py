@@ -19,13 +19,14 @@ import re
 import sys
 
 from .difficulty import BetaLaw, check_k_for_law, parse_law
-from .errors import ParameterError, check_budget, check_k, finite_or_none
+from .errors import ParameterError, check_budget, check_int, check_k, finite_or_none
 
 JSON_HELP = "print strict JSON (the machine contract; null = undefined or infinite)"
 FORCE_HELP = "run even when the estimated work / memory exceeds a few minutes on this machine"
-# exact theory is O(k) (k = 1e6: ~1 s, so no bar is needed below the limit); best_tau evaluates
-# ~2k plans of O(k) each (k = 1000: ~0.6 s)
-THEORY_K_LIMIT = 2 * 10**6
+# Exact theory costs ~k units of ~1 us (k = 1e6: ~1 s), plus ~100 units per schedule round of its
+# expected-rounds loop (--increment 1: ~2k rounds); below the limit it needs no progress bar.
+# best_tau evaluates ~2k plans of O(k) each (k = 1000: ~0.6 s).
+THEORY_WORK_LIMIT = 5e6
 OPTIMAL_WORK_LIMIT = 2e8  # k^2: k ~ 14000, about two minutes
 
 
@@ -89,7 +90,7 @@ def _law(args):
 
 def dumps(obj) -> str:
     """Strict JSON of a result: nan / inf become null (see the module docstring)."""
-    return json.dumps(finite_or_none(obj), indent=2, allow_nan=False)
+    return json.dumps(finite_or_none(obj), indent=2, allow_nan=False, default=str)
 
 
 def _emit(args, out, title):
@@ -108,7 +109,10 @@ def cmd_theory(args):
     from .theory import sequential_law
 
     law = _law(args)
-    check_budget(args.k, THEORY_K_LIMIT, "--k", "exact theory work (k)", args.force)
+    rounds = 2.0 * args.k / args.increment if args.increment > 0 else 4.0
+    work = args.k + 100.0 * rounds
+    name = "--increment" if 100.0 * rounds > args.k else "--k"
+    check_budget(work, THEORY_WORK_LIMIT, name, "exact theory work (~us)", args.force)
     prior = args.prior or (1.0, 1.0)
     res = sequential_law(
         law, args.k, args.tau_low, args.tau_high, prior, args.probe, args.increment
@@ -162,6 +166,7 @@ def cmd_optimal(args):
 def cmd_figures(args):
     from paper_figs import run
 
+    check_int(args.seed, "--seed", 0)  # before the first figure is written
     run(args.out, only=args.only, seed=args.seed, history=args.history)
     return 0
 

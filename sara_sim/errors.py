@@ -62,7 +62,10 @@ def check_float(v, name: str, lo=None, hi=None, lo_open=False) -> float:
     ok = isinstance(v, numbers.Real | np.floating | np.integer) and not isinstance(
         v, bool | np.bool_
     )
-    x = float(v) if ok else math.nan
+    try:
+        x = float(v) if ok else math.nan
+    except OverflowError:  # an int beyond float range, e.g. 10**400
+        x = math.nan
     bad = not math.isfinite(x)
     bad = bad or (lo is not None and (x <= lo if lo_open else x < lo))
     bad = bad or (hi is not None and x > hi)

@@ -34,7 +34,8 @@ def _with(base, flag, value):
 BAD = [  # (argv, the flag the one line must name)
     # theory: integers, finite floats, ranges, priors, laws, schedule, resource bound
     *[(_with(TH, "--k", v), "--k") for v in ("1", "2.5", "1e20", "10" * 10, "-3", "true", "")],
-    (_with(TH, "--k", "100000000"), "--k"),  # O(k) exact theory: refused above 2e6
+    (_with(TH, "--k", "100000000"), "--k"),  # O(k) exact theory: refused above ~5e6
+    (_with(TH, "--k", "100000") + ["--increment", "1"], "--increment"),  # 2e5 schedule rounds
     *[(_with(TH, "--tau-low", v), "--tau-low") for v in ("nan", "inf", "-0.1", "1.5", "abc")],
     *[(_with(TH, "--tau-high", v), "--tau-high") for v in ("0.1", "nan", "2")],
     *[(_with(TH, "--prior", v), "--prior") for v in ("-1,-1", "1", "nan,1", "inf,1", "0,1")],
@@ -116,6 +117,7 @@ BAD = [  # (argv, the flag the one line must name)
     (["figures", "--out", "/proc/nope"], "--out"),
     (["figures", "--out", "/etc/passwd/sub"], "--out"),
     (["figures", "--out", "unused", "--only", "99"], "--only"),
+    (["figures", "--out", "unused", "--seed", "-1"], "--seed"),
     # no subcommand / unknown flag
     ([], "arguments"),
     ([*TH, "--bogus", "1"], "arguments"),
@@ -145,7 +147,7 @@ def test_force_runs_what_the_bound_refuses(capsys, monkeypatch):
     """--force skips the bound (here made tiny so that the forced run stays small)."""
     import sara_sim.cli as cli
 
-    monkeypatch.setattr(cli, "THEORY_K_LIMIT", 4)
+    monkeypatch.setattr(cli, "THEORY_WORK_LIMIT", 4)
     assert main(TH) == 2 and "--force" in capsys.readouterr().err
     assert main([*TH, "--force", "--json"]) == 0
     assert '"p_mixed"' in capsys.readouterr().out
