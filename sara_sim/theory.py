@@ -198,8 +198,9 @@ def tau_breakpoints(k, prior=(1.0, 1.0)):
     """Every tau_low at which the tau rule's plan changes (the p_eff values along both sides)."""
     from .beta import p_eff_ufunc
 
+    k = check_k(k, "--k")
+    a0, b0 = check_prior(prior, "--prior")
     n = np.arange(0, k + 1)
-    a0, b0 = prior
     vals = np.concatenate(
         [p_eff_ufunc(n, np.zeros_like(n), k, a0, b0), p_eff_ufunc(n, n, k, a0, b0)]
     )

@@ -17,7 +17,7 @@ from sara_sim.cli import main
 from sara_sim.difficulty import BetaLaw, MixtureLaw, parse_law
 from sara_sim.informed import PromptHistory
 from sara_sim.optimal import bayes_optimal
-from sara_sim.theory import plan_law, sequential_law
+from sara_sim.theory import best_tau, plan_law, sequential_law, tau_breakpoints
 
 NAN, INF = float("nan"), float("inf")
 
@@ -123,7 +123,10 @@ def test_exports_decide_like_the_jitted_rule():
         ({"name": "uniform", "groups": 2.5}, "groups"),
         ({"name": "sara-history", "epoch_size": 0}, "epoch_size"),
         ({"name": "sara-history", "history": "x", "epoch_size": 8}, "history"),
-        ({"name": "sara-mopps", "history": PromptHistory(), "epoch_size": 8, "selector": 1}, "selector"),
+        (
+            {"name": "sara-mopps", "history": PromptHistory(), "epoch_size": 8, "selector": 1},
+            "selector",
+        ),
     ],
 )
 def test_make_collector_rejects(kw, name):
@@ -221,6 +224,8 @@ def test_force_runs_a_refused_simulation_with_identical_numbers(monkeypatch):
         (sequential_law, (BetaLaw(1, 1), 8, 0.2), {"probe": 2.5}, "--probe"),
         (plan_law, (BetaLaw(1, 1), 8, [0, 1, 6, 1]), {}, "plan"),
         (plan_law, (BetaLaw(1, 1), 8, [0, 1, 6, 1, "6"]), {}, "plan"),
+        (tau_breakpoints, (8, (0, 1)), {}, "--prior"),
+        (best_tau, (BetaLaw(1, 1), 8.5), {}, "--k"),
         (bayes_optimal, (BetaLaw(1, 1), True), {}, "--k"),
         (bayes_optimal, (BetaLaw(1, 1), 8), {"tol": NAN}, "tol"),
         (bayes_optimal, (BetaLaw(1, 1), 8), {"max_iter": 0}, "max_iter"),
