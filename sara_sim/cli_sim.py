@@ -149,7 +149,7 @@ def compare_table(law, kw, strategies, progress=False):
 
 def _check_sim_size(names, law, kw, force):
     """compare runs every strategy in turn: the whole request must fit (see simulate.estimate)."""
-    from .simulate import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
+    from .budget import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
     from .strategies import default_params
 
     k, groups, steps, reps = kw["k"], kw["groups"], kw["steps"], kw["replicates"]
@@ -254,8 +254,8 @@ def cmd_verify(args):
 
 def cmd_bench(args):
     from .bench import bench_report, run_bench
+    from .budget import ROLLOUT_LIMIT
     from .errors import check_k
-    from .simulate import ROLLOUT_LIMIT
 
     k = check_k(args.k, "--k")
     # the timed simulator runs: ~6 runs of 64 groups x 200 steps at each k of the sweep and at k

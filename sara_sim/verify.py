@@ -151,7 +151,7 @@ def _sizes(quick, steps, replicates):
 
 def check_verify_size(quick=False, steps=None, replicates=None, force=False, groups=64):
     """Refuse a grid that would not finish in a few minutes (see simulate.ROLLOUT_LIMIT)."""
-    from .simulate import ROLLOUT_LIMIT
+    from .budget import ROLLOUT_LIMIT
 
     steps, reps = _sizes(quick, steps, replicates)
     ks, taus = ((4, 8, 16), (0.2, 0.3)) if quick else (KS, TAUS)

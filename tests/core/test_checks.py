@@ -203,11 +203,12 @@ def test_simulate_rejects(kw, name):
 
 
 def test_force_runs_a_refused_simulation_with_identical_numbers(monkeypatch):
+    from sara_sim import budget
     from sara_sim import simulate as sim
 
     kw = dict(k=8, groups=8, steps=5, replicates=2, seed=3)
     want = sim.simulate("sara", BetaLaw(0.3, 0.3), **kw).frame
-    monkeypatch.setattr(sim, "ROLLOUT_LIMIT", 10.0)
+    monkeypatch.setattr(budget, "ROLLOUT_LIMIT", 10.0)
     assert "--force" in _raises(sim.simulate, "--k", "sara", BetaLaw(0.3, 0.3), **kw)
     got = sim.simulate("sara", BetaLaw(0.3, 0.3), force=True, **kw).frame
     assert got.equals(want)
