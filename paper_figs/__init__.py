@@ -9,6 +9,8 @@ DIR/NAME.csv (the data behind it) and DIR/NAME.txt (the caption).  Same seed -> 
 """
 
 import importlib
+import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +29,7 @@ FIGURES = (
     "fig8_replay_strategies",
     "fig9_informed_priors",
 )
-__all__ = ["FIGURES", "HISTORY", "run", "select"]
+__all__ = ["FIGURES", "HISTORY", "check_out", "run", "select"]
 
 
 def select(only=None):
@@ -50,12 +52,31 @@ def select(only=None):
     return chosen
 
 
+def check_out(out, param: str = "--out") -> Path:
+    """The output folder exists (created if need be) and takes files — checked before any figure
+    is drawn, so a bad --out is one line, not a traceback after minutes of work."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(param, f"{out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise ParameterError(
+            param, f"cannot write into {out}: {exc.strerror or exc.__class__.__name__}"
+        ) from None
+    if not os.access(out, os.W_OK):
+        raise ParameterError(param, f"cannot write into {out}: permission denied")
+    return out
+
+
 def run(out, only=None, seed=0, history=None, verbose=True):
     """Build and save the selected figures into `out`; returns {name: seconds}."""
-    out = Path(out)
     names = select(only)
     if history is not None:
         history_path(history)  # fail before any figure is drawn
+    out = check_out(out)
     setup_style()
     timings, t_all = {}, time.perf_counter()
     for name in names:

@@ -25,8 +25,8 @@ and the vLLM loop in ``real/``.
 (True, True)
 """
 
-from .collect_base import Request, StepResult, _Base
-from .errors import ParameterError
+from .collect_base import Request, StepResult, _Base, check_call
+from .errors import ParameterError, check_int
 from .sara_collector import SaraCollector
 
 __all__ = ["Request", "StepResult", "SaraCollector", "make_collector", "STRATEGIES"]
@@ -47,6 +47,7 @@ class UniformCollector(_Base):
     """N prompts x k rollouts in one round (budget mode: budget // k prompts)."""
 
     def collect_step(self, stream, sample):
+        check_call(stream, sample)
         res = StepResult()
         n_prompts = self.groups if self.budget is None else self.budget // self.k
         pids = []
@@ -71,14 +72,17 @@ class DSCollector(_Base):
         if budget is not None:
             raise ParameterError("budget", "ds is a fixed-yield strategy; use groups")
         gbs = self.groups if gen_batch_size is None else gen_batch_size
-        if int(gbs) != gbs or gbs < 1:
-            raise ParameterError("gen_batch_size", f"must be an integer >= 1, got {gbs!r}")
-        if int(max_num_gen_batches) != max_num_gen_batches or max_num_gen_batches < 0:
-            raise ParameterError("max_num_gen_batches", "must be an integer >= 0 (0 = no cap)")
-        self.gen_batch_size = int(gbs)
-        self.max_num_gen_batches = int(max_num_gen_batches)
+        self.gen_batch_size = check_int(gbs, "gen_batch_size", 1)
+        try:
+            self.max_num_gen_batches = check_int(max_num_gen_batches, "max_num_gen_batches", 0)
+        except ParameterError:
+            raise ParameterError(
+                "max_num_gen_batches",
+                f"must be an integer >= 0 (0 = no cap), got {max_num_gen_batches!r}",
+            ) from None
 
     def collect_step(self, stream, sample):
+        check_call(stream, sample)
         res = StepResult()
         kept = []
         while len(kept) < self.groups:
@@ -132,7 +136,14 @@ def make_collector(
     (an ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
     sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``).  Given only
     `epoch_size`, the stream's ids are taken as `epoch * epoch_size + index` and the
-    cross-validated defaults are built."""
+    cross-validated defaults are built.  Every argument is validated here (ParameterError naming
+    it), before any rollout is requested."""
+    if not isinstance(name, str) or name not in STRATEGIES:
+        raise ParameterError(
+            "allocator", f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"
+        )
+    if epoch_size is not None:
+        epoch_size = check_int(epoch_size, "epoch_size", 1)
     if name == "uniform":
         return UniformCollector(name, k, groups, budget, seed)
     if name == "ds":

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit, vectorize
 
-from .errors import ParameterError, check_prior
+from .errors import K_LIMIT, ParameterError, check_prior
 
 _EPS = 2.220446049250313e-16
 
@@ -89,11 +89,18 @@ def p_eff(n, s, k, alpha0=1.0, beta0=1.0):
     >>> [round(float(x), 4) for x in p_eff(np.arange(1, 9), 0, 8)]
     [0.7778, 0.6667, 0.5556, 0.4444, 0.3333, 0.2222, 0.1111, 0.0]
     """
-    n, s, k = (np.asarray(x) for x in (n, s, k))
+    arrays = []
     for name, x in (("n", n), ("s", s), ("k", k)):
-        if not np.issubdtype(x.dtype, np.integer):
-            if not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
-                raise ParameterError(name, f"must be integers, got {x!r}")
+        x = np.asarray(x)
+        ok = np.issubdtype(x.dtype, np.integer)
+        if not ok and np.issubdtype(x.dtype, np.floating):  # integral floats: 8.0 is 8
+            ok = bool(np.all(np.isfinite(x)) and np.all(x == np.round(x)))
+        if not ok:  # bool, strings, objects, nan, 2.5
+            raise ParameterError(name, f"must be integers, got {x!r}")
+        if x.size and np.abs(x).max() > K_LIMIT:
+            raise ParameterError(name, f"must be integers <= 2**53, got {x!r}")
+        arrays.append(x)
+    n, s, k = arrays
     if np.any(k < 1):
         raise ParameterError("k", f"must be >= 1, got {k!r}")
     if np.any(n < 0) or np.any(n > k):

@@ -3,18 +3,31 @@
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
     sara-sim theory  --difficulty history:PATH.csv --epoch 0 --k 8 --tau-low 0.3
     sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
-    sara-sim simulate | compare | verify | bench ...   (the Monte Carlo simulator: cli_sim.py)
+    (simulate, compare, verify, bench: the simulator, cli_sim.py; replay: cli_replay.py)
 
 JSON output is the contract other tools read; bad input exits 2 with one line naming the parameter.
+JSON is strict (no NaN / Infinity): a number that is undefined or infinite is ``null`` — e.g. a
+cost per effective group when no group can be effective, a ratio whose reference is 0, a standard
+error from a single seed.  Requests too big for a few minutes on this machine are refused with one
+line naming the parameter, unless ``--force`` is given.
 """
 
 import argparse
 import json
 import math
+import re
 import sys
 
 from .difficulty import BetaLaw, check_k_for_law, parse_law
-from .errors import ParameterError, check_k
+from .errors import ParameterError, check_budget, check_int, check_k, finite_or_none
+
+JSON_HELP = "print strict JSON (the machine contract; null = undefined or infinite)"
+FORCE_HELP = "run even when the estimated work / memory exceeds a few minutes on this machine"
+# Exact theory costs ~k units of ~1 us (k = 1e6: ~1 s), plus ~100 units per schedule round of its
+# expected-rounds loop (--increment 1: ~2k rounds); below the limit it needs no progress bar.
+# best_tau evaluates ~2k plans of O(k) each (k = 1000: ~0.6 s).
+THEORY_WORK_LIMIT = 5e6
+OPTIMAL_WORK_LIMIT = 2e8  # k^2: k ~ 14000, about two minutes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,9 +42,11 @@ def _prior(text):
     try:
         a, b = (float(x) for x in str(text).split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be 'A0,B0' with A0, B0 > 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be 'A0,B0' with finite A0, B0 > 0, got {text!r}"
+        ) from None
     if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
-        raise argparse.ArgumentTypeError(f"must be 'A0,B0' with A0, B0 > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be 'A0,B0' with finite A0, B0 > 0, got {text!r}")
     return a, b
 
 
@@ -62,7 +77,8 @@ def add_law_args(p):
     p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
     p.add_argument("--k", type=_int("--k"), required=True, help="group size (>= 2)")
     p.add_argument("--prior", type=_prior, default=None, help="Beta prior A0,B0 (default 1,1)")
-    p.add_argument("--json", action="store_true", help="print JSON (the machine contract)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
 
 
 def _law(args):
@@ -72,15 +88,20 @@ def _law(args):
     return law
 
 
+def dumps(obj) -> str:
+    """Strict JSON of a result: nan / inf become null (see the module docstring)."""
+    return json.dumps(finite_or_none(obj), indent=2, allow_nan=False, default=str)
+
+
 def _emit(args, out, title):
     if args.json:
-        print(json.dumps(out, indent=2, default=lambda x: None))
+        print(dumps(out))
         return
     print(title)
     width = max(len(key) for key in out)
     for key, val in out.items():
         if isinstance(val, float):
-            val = f"{val:.6g}" if math.isfinite(val) else str(val)
+            val = f"{val:.6g}" if math.isfinite(val) else "n/a (undefined or infinite)"
         print(f"  {key:<{width}}  {val}")
 
 
@@ -88,6 +109,10 @@ def cmd_theory(args):
     from .theory import sequential_law
 
     law = _law(args)
+    rounds = 2.0 * args.k / args.increment if args.increment > 0 else 4.0
+    work = args.k + 100.0 * rounds
+    name = "--increment" if 100.0 * rounds > args.k else "--k"
+    check_budget(work, THEORY_WORK_LIMIT, name, "exact theory work (~us)", args.force)
     prior = args.prior or (1.0, 1.0)
     res = sequential_law(
         law, args.k, args.tau_low, args.tau_high, prior, args.probe, args.increment
@@ -110,10 +135,12 @@ def cmd_optimal(args):
     from .theory import best_tau
 
     law = _law(args)
+    work = float(args.k) ** 2  # best_tau: ~2k tau pieces, each an O(k) exact evaluation
+    check_budget(work, OPTIMAL_WORK_LIMIT, "--k", "best-tau search work (k^2)", args.force)
     belief = BetaLaw(*args.prior) if args.prior else None
     res = bayes_optimal(law, args.k, belief)
     tau_prior = args.prior or (1.0, 1.0)
-    tau, tau_cost, (lo, hi) = best_tau(law, args.k, tau_prior)
+    tau, tau_cost, (lo, hi) = best_tau(law, args.k, tau_prior, progress=not args.json)
     out = {
         "difficulty": args.difficulty,
         "epoch": args.epoch,
@@ -139,7 +166,9 @@ def cmd_optimal(args):
 def cmd_figures(args):
     from paper_figs import run
 
+    check_int(args.seed, "--seed", 0)  # before the first figure is written
     run(args.out, only=args.only, seed=args.seed, history=args.history)
+    return 0
 
 
 def build_parser():
@@ -170,7 +199,25 @@ def build_parser():
     return parser
 
 
+# a value that argparse would take for a flag: -1,-1 / -0.5 / -inf / -nan
+_NEGATIVE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def join_negative_values(argv):
+    """['--prior', '-1,-1'] -> ['--prior=-1,-1'], so that argparse passes a negative-looking value
+    to its option (and the option's own check says what is wrong with it) instead of failing
+    with "expected one argument"."""
+    out = []
+    for tok in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE.match(tok):
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
 def main(argv=None):
+    argv = join_negative_values(sys.argv[1:] if argv is None else list(argv))
     try:
         args = build_parser().parse_args(argv)
         rc = args.func(args)  # verify returns 1 when a claim fails where it must hold

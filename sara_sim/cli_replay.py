@@ -7,12 +7,18 @@ the training signal (committed success rates, false abandons, starvation) beside
 Python replay through the collectors (``replay.py``): every epoch once, in a seeded order.
 """
 
-import json
 import math
+import sys
 
 import numpy as np
 
-from .errors import ParameterError
+from .cli import FORCE_HELP, JSON_HELP, dumps
+from .difficulty import HistoryLaw, check_k_for_law
+from .errors import ParameterError, check_budget, check_int, check_k, check_unit
+
+# The README's replay (epochs 26-52: 16k records x 5 strategies x 2 seeds = 163k visits) takes
+# ~50 s of CPU here; 6e5 visits is about three minutes.
+REPLAY_VISIT_LIMIT = 6e5
 
 REPLAY_STRATEGIES = (
     "ds",
@@ -30,32 +36,47 @@ def cmd_replay(args):
     from .difficulty import load_history, parse_epochs
     from .replay import replay, signal_report
 
+    check_k(args.k, "--k")
+    check_int(args.groups, "--groups", 1)
+    check_int(args.seeds, "--seeds", 1)
+    check_unit(args.tau_low, "--tau-low")
     frame = load_history(args.history, "--history")
     lo, hi = parse_epochs(args.epochs, frame, "--epochs") or (0, int(frame["epoch"].max()))
+    check_k_for_law(args.k, HistoryLaw(frame), "--k")  # a visit draws k of a record's samples
     names = [s.strip() for s in args.strategies.split(",") if s.strip()]
     for name in names:
         if name not in REPLAY_STRATEGIES:
             raise ParameterError(
-                "--strategies", f"unknown {name!r}; choose from {REPLAY_STRATEGIES}"
+                "--strategies", f"unknown {name!r}; choose from {', '.join(REPLAY_STRATEGIES)}"
             )
     if "ds" not in names:
         names = ["ds", *names]  # the reference for savings
-    if args.seeds < 1:
-        raise ParameterError("--seeds", f"must be >= 1, got {args.seeds}")
+    # Python collectors: every record of the range is visited once per (strategy, seed)
+    records = int(((frame["epoch"] >= lo) & (frame["epoch"] <= hi)).sum())
+    visits = float(records) * args.seeds * len(names)
+    name = "--seeds" if args.seeds > 2 else "--strategies"
+    check_budget(visits, REPLAY_VISIT_LIMIT, name, "prompt visits to replay", args.force)
     rows = []
+    todo = [(name, seed) for name in names for seed in range(args.seeds)]
+    bar = None
+    if not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc="replay", unit="run", leave=False)
     for name in names:
         kw = {"tau_low": args.tau_low} if name in ("sara", "sara-eb") else {}
         costs, reports = [], []
         for seed in range(args.seeds):
+            if bar is not None:
+                bar.update(1)
             out = replay(frame, name, range(lo, hi + 1), seed, k=args.k, groups=args.groups, **kw)
             costs.append(out["cost_per_effective_group"])
             reports.append(signal_report(out, frame))
         rep = {key: val for key, val in reports[0].items() if not isinstance(val, list | str)}
         for key in rep:
             rep[key] = float(np.mean([r[key] for r in reports]))
-        se = (
-            float(np.std(costs, ddof=1) / math.sqrt(len(costs))) if len(costs) > 1 else float("nan")
-        )
+        # one seed: no standard error (JSON null)
+        se = float(np.std(costs, ddof=1) / math.sqrt(len(costs))) if len(costs) > 1 else math.nan
         rows.append(
             {
                 "strategy": name,
@@ -67,21 +88,20 @@ def cmd_replay(args):
     ds = next(r["cost_per_effective_group"] for r in rows if r["strategy"] == "ds")
     for r in rows:
         r["savings_vs_ds"] = 1.0 - r["cost_per_effective_group"] / ds
+    if bar is not None:
+        bar.close()
     rows.sort(key=lambda r: r["cost_per_effective_group"])
     if args.json:
-        print(
-            json.dumps(
-                {"epochs": [lo, hi], "k": args.k, "seeds": args.seeds, "rows": rows}, indent=2
-            )
-        )
+        print(dumps({"epochs": [lo, hi], "k": args.k, "seeds": args.seeds, "rows": rows}))
         return 0
     print(f"replay of {args.history} epochs {lo}-{hi}, k={args.k}, {args.seeds} seed(s)")
     cols = [("strategy", "<14"), ("roll/eff", ">9"), ("±se", ">7"), ("vs ds", ">8")]
     cols += [("f.aband", ">9"), ("starve>=5", ">10"), ("longest", ">8"), ("starved", ">8")]
     print("".join(f"{name:{fmt}}" for name, fmt in cols))
     for r in rows:
+        se = f"{r['cost_se']:7.2f}" if math.isfinite(r["cost_se"]) else f"{'-':>7}"
         print(
-            f"{r['strategy']:<14}{r['cost_per_effective_group']:9.2f}{r['cost_se']:7.2f}"
+            f"{r['strategy']:<14}{r['cost_per_effective_group']:9.2f}{se}"
             f"{r['savings_vs_ds']:8.1%}{r['false_abandon_rate']:9.3f}{r['starving_prompt_share']:10.3f}"
             f"{r['longest_starvation_epochs']:8.0f}{r['starved_learnable_visit_share']:8.3f}"
         )
@@ -91,7 +111,7 @@ def cmd_replay(args):
     print(
         "share of prompts unsampled >= 5 epochs in a row while learnable; starved: learnable visits"
     )
-    print("that drew nothing.")
+    print("that drew nothing; ±se: standard error over seeds ('-' with one seed).")
     return 0
 
 
@@ -103,8 +123,9 @@ def add_replay_command(sub, int_type, float_type):
     p.add_argument("--k", type=int_type("--k"), default=8)
     p.add_argument("--groups", type=int_type("--groups"), default=32)
     p.add_argument("--tau-low", type=float_type("--tau-low"), default=0.5, help="sara / sara-eb")
-    p.add_argument("--seeds", type=int_type("--seeds"), default=2)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--seeds", type=int_type("--seeds"), default=2, help="seeds (>= 1)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.set_defaults(func=cmd_replay)
     return p
 

@@ -9,12 +9,11 @@ them to its parser; same one-line ParameterError messages, exit 2 on bad input).
     sara-sim bench    [--k 128] [--json]
 """
 
-import json
 import math
 import sys
 
-from .cli import _emit, _float, _int, _law, add_law_args
-from .errors import ParameterError
+from .cli import FORCE_HELP, JSON_HELP, _emit, _float, _int, _law, add_law_args, dumps
+from .errors import ParameterError, check_budget
 
 SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
     "strategy",
@@ -32,6 +31,8 @@ SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
 
 
 def _value(text):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
     for conv in (int, float):
         try:
             return conv(text)
@@ -42,13 +43,22 @@ def _value(text):
     return text
 
 
+# simulate()'s own keywords have their own flags; --param is for strategy parameters only
+_OWN = {"k", "groups", "budget", "steps", "replicates", "seed", "tau_low", "tau_high", "prior"}
+_OWN |= {"capacity", "probe", "increment", "pool", "tokens", "progress", "log_events", "force"}
+
+
 def _params(items):
     out = {}
     for item in items or []:
         key, eq, val = item.partition("=")
+        key = key.strip().replace("-", "_")
         if not eq or not key:
             raise ParameterError("--param", f"must be KEY=VALUE, got {item!r}")
-        out[key.strip().replace("-", "_")] = _value(val.strip())
+        if key in _OWN:
+            flag = "--" + key.replace("_", "-")
+            raise ParameterError("--param", f"{key} has its own flag: use {flag}, not --param")
+        out[key] = _value(val.strip())
     return out
 
 
@@ -80,6 +90,7 @@ def _sim_kwargs(args):
         prior=args.prior or (1.0, 1.0),
         pool=args.pool,
         tokens=TokenModel(args.len_pass, args.len_fail),
+        force=args.force,
     )
 
 
@@ -136,6 +147,22 @@ def compare_table(law, kw, strategies, progress=False):
     return df.reset_index(drop=True)
 
 
+def _check_sim_size(names, law, kw, force):
+    """compare runs every strategy in turn: the whole request must fit (see simulate.estimate)."""
+    from .budget import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
+    from .strategies import default_params
+
+    k, groups, steps, reps = kw["k"], kw["groups"], kw["steps"], kw["replicates"]
+    rollouts, nbytes = 0.0, 0.0
+    for name in names:
+        prm = default_params(name, k, groups)
+        r, _, b = estimate(name, law, k, groups, None, steps, reps, None, prm)
+        rollouts, nbytes = rollouts + r, max(nbytes, b)
+    worst = largest_factor(k, groups, None, steps, reps)
+    check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
+    check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts (all strategies)", force)
+
+
 def cmd_compare(args):
     from .strategies import STRATEGIES
 
@@ -148,54 +175,71 @@ def cmd_compare(args):
             raise ParameterError(
                 "--strategies", f"unknown {bad}; choose from {', '.join(STRATEGIES)}"
             )
-    df = compare_table(law, _sim_kwargs(args), names, progress=not args.json)
+    kw = _sim_kwargs(args)
+    _check_sim_size(names or STRATEGIES, law, kw, args.force)  # before the first strategy runs
+    df = compare_table(law, kw, names, progress=not args.json)
     if args.json:
-        print(
-            json.dumps(
-                {"law": str(law), "k": args.k, "rows": df.to_dict("records")},
-                indent=2,
-                default=lambda x: None,
-            )
-        )
+        print(dumps({"law": str(law), "k": args.k, "rows": df.to_dict("records")}))
         return
+    print(f"all strategies on {law}")  # a history path can be long: the law has its own line
     print(
-        f"all strategies on {law}, k={args.k}, N={args.groups}, {args.steps} steps x "
-        f"{args.replicates} seeds (sorted by rollouts per effective group)"
+        f"k={args.k}, N={args.groups}, {args.steps} steps x {args.replicates} seeds "
+        "(sorted by rollouts per effective group)"
     )
-    cols = [  # key, width, format, header
-        ("strategy", 14, "{}", "strategy"),
-        ("cost_per_effective_group", 9, "{:.2f}", "roll/eff"),
-        ("cost_per_effective_group_se", 6, "{:.2f}", "±se"),
-        ("savings_vs_ds", 7, "{:.1%}", "vs ds"),
-        ("token_savings_vs_ds", 9, "{:.1%}", "tok vs ds"),
-        ("effective_groups_per_step", 8, "{:.1f}", "eff/step"),
-        ("effective_fraction", 7, "{:.3f}", "eff.fr"),
-        ("rollouts_per_step", 9, "{:.1f}", "roll/step"),
-        ("rounds_per_step", 6, "{:.2f}", "rounds"),
-        ("waste_per_step", 8, "{:.1f}", "waste"),
-        ("false_abandon_rate", 7, "{:.3f}", "f.aband"),
+    print(compare_text(df))
+
+
+COMPARE_COLUMNS = (  # key, width, format, header — 11 columns, 95 characters with separators
+    ("strategy", 13, "{}", "strategy"),
+    ("cost_per_effective_group", 8, "{:.2f}", "roll/eff"),
+    ("cost_per_effective_group_se", 6, "{:.2f}", "±se"),
+    ("savings_vs_ds", 7, "{:.1%}", "vs ds"),
+    ("token_savings_vs_ds", 7, "{:.1%}", "tok.ds"),
+    ("effective_groups_per_step", 8, "{:.1f}", "eff/step"),
+    ("effective_fraction", 6, "{:.3f}", "eff.fr"),
+    ("rollouts_per_step", 9, "{:.1f}", "roll/step"),
+    ("rounds_per_step", 6, "{:.2f}", "rounds"),
+    ("waste_per_step", 8, "{:.1f}", "waste"),
+    ("false_abandon_rate", 7, "{:.3f}", "f.aband"),
+)
+
+
+def compare_text(df):
+    """The compare table: fixed-point numbers, at most 100 characters wide ('-': undefined)."""
+    cols = [c for c in COMPARE_COLUMNS if c[0] in df.columns]
+    lines = [
+        " ".join(f"{h:<{w}}" if i == 0 else f"{h:>{w}}" for i, (_, w, _, h) in enumerate(cols))
     ]
-    cols = [c for c in cols if c[0] in df.columns]
-    print("  ".join(f"{h:<{w}}" if i == 0 else f"{h:>{w}}" for i, (_, w, _, h) in enumerate(cols)))
     for row in df.to_dict("records"):
         cells = []
         for i, (key, w, f, _) in enumerate(cols):
             v = row[key]
-            s = "nan" if isinstance(v, float) and math.isnan(v) else f.format(v)
-            cells.append(f"{s:<{w}}" if i == 0 else f"{s:>{w}}")
-        print("  ".join(cells))
+            text = "-" if isinstance(v, float) and not math.isfinite(v) else f.format(v)
+            cells.append(f"{text:<{w}}" if i == 0 else f"{text:>{w}}")
+        lines.append(" ".join(cells))
+    lines.append(
+        "roll/eff: rollouts per effective (mixed) group; vs ds / tok.ds: rollout / token savings"
+    )
+    lines.append("against ds; eff.fr: effective share of the batch; f.aband: false-abandon rate;")
+    lines.append("-: undefined (no effective group, or no ds reference).")
+    return "\n".join(lines)
 
 
 def cmd_verify(args):
-    from .verify import format_tables, report, run_claims
+    from .verify import check_verify_size, format_tables, report, run_claims
 
+    check_verify_size(args.quick, args.steps, args.replicates, args.force)
     rows = run_claims(
-        quick=args.quick, steps=args.steps, replicates=args.replicates, seed=args.seed
+        quick=args.quick,
+        steps=args.steps,
+        replicates=args.replicates,
+        seed=args.seed,
+        progress=not args.json,
     )
     rep = report(rows)
     if args.json:
         rep["cells"] = rows.to_dict("records")
-        print(json.dumps(rep, indent=2, default=lambda x: None))
+        print(dumps(rep))
     else:
         print(format_tables(rows))
         print("\nclaims (cells where the assumption holds: passed / failed):")
@@ -210,10 +254,15 @@ def cmd_verify(args):
 
 def cmd_bench(args):
     from .bench import bench_report, run_bench
+    from .budget import ROLLOUT_LIMIT
+    from .errors import check_k
 
-    out = run_bench(k=args.k, spec=args.difficulty, quick=args.quick)
+    k = check_k(args.k, "--k")
+    # the timed simulator runs: ~6 runs of 64 groups x 200 steps at each k of the sweep and at k
+    check_budget(6 * 64 * 200 * 2.0 * k, ROLLOUT_LIMIT, "--k", "benchmark rollouts", args.force)
+    out = run_bench(k=k, spec=args.difficulty, quick=args.quick)
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(dumps(out))
         return
     print(bench_report(out))
 
@@ -234,16 +283,18 @@ def add_sim_commands(sub):
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("verify", help="the four claims across k and tau_low, sim vs exact")
     p.add_argument("--quick", action="store_true", help="small grid (k <= 16), fewer steps")
-    p.add_argument("--steps", type=_int("--steps"), default=None, help="steps per cell")
-    p.add_argument("--replicates", type=_int("--replicates"), default=None, help="seeds per cell")
+    p.add_argument("--steps", type=_int("--steps"), default=None, help="steps per cell (>= 1)")
+    p.add_argument("--replicates", type=_int("--replicates"), default=None, help="seeds (>= 1)")
     p.add_argument("--seed", type=_int("--seed"), default=0, help="base seed (0)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("bench", help="simulated rollouts per second vs plain Bernoulli draws")
     p.add_argument("--k", type=_int("--k"), default=128, help="group size of the headline (128)")
     p.add_argument("--difficulty", default="beta:0.5,0.5", help="law (beta:0.5,0.5)")
     p.add_argument("--quick", action="store_true", help="short timings (for tests)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.set_defaults(func=cmd_bench)
 
 

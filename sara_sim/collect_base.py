@@ -1,8 +1,12 @@
 """What every collector shares: the request, the step's result, the round bookkeeping."""
 
+import numbers
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .errors import ParameterError, check_k
+import numpy as np
+
+from .errors import ParameterError, check_int, check_k
 
 
 @dataclass(frozen=True)
@@ -39,18 +43,61 @@ class StepResult:
     plan: list = field(default_factory=list)
 
 
+def _reward(x):
+    """Exactly 0 or 1 (bool, int, float 0.0 / 1.0, numpy equivalents) -> int; else None.
+
+    No threshold here: 0.5 or 0.99 is not a binary reward, and rounding it would silently change
+    the training signal.  A caller with graded rewards applies its own documented rule first."""
+    if isinstance(x, bool | np.bool_):
+        return int(x)
+    if isinstance(x, numbers.Real | np.integer | np.floating) and x in (0, 1):
+        return int(x)
+    return None
+
+
 def _check_rewards(requests, rewards):
+    try:
+        rewards = list(rewards)
+    except TypeError:
+        raise ParameterError(
+            "sample", f"must return a list of reward lists, got {type(rewards).__name__}"
+        ) from None
     if len(rewards) != len(requests):
-        raise ValueError(
-            f"sample: returned {len(rewards)} reward lists for {len(requests)} requests"
+        raise ParameterError(
+            "sample", f"returned {len(rewards)} reward lists for {len(requests)} requests"
         )
     out = []
     for req, r in zip(requests, rewards):
-        r = [int(x) for x in r]
-        if len(r) != req.n or any(x not in (0, 1) for x in r):
-            raise ValueError(f"sample: request {req} needs {req.n} binary rewards, got {r}")
-        out.append(r)
+        try:
+            r = list(r)
+        except TypeError:
+            raise ParameterError(
+                "sample", f"request {req}: rewards must be a list, got {r!r}"
+            ) from None
+        vals = [_reward(x) for x in r]
+        bad = [x for x, v in zip(r, vals) if v is None]
+        if bad:
+            raise ParameterError(
+                "sample", f"request {req}: rewards must be exactly 0 or 1, got {bad[0]!r}"
+            )
+        if len(vals) != req.n:
+            raise ParameterError("sample", f"request {req} needs {req.n} rewards, got {len(vals)}")
+        out.append(vals)
     return out
+
+
+def check_call(stream, sample):
+    """collect_step's arguments: an iterator of prompt ids and a callable sampler."""
+    if not isinstance(stream, Iterator):
+        raise ParameterError(
+            "stream",
+            f"must be an iterator of prompt ids (e.g. iter(ids)), got {type(stream).__name__}: a "
+            "list would restart from its first prompt at every step",
+        )
+    if not callable(sample):
+        raise ParameterError(
+            "sample", f"must be callable: sample(requests) -> rewards, got {sample!r}"
+        )
 
 
 class _Base:
@@ -58,15 +105,12 @@ class _Base:
         self.name = name
         self.k = check_k(k, "k")
         if budget is None:
-            if groups is None or int(groups) != groups or groups < 1:
-                raise ParameterError("groups", f"must be an integer >= 1, got {groups!r}")
-            self.groups = int(groups)
+            self.groups = check_int(groups, "groups", 1)
         else:
-            if int(budget) != budget or budget < self.k:
-                raise ParameterError("budget", f"must be an integer >= k={self.k}, got {budget!r}")
-            self.groups = None if groups is None else int(groups)
-        self.budget = None if budget is None else int(budget)
-        self.seed = seed
+            budget = check_int(budget, "budget", self.k)
+            self.groups = None if groups is None else check_int(groups, "groups", 1)
+        self.budget = budget
+        self.seed = check_int(seed, "seed", 0)
 
     def _round(self, res, requests, sample):
         rewards = _check_rewards(requests, sample(requests))

@@ -24,9 +24,44 @@ import pandas as pd
 from scipy import optimize
 from scipy.special import betaln, gammaln, logsumexp
 
-from .errors import ParameterError
+from .errors import ParameterError, check_positive, check_prior, check_unit
 
 HISTORY_COLUMNS = ("prompt_id", "epoch", "correct", "samples")
+
+
+# Beyond this |log B(a, b)| the difference betaln(a+i, b+j) - betaln(a, b) loses more than
+# ~1e4 * eps (2e-12) to cancellation, so BetaLaw switches to the exact finite product.
+_BETALN_SAFE = 1e4
+
+
+_RISING = {}  # (a, b) -> cumulative log sums of _log_rising_ratio (a few laws at a time)
+
+
+def _rising_sums(a, b, n):
+    """Prefix sums over t < n of log((a+t)/(a+b+t)), log(b+t), log(a+b+t); cached and grown by
+    doubling, so the scalar calls of theory's round loop cost O(1) (a prefix of a sequential
+    cumulative sum does not depend on how far it was extended: results stay identical)."""
+    got = _RISING.get((a, b))
+    if got is None or len(got[0]) <= n:
+        size = max(2 * n, 64)
+        t = np.arange(size, dtype=np.float64)
+        got = tuple(
+            np.concatenate([[0.0], np.cumsum(x)])
+            for x in (np.log1p(-b / (a + b + t)), np.log(b + t), np.log(a + b + t))
+        )
+        if len(_RISING) >= 8:
+            _RISING.clear()
+        _RISING[(a, b)] = got
+    return got
+
+
+def _log_rising_ratio(a, b, i, j):
+    """log E[g^i (1-g)^j] under Beta(a, b) for integers i, j >= 0, as the exact finite product
+    prod_{t<i} (a+t)/(a+b+t) * prod_{t<j} (b+t)/(a+b+i+t), summed in log space with cumulative
+    sums (O(max i + max j)).  Stable for any concentration: Beta(1e15, 1e15) still gives
+    E[(1-g)^8] = 0.5^8 to ~1e-14, where the betaln difference is pure rounding noise."""
+    lead, log_b, log_ab = _rising_sums(a, b, int(i.max() + j.max()) + 1)
+    return lead[i] + log_b[j] - (log_ab[i + j] - log_ab[i])
 
 
 @dataclass(frozen=True)
@@ -34,12 +69,27 @@ class BetaLaw:
     a: float
     b: float
 
+    def __post_init__(self):
+        check_prior((self.a, self.b), "--difficulty")
+
     @property
     def max_k(self):
         return None
 
     def log_moment(self, i, j):
-        return betaln(self.a + np.asarray(i), self.b + np.asarray(j)) - betaln(self.a, self.b)
+        i, j = np.asarray(i), np.asarray(j)
+        if (
+            abs(betaln(self.a, self.b)) > _BETALN_SAFE
+            and np.issubdtype(i.dtype, np.integer)
+            and np.issubdtype(j.dtype, np.integer)
+            and i.size
+            and j.size
+            and i.min() >= 0
+            and j.min() >= 0
+        ):
+            i, j = np.broadcast_arrays(i, j)
+            return _log_rising_ratio(self.a, self.b, i, j)
+        return betaln(self.a + i, self.b + j) - betaln(self.a, self.b)
 
     def sample(self, rng, size):
         return rng.beta(self.a, self.b, size)
@@ -51,6 +101,9 @@ class BetaLaw:
 @dataclass(frozen=True)
 class PointLaw:
     g: float
+
+    def __post_init__(self):
+        check_unit(self.g, "--difficulty")
 
     @property
     def max_k(self):
@@ -74,6 +127,11 @@ class PointLaw:
 class MixtureLaw:
     weights: tuple
     components: tuple
+
+    def __post_init__(self):
+        w = [check_positive(x, "--difficulty") for x in self.weights]
+        if len(w) != len(self.components) or not w or abs(math.fsum(w) - 1.0) > 1e-9:
+            raise ParameterError("--difficulty", f"mixture weights must sum to 1, got {w}")
 
     @property
     def max_k(self):
@@ -140,6 +198,8 @@ class HistoryLaw:
 def load_history(path, param: str = "--difficulty") -> pd.DataFrame:
     """Read and validate a history CSV (prompt_id, epoch, correct, samples)."""
     p = Path(path)
+    if p.is_dir():
+        raise ParameterError(param, f"{path} is a directory, not a history CSV file")
     if not p.is_file():
         raise ParameterError(param, f"history file not found: {path}")
     try:
@@ -227,7 +287,7 @@ def parse_law(spec: str, epochs=None):
                 wv = float(w)
             except ValueError:
                 wv = float("nan")
-            if not star or not wv > 0:
+            if not star or not (wv > 0 and math.isfinite(wv)):
                 raise ParameterError(
                     "--difficulty", f"mixture needs 'W*beta:A,B+...', got {spec!r}"
                 )
@@ -236,8 +296,11 @@ def parse_law(spec: str, epochs=None):
                 raise ParameterError("--difficulty", "mixture components must be beta or point")
             weights.append(wv)
             comps.append(sub)
-        total = sum(weights)
-        return MixtureLaw(tuple(w / total for w in weights), tuple(comps))
+        # divide by the largest weight first: 1e308 + 1e308 would overflow to inf
+        top = max(weights)
+        scaled = [w / top for w in weights]
+        total = math.fsum(scaled)
+        return MixtureLaw(tuple(w / total for w in scaled), tuple(comps))
     if kind == "history":
         frame = load_history(rest)
         ep = parse_epochs(epochs, frame)

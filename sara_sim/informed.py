@@ -36,7 +36,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .errors import ParameterError, check_positive, check_unit
+from .errors import ParameterError, check_int, check_positive, check_prior, check_unit
 from .optimal import beta_predictive, price_plan
 from .policy import ABANDON, CONTINUE, threshold_plan
 
@@ -89,10 +89,9 @@ class PromptHistory:
             raise ParameterError("rho", "must be in (0, 1]; 0 forgets everything (use plain sara)")
         self.kappa = check_positive(kappa, "kappa")
         self.explore = check_unit(explore, "explore")
-        if int(max_skip) != max_skip or max_skip < 0:
-            raise ParameterError("max_skip", f"must be an integer >= 0, got {max_skip!r}")
-        self.max_skip = int(max_skip)
-        self.pop_prior = tuple(float(x) for x in pop_prior)
+        self.max_skip = check_int(max_skip, "max_skip", 0)
+        self.pop_prior = check_prior(pop_prior, "pop_prior")
+        check_int(seed, "seed", 0)
         # prompt id -> [discounted successes, discounted failures, last epoch, skips in a row]
         self.evidence = {}
         self.rng = np.random.default_rng(seed)

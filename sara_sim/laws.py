@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .difficulty import BetaLaw, HistoryLaw, MixtureLaw, PointLaw, parse_law
-from .errors import ParameterError
+from .errors import ParameterError, check_positive
 from .sources import COMP_BETA, COMP_POINT, DRIFT, HISTORY, RATES, SEQUENCES
 
 
@@ -43,9 +43,8 @@ class TokenModel:
     len_fail: float = 3500.0
 
     def __post_init__(self):
-        for name, v in (("--len-pass", self.len_pass), ("--len-fail", self.len_fail)):
-            if not (v > 0 and math.isfinite(v)):
-                raise ParameterError(name, f"must be a finite number > 0, got {v!r}")
+        check_positive(self.len_pass, "--len-pass")
+        check_positive(self.len_fail, "--len-fail")
 
     def tokens(self, passes, fails):
         return float(passes * self.len_pass + fails * self.len_fail)

@@ -21,9 +21,9 @@ import math
 import numpy as np
 from numba import njit
 
-from .errors import ParameterError, check_k
+from .errors import ParameterError, check_float, check_int, check_k
 from .policy import ABANDON, CONTINUE, FAIL, PASS
-from .theory import plan_law
+from .theory import check_law, plan_law
 
 
 def _predictive(belief, k):
@@ -85,8 +85,11 @@ def price_plan(q, k, lam, allow_skip):
 
 def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200):
     """Optimal plan for `belief` (default: the law itself), evaluated exactly under `law`."""
+    check_law(law, "--difficulty")
     k = check_k(k, "--k")
-    belief = law if belief is None else belief
+    belief = law if belief is None else check_law(belief, "belief")
+    tol = check_float(tol, "tol", 0.0, lo_open=True)
+    max_iter = check_int(max_iter, "max_iter", 1)
     q = _predictive(belief, k)
     p_mixed = 1.0 - math.exp(belief.log_moment(0, k)) - math.exp(belief.log_moment(k, 0))
     if not p_mixed > 0:

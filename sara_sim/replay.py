@@ -18,6 +18,7 @@ import numpy as np
 
 from .allocator import make_collector
 from .difficulty import load_history
+from .errors import ParameterError, check_k
 from .informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory  # re-exported
 
 
@@ -58,6 +59,11 @@ class ReplaySource:
 
 def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
     """Replay `strategy` over `epochs`; returns totals, per-visit outcomes and the collector."""
+    k = check_k(k, "k")
+    if len(frame) and k > int(frame["samples"].min()):
+        raise ParameterError(
+            "k", f"k={k} exceeds the {int(frame['samples'].min())} recorded samples per record"
+        )
     src = ReplaySource(frame, epochs, seed, serve)
     hist = selector = None
     if strategy in ("sara-history", "sara-mopps", "sara-dps"):

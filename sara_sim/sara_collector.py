@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .beta import p_eff_jit
-from .collect_base import Request, StepResult, _Base
-from .errors import ParameterError, check_prior, check_schedule, check_unit
+from .collect_base import Request, StepResult, _Base, check_call
+from .errors import ParameterError, check_int, check_prior, check_schedule, check_unit
 from .policy import (
     ABANDON,
     COMMIT,
@@ -74,9 +74,7 @@ class SaraCollector(_Base):
         selector=None,
     ):
         super().__init__(name, k, groups, budget, seed)
-        if int(max_rounds) != max_rounds or max_rounds < 1:
-            raise ParameterError("max_rounds", f"must be an integer >= 1, got {max_rounds!r}")
-        self.max_rounds = int(max_rounds)
+        self.max_rounds = check_int(max_rounds, "max_rounds", 1)
         self.tau_low = check_unit(tau_low, "tau_low")
         self.tau_high = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "tau_high")
         if self.tau_high <= self.tau_low:
@@ -84,13 +82,9 @@ class SaraCollector(_Base):
         self.prior = check_prior(prior, "prior")
         default_cap = self.groups * self.k if self.groups else self.budget
         cap = default_cap if capacity is None else capacity
-        if int(cap) != cap or cap < self.k:
-            raise ParameterError("capacity", f"must be an integer >= k={self.k}, got {capacity!r}")
-        self.capacity = int(cap)
+        self.capacity = check_int(cap, "capacity", self.k)
         self.probe, self.increment = check_schedule(probe, increment, self.k, prefix="")
-        if int(eb_window) != eb_window or eb_window < 1:
-            raise ParameterError("eb_window", f"must be an integer >= 1, got {eb_window!r}")
-        self.eb_window = int(eb_window)
+        self.eb_window = check_int(eb_window, "eb_window", 1)
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
@@ -100,9 +94,23 @@ class SaraCollector(_Base):
         if name in ("sara-history", "sara-mopps", "sara-dps"):
             if history is None:
                 raise ParameterError("history", "sara-history needs an informed.PromptHistory")
-            if epoch_size is None or int(epoch_size) != epoch_size or epoch_size < 1:
+            if epoch_size is None:
                 raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
-        if rule not in ("tau", "price"):
+            check_int(epoch_size, "epoch_size", 1)
+            from .informed import PromptHistory
+
+            if not isinstance(history, PromptHistory):
+                raise ParameterError(
+                    "history", f"must be an informed.PromptHistory, got {type(history).__name__}"
+                )
+        if selector is not None:
+            from .selectors import Selector
+
+            if not isinstance(selector, Selector):
+                raise ParameterError(
+                    "selector", f"must be a selectors.Selector, got {type(selector).__name__}"
+                )
+        if not isinstance(rule, str) or rule not in ("tau", "price"):
             raise ParameterError("rule", f"must be 'tau' or 'price', got {rule!r}")
         self.rule = rule
         self.epoch_size = None if epoch_size is None else int(epoch_size)
@@ -171,6 +179,7 @@ class SaraCollector(_Base):
 
     # --- one step ------------------------------------------------------------------------------
     def collect_step(self, stream, sample):
+        check_call(stream, sample)
         self._begin_step()
         res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
         res.groups, self.done_groups = self.done_groups, []

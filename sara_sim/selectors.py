@@ -28,7 +28,7 @@ first at its next visit, so selection cannot starve it forever.
 
 import numpy as np
 
-from .errors import ParameterError
+from .errors import ParameterError, check_float, check_int, check_unit
 
 FAIL_STATE, MIXED_STATE, PASS_STATE = 0, 1, 2
 
@@ -42,9 +42,10 @@ class Selector:
     def __init__(self, kind, ratio=4.0, target=0.5, seed=0):
         if kind not in ("mopps", "dps"):
             raise ParameterError("selector", f"must be 'mopps' or 'dps', got {kind!r}")
-        if not float(ratio) >= 1.0:
-            raise ParameterError("ratio", f"candidates per wanted prompt must be >= 1, got {ratio}")
-        self.kind, self.ratio, self.target = kind, float(ratio), float(target)
+        ratio = check_float(ratio, "ratio", 1.0)  # candidates per wanted prompt
+        target = check_unit(target, "target")
+        check_int(seed, "seed", 0)
+        self.kind, self.ratio, self.target = kind, ratio, target
         self.rng = np.random.default_rng([seed, 7])
         self.last_state = {}  # prompt key -> state at its last probed visit
         self.transitions = np.ones((3, 3))  # Dirichlet(1) smoothing

@@ -25,14 +25,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, check_k, check_prior, check_unit
+from .budget import check_resources
+from .errors import (
+    ParameterError,
+    check_int,
+    check_k,
+    check_prior,
+    check_schedule,
+    check_unit,
+)
 from .kernels import N_FIELDS, sara_steps
 from .laws import TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, batch_steps
 from .rng import seed_states
 from .sources import init_pool
-from .strategies import SaraPlanner, batch_params, default_params, info
+from .strategies import SaraPlanner, batch_params, check_params, default_params, info
 
 SIM_VERSION = 1  # bump when results of a given configuration change (parquet cache key)
 
@@ -46,9 +54,7 @@ class SimResult:
 
 
 def _check_int(v, name, lo):
-    if isinstance(v, bool) or v is None or int(v) != v or v < lo:
-        raise ParameterError(name, f"must be an integer >= {lo}, got {v!r}")
-    return int(v)
+    return check_int(v, name, lo)
 
 
 def _chunks(steps, bar, n=50):
@@ -101,9 +107,14 @@ def _simulate(
     tokens=None,
     progress=False,
     log_events=0,
+    force=False,
     **params,
 ):
+    if not isinstance(strategy, str):
+        raise ParameterError("--strategy", f"must be a strategy name, got {strategy!r}")
     meta = info(strategy)
+    if not callable(getattr(law, "log_moment", None)) and law_kind(law) != "sequences":
+        raise ParameterError("--difficulty", f"must be a law object (laws.py), got {law!r}")
     k = check_k(k, "--k")
     if law.max_k is not None and k > law.max_k:
         raise ParameterError("--k", f"k={k} exceeds the {law.max_k} recorded samples per record")
@@ -116,25 +127,24 @@ def _simulate(
     if tau_high is not None and check_unit(tau_high, "--tau-high") <= tau_low:
         raise ParameterError("--tau-high", f"must exceed tau_low={tau_low}, got {tau_high}")
     prior = check_prior(prior, "--prior")
-    tokens = tokens or TokenModel()
+    tokens = TokenModel() if tokens is None else tokens
+    if not isinstance(tokens, TokenModel):
+        raise ParameterError("tokens", f"must be a laws.TokenModel, got {tokens!r}")
+    log_events = check_int(log_events, "log_events", 0)
     if budget is not None:
         budget = _check_int(budget, "--budget", k)
         if strategy not in ("uniform", "sara", "sara-eb", "sara-auto", "speed"):
             raise ParameterError(
                 "--budget", f"fixed-budget runs: uniform and the SARA family, not {strategy}"
             )
-    for name, v in (("--probe", probe), ("--increment", increment)):
-        if isinstance(v, bool) or int(v) != v or not 0 <= v <= k:
-            raise ParameterError(name, f"must be an integer in [0, k={k}] (0 = auto), got {v!r}")
+    probe, increment = check_schedule(probe, increment, k)
     max_rounds = _check_int(max_rounds, "--max-rounds", 1)
-    unknown = set(params) - set(default_params(strategy, k, groups))
-    if unknown:
-        raise ParameterError(
-            f"--{sorted(unknown)[0].replace('_', '-')}", f"not a parameter of {strategy}"
-        )
+    params = check_params(strategy, k, groups, params)
     prm = {**default_params(strategy, k, groups), **params}
     cap = (groups * k if budget is None else budget) if capacity is None else capacity
     cap = _check_int(cap, "--capacity", k)
+    check_resources(strategy, law, k, groups, budget, steps, replicates, cap,
+                    {**prm, "max_rounds": max_rounds}, force)  # fmt: skip
     lawt = encode_law(law, k, pool)
     n_pool = max(lawt[1], 1)
     rng = seed_states(seed, replicates)

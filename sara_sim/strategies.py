@@ -50,7 +50,7 @@ import numpy as np
 from scipy.special import betaln, digamma, polygamma
 
 from .difficulty import BetaLaw, fit_beta_binomial
-from .errors import ParameterError
+from .errors import ParameterError, check_float, check_int, check_prior
 from .peers import (
     DPS,
     DS,
@@ -190,11 +190,35 @@ def default_params(name, k, groups=64):
     return out
 
 
+def check_params(name, k, groups, params):
+    """Each given strategy parameter has its default's type: integers stay integers, floats are
+    finite, pairs are two finite numbers > 0, switches are True / False, choices are strings (their
+    allowed values are checked where they are used).  Unknown keys are refused."""
+    defaults = default_params(name, k, groups)
+    unknown = set(params) - set(defaults)
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ParameterError(f"--{key.replace('_', '-')}", f"not a parameter of {name}")
+    out = {}
+    for key, v in params.items():
+        flag, d = f"--{key.replace('_', '-')}", defaults[key]
+        if isinstance(d, bool):
+            if not isinstance(v, bool | np.bool_):
+                raise ParameterError(flag, f"must be True or False, got {v!r}")
+        elif isinstance(d, int):
+            v = check_int(v, flag)
+        elif isinstance(d, float):
+            v = check_float(v, flag)
+        elif isinstance(d, tuple):
+            v = check_prior(v, flag)
+        elif isinstance(d, str) and not isinstance(v, str):
+            raise ParameterError(flag, f"must be a name, got {v!r}")
+        out[key] = v
+    return out
+
+
 def _int_param(params, key, lo, name=None):
-    v = params[key]
-    if isinstance(v, bool) or int(v) != v or v < lo:
-        raise ParameterError(f"--{(name or key).replace('_', '-')}", f"must be an integer >= {lo}")
-    return int(v)
+    return check_int(params[key], f"--{(name or key).replace('_', '-')}", lo)
 
 
 def batch_params(name, k, params):

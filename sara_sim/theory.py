@@ -19,11 +19,19 @@ expected signal proxy sum over committed groups of s(k - s)/k^2 (both reported p
 """
 
 import math
+import sys
 
 import numpy as np
 from scipy.special import gammaln
 
-from .errors import ParameterError, check_k, check_prior, check_schedule, check_unit
+from .errors import (
+    ParameterError,
+    check_int,
+    check_k,
+    check_prior,
+    check_schedule,
+    check_unit,
+)
 from .policy import (
     ABANDON,
     COMMIT,
@@ -73,11 +81,37 @@ def _expected_rounds(law, k, plan, probe, increment):
     return rounds
 
 
+def check_law(law, name: str = "law"):
+    """A difficulty law object (``difficulty.py`` / ``laws.py``): anything with log_moment."""
+    if not callable(getattr(law, "log_moment", None)):
+        raise ParameterError(
+            name, f"must be a law object (e.g. difficulty.parse_law('beta:1,1')), got {law!r}"
+        )
+    return law
+
+
+def check_plan(plan, k, name: str = "plan") -> np.ndarray:
+    """A plan in ``policy.py``'s layout: 5 integers, d0 in {0, 1, 2}, thresholds in [0, k]."""
+    try:
+        vals = [check_int(x, name, 0, k) for x in plan]
+    except (TypeError, ParameterError):
+        vals = None
+    if vals is None or len(vals) != 5 or vals[0] > 2:
+        raise ParameterError(
+            name, f"must be 5 integers [d0 in 0..2, then 4 thresholds in [0, k={k}]], got {plan!r}"
+        )
+    return np.asarray(vals, np.int64)
+
+
 def plan_law(law, k, plan, probe=0, increment=0):
-    """Exact per-prompt quantities of a plan (see module docstring) under `law`."""
+    """Exact per-prompt quantities of a plan (see module docstring) under `law`.
+
+    Every value is a finite float or None where it is undefined: the cost per effective group is
+    ``inf`` when no group can be effective (the CLIs print such a value as JSON null)."""
+    check_law(law)
     k = check_k(k)
     probe, increment = check_schedule(probe, increment, k)
-    plan = np.asarray(plan, np.int64)
+    plan = check_plan(plan, k)
     lm = law.log_moment
     s = np.arange(k + 1)
     p_full = np.exp(_log_binom(k, s) + lm(s, k - s))  # successes in a full group
@@ -145,6 +179,7 @@ def sequential_law(law, k, tau_low, tau_high=None, prior=(1.0, 1.0), probe=0, in
 
     probe = increment = 1 is the strictly sequential rule; 0 (auto) reproduces its decisions and
     rollouts exactly in fewer rounds."""
+    check_law(law, "--difficulty")
     k = check_k(k, "--k")
     tau_low = check_unit(tau_low, "--tau-low")
     th = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "--tau-high")
@@ -163,21 +198,32 @@ def tau_breakpoints(k, prior=(1.0, 1.0)):
     """Every tau_low at which the tau rule's plan changes (the p_eff values along both sides)."""
     from .beta import p_eff_ufunc
 
+    k = check_k(k, "--k")
+    a0, b0 = check_prior(prior, "--prior")
     n = np.arange(0, k + 1)
-    a0, b0 = prior
     vals = np.concatenate(
         [p_eff_ufunc(n, np.zeros_like(n), k, a0, b0), p_eff_ufunc(n, n, k, a0, b0)]
     )
     return np.unique(np.clip(vals, 0.0, 1.0))
 
 
-def best_tau(law, k, prior=(1.0, 1.0), probe=0, increment=0):
+def best_tau(law, k, prior=(1.0, 1.0), probe=0, increment=0, progress=False):
     """Exact best single tau_low: the cost is piecewise constant in tau_low with breaks at the
-    p_eff values, so one tau per piece covers all of [0, 1].  Returns (tau, cost, (lo, hi))."""
+    p_eff values, so one tau per piece covers all of [0, 1].  Returns (tau, cost, (lo, hi)).
+    O(k^2) work (~2k pieces of O(k)); `progress` shows a bar on a terminal for large k."""
+    check_law(law, "--difficulty")
+    k = check_k(k, "--k")
+    prior = check_prior(prior, "--prior")
+    check_schedule(probe, increment, k)
     edges = np.concatenate([[0.0], tau_breakpoints(k, prior), [1.0]])
     edges = np.unique(edges)
     best = (None, math.inf, None)
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    pieces = list(zip(edges[:-1], edges[1:]))
+    if progress and len(pieces) > 2000 and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        pieces = tqdm(pieces, desc="best tau_low", unit="piece", leave=False)
+    for lo, hi in pieces:
         tau = 0.5 * (lo + hi)  # inside the piece (lo, hi]: the plan is constant there
         cost = sequential_law(law, k, tau, None, prior, probe, increment)[
             "cost_per_effective_group"

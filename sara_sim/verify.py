@@ -30,6 +30,7 @@ claim's assumption does not hold the cell is shown (``holds`` / ``breaks``) but 
 """
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .difficulty import BetaLaw, MixtureLaw
+from .errors import check_budget, check_int
 from .laws import DriftLaw, parse_sim_law
 from .optimal import bayes_optimal
 from .policy import ABANDON, FAIL, PASS, side_terminal, threshold_plan
@@ -140,18 +142,45 @@ def _cell(sc, law, k, tau, steps, replicates, seed, groups):
     return plan, th, fy, fb
 
 
+def _sizes(quick, steps, replicates):
+    """steps / replicates per cell: None = the grid's default; anything else an integer >= 1."""
+    steps = (20 if quick else 80) if steps is None else check_int(steps, "--steps", 1)
+    reps = (2 if quick else 4) if replicates is None else check_int(replicates, "--replicates", 1)
+    return steps, reps
+
+
+def check_verify_size(quick=False, steps=None, replicates=None, force=False, groups=64):
+    """Refuse a grid that would not finish in a few minutes (see simulate.ROLLOUT_LIMIT)."""
+    from .budget import ROLLOUT_LIMIT
+
+    steps, reps = _sizes(quick, steps, replicates)
+    ks, taus = ((4, 8, 16), (0.2, 0.3)) if quick else (KS, TAUS)
+    # each (scenario, tau, k) cell: a fixed-yield and a fixed-budget run of ~groups x k / step,
+    # ~2x that for the saturated laws; plus one Bayes-optimal run per (scenario, k)
+    rollouts = len(SCENARIOS) * (2 * len(taus) + 1) * sum(ks) * groups * 2.0 * steps * reps
+    name = (
+        "--steps" if steps / (20 if quick else 80) >= reps / (2 if quick else 4) else "--replicates"
+    )
+    check_budget(rollouts, ROLLOUT_LIMIT, name, "simulated rollouts of the grid", force)
+
+
 def run_claims(quick=False, steps=None, replicates=None, seed=0, scenarios=None, ks=None,
-               taus=None, groups=64):  # fmt: skip
+               taus=None, groups=64, progress=False):  # fmt: skip
     """All cells as a tidy DataFrame (one row per claim x scenario x policy x k x tau_low).
 
     Under drift exact theory (of the step-0 law) does not apply: whether a claim holds there is
-    judged on the simulated value."""
+    judged on the simulated value.  `progress` shows a bar over scenarios on a terminal."""
     ks = ks or ((4, 8, 16) if quick else KS)
     taus = taus or ((0.2, 0.3) if quick else TAUS)
-    steps = steps or (20 if quick else 80)
-    replicates = replicates or (2 if quick else 4)
+    steps, replicates = _sizes(quick, steps, replicates)
+    seed = check_int(seed, "--seed", 0)
+    groups = check_int(groups, "groups", 1)
     chosen = [s for s in SCENARIOS if scenarios is None or s.key in scenarios]
     rows = []
+    if progress and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        chosen = tqdm(chosen, desc="verify", unit="scenario", leave=False)
     for sc in chosen:
         if sc.spec.startswith("history:") and not HISTORY.is_file():
             continue
@@ -241,26 +270,26 @@ def report(rows):
 
 
 def format_tables(rows):
-    """One text table per claim: rows (scenario, policy, tau_low), columns k, cells sim (exact)."""
+    """One text table per claim, at most 100 columns: per (scenario, policy, tau_low) a `sim` line
+    (the simulated value and its mark) and an `exact` line, one column per k."""
     lines = []
-    mark = {"pass": "", "FAIL": " FAIL", "holds": " ~", "breaks": " x"}
+    mark = {"pass": " ", "FAIL": "!", "holds": "~", "breaks": "x"}
     for claim, grp in rows.groupby("claim"):
-        lines.append(
-            f"\n== {claim}: {grp['quantity'].iloc[0]}  (sim (exact); ~ holds / x breaks "
-            "where the assumption does not hold)"
-        )
+        lines.append(f"\n== {claim}: {grp['quantity'].iloc[0]}")
+        lines.append("   (! FAIL; ~ holds / x breaks where the assumption does not hold)")
         ks = sorted(grp["k"].unique())
-        lines.append(
-            f"{'scenario':<16}{'policy':<14}{'tau':>5}  " + "".join(f"{k:>20}" for k in ks)
-        )
+        lines.append(f"{'scenario':<15}{'policy':<14}{'tau':>5}{'':6}" + "".join(
+            f"{'k=' + str(k):>10}" for k in ks))  # fmt: skip
         for (sc, pol, tau), g in grp.groupby(["scenario", "policy", "tau_low"], dropna=False):
-            cells = {
-                r.k: f"{r.simulated:.3f} ({r.exact:.3f}){mark[r.status]}" for r in g.itertuples()
-            }
+            by_k = {r.k: r for r in g.itertuples()}
             tau_s = (
                 "-" if tau is None or (isinstance(tau, float) and math.isnan(tau)) else f"{tau:g}"
             )
-            lines.append(
-                f"{sc:<16}{pol:<14}{tau_s:>5}  " + "".join(f"{cells.get(k, ''):>20}" for k in ks)
+            sim = "".join(
+                f"{by_k[k].simulated:>9.3f}{mark[by_k[k].status]}" if k in by_k else " " * 10
+                for k in ks
             )
+            exact = "".join(f"{by_k[k].exact:>9.3f} " if k in by_k else " " * 10 for k in ks)
+            lines.append((f"{sc:<15}{pol:<14}{tau_s:>5}{'   sim':<6}" + sim).rstrip())
+            lines.append((f"{'':<34}{' exact':<6}" + exact).rstrip())
     return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""Resource bounds of the simulator: estimate the rollouts, prior fits and memory of a request
+before running it, and refuse (one line naming the biggest factor) what would not finish in a few
+minutes on this machine — unless the caller passes ``force=True`` (the CLIs' ``--force``).
+
+>>> from sara_sim.difficulty import BetaLaw
+>>> rollouts, fits, nbytes = estimate("sara", BetaLaw(1, 1), 8, 64, None, 100, 4)
+>>> round(rollouts), nbytes < 8 * 2**20    # 64 x 8 / P(mixed) x 100 steps x 4 replicates; < 8 MiB
+(263314, True)
+"""
+
+import math
+
+from .errors import check_budget
+from .metrics import N_METRICS
+from .strategies import info
+
+# What "a few minutes on this machine" means for the simulator (2 cores, 24 GiB, shared): the
+# kernels generate ~25-90 M rollouts/s (`sara-sim bench`), the adaptive strategies pay ~1 ms of
+# Python per replicate-step for their prior fit, and the open-prompt table must fit in memory.
+ROLLOUT_LIMIT = 1e10
+ADAPTIVE_STEP_LIMIT = 2e5
+MEMORY_LIMIT = 8 * 2**30
+_DEFAULTS = {"--groups": 64, "--steps": 100, "--replicates": 4, "--k": 8}
+
+
+def estimate(strategy, law, k, groups, budget, steps, replicates, capacity=None, params=None):
+    """(expected rollouts, replicate-steps, bytes) of a ``simulate`` call, before running it.
+
+    Rollouts per step: fixed-budget = budget; fixed-yield = N x k / P(mixed) under the law's
+    step-0 moments (1 / P(mixed) prompts per effective group), capped by the strategy's own round
+    or batch cap.  Bytes: the open-prompt table (~4 probes per round slot, 136 B each) and the
+    per-step metric frame."""
+    from .kernels import N_FIELDS
+
+    params = params or {}
+    cap = (groups * k if budget is None else budget) if capacity is None else capacity
+    if budget is not None:
+        per_step = float(budget)
+    else:
+        try:
+            p_mixed = 1.0 - math.exp(law.log_moment(0, k)) - math.exp(law.log_moment(k, 0))
+        except (AttributeError, ValueError, OverflowError):
+            p_mixed = 1.0
+        per_step = groups * k / max(p_mixed, 1e-12)
+        limit = cap * float(params.get("max_rounds", 100))  # SARA family: round cap
+        if "max_num_gen_batches" in params and params["max_num_gen_batches"]:
+            gbs = params.get("gen_batch_size") or groups
+            limit = float(params["max_num_gen_batches"]) * gbs * k
+        per_step = min(per_step, limit)
+    rollouts = per_step * steps * replicates
+    open_table = replicates * (4.0 * cap + 64.0) * (8 * N_FIELDS + 24)
+    frame = 3.0 * replicates * steps * N_METRICS * 8
+    return rollouts, float(steps) * replicates, open_table + frame
+
+
+def largest_factor(k, groups, budget, steps, replicates):
+    """The flag furthest above its default: the one a too-big request names."""
+    given = {"--groups": groups if budget is None else budget / k, "--steps": steps}
+    given.update({"--replicates": replicates, "--k": k})
+    worst = max(given, key=lambda key: given[key] / _DEFAULTS[key])
+    return "--budget" if budget is not None and worst == "--groups" else worst
+
+
+def check_resources(strategy, law, k, groups, budget, steps, replicates, capacity, params, force):
+    """Refuse (ParameterError naming the biggest factor) what would not finish in a few minutes
+    or would not fit in memory; ``force=True`` skips the check."""
+    if force:
+        return
+    rollouts, rep_steps, nbytes = estimate(
+        strategy, law, k, groups, budget, steps, replicates, capacity, params
+    )
+    worst = largest_factor(k, groups, budget, steps, replicates)
+    check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
+    check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts", force)
+    if info(strategy).name in ("sara-eb", "sara-auto", "sara-history"):
+        name = "--steps" if steps >= replicates else "--replicates"
+        check_budget(rep_steps, ADAPTIVE_STEP_LIMIT, name, "prior fits (steps x replicates)", force)
