@@ -69,9 +69,19 @@ def test_the_docs_show_the_commands_we_expect():
     assert any("make-tiny" in c for c in cmds) and any("real_compare.py" in c for c in cmds)
 
 
-def test_every_documented_command_runs(tiny_dir, engine, tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def shared_engine(engine, hf_model):
+    """The session's engine, given back holding the tiny model's own weights: later tests
+    compare it with the untrained model."""
+    yield engine
+    engine.push_weights(hf_model)
+
+
+def test_every_documented_command_runs(tiny_dir, shared_engine, tmp_path, monkeypatch, capsys):
     import real.train
     from real.cli import build_parser, main
+
+    engine = shared_engine
 
     monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
     sys.path.insert(0, str(ROOT / "benchmarks"))
