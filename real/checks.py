@@ -9,13 +9,12 @@ a traceback after an engine has spent minutes starting.
 * a folder another live run is writing (its `.lock` is held) is refused;
 * a request whose memory would not fit this machine is refused unless `--force`."""
 
-import math
 import os
 import re
 from pathlib import Path
 
 from real.tasks import TASKS
-from sara_sim.errors import ParameterError, check_k
+from sara_sim.errors import ParameterError, check_float, check_int, check_k
 
 ALLOCATORS = (
     "uniform",
@@ -42,31 +41,6 @@ def check_allocator(name: str, flag: str = "--allocator") -> str:
             flag, f"unknown allocator {name!r}; choose from {', '.join(ALLOCATORS)}"
         )
     return name
-
-
-# ---------------------------------------------------------------- scalar checks
-
-
-def check_int(v, flag: str, lo: int, hi: int | None = None) -> int:
-    """An integer (bool is not one) in [lo, hi]."""
-    ok = isinstance(v, int) and not isinstance(v, bool)
-    if not ok or v < lo or (hi is not None and v > hi):
-        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
-        raise ParameterError(flag, f"must be {rng}, got {v!r}")
-    return v
-
-
-def check_float(v, flag: str, lo: float, hi: float = math.inf, *, lo_open=False, hi_open=False):
-    """A finite number in the interval [lo, hi] (ends open where asked)."""
-    bad = isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-    if not bad:
-        bad = v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi)
-    if bad:
-        left, right = "(" if lo_open else "[", ")" if hi_open or hi == math.inf else "]"
-        raise ParameterError(
-            flag, f"must be a finite number in {left}{lo:g}, {hi:g}{right}, got {v!r}"
-        )
-    return float(v)
 
 
 def _choice(v, flag: str, allowed) -> str:

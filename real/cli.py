@@ -194,8 +194,9 @@ def _config(a, allocator):
 def cmd_make_tiny(a) -> int:
     import json
 
-    from real.checks import check_float, check_int, check_writable
+    from real.checks import check_writable
     from real.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
+    from sara_sim.errors import check_float, check_int
 
     if a.time_cap is not None:
         check_float(a.time_cap, "--time-cap", 0.0, lo_open=True)

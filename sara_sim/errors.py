@@ -57,8 +57,9 @@ def check_int(v, name: str, lo=None, hi=None) -> int:
     return int(v)
 
 
-def check_float(v, name: str, lo=None, hi=None, lo_open=False) -> float:
-    """A finite real number in [lo, hi] ((lo, hi] with lo_open); bool and strings are rejected."""
+def check_float(v, name: str, lo=None, hi=None, lo_open=False, hi_open=False) -> float:
+    """A finite real number in [lo, hi] (an end open with lo_open / hi_open); bool and strings
+    are rejected."""
     ok = isinstance(v, numbers.Real | np.floating | np.integer) and not isinstance(
         v, bool | np.bool_
     )
@@ -68,14 +69,14 @@ def check_float(v, name: str, lo=None, hi=None, lo_open=False) -> float:
         x = math.nan
     bad = not math.isfinite(x)
     bad = bad or (lo is not None and (x <= lo if lo_open else x < lo))
-    bad = bad or (hi is not None and x > hi)
+    bad = bad or (hi is not None and (x >= hi if hi_open else x > hi))
     if bad:
         if lo is not None and hi is not None:
-            rng = f" in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+            rng = f" in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
         elif lo is not None:
             rng = f" {'>' if lo_open else '>='} {lo:g}"
         else:
-            rng = "" if hi is None else f" <= {hi:g}"
+            rng = "" if hi is None else f" {'<' if hi_open else '<='} {hi:g}"
         raise ParameterError(name, f"must be a finite number{rng}, got {v!r}")
     return x
 
