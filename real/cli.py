@@ -61,6 +61,7 @@ def _common(p):
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--overwrite", action="store_true", help="start over in a used --out")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--engine-url", default=None, help="running vLLM server(s) URL[,URL...]")
 
 
 def build_parser():
@@ -79,6 +80,11 @@ def build_parser():
     _common(p)
     p.add_argument("--allocators", default="uniform,ds,sara,sara-eb,sara-auto")
     p.add_argument("--out", default="runs/compare", help="directory for runs, table, plots")
+    from real.audit import add_audit_args
+    from real.serve import add_serve_args
+
+    add_serve_args(sub.add_parser("serve", help="start a vLLM server for a model (CPU settings)"))
+    add_audit_args(sub.add_parser("audit", help="what each allocator would cost on a model"))
     return ap
 
 
@@ -90,6 +96,10 @@ def _config(a, allocator):
     kw = {f.name: getattr(a, f.name) for f in fields(Config) if hasattr(a, f.name)}
     kw.update(allocator=allocator, std_norm=not a.no_std, progress=not a.no_progress)
     kw["prior"] = _prior(a.prior)
+    if a.engine_url:
+        from real.client import parse_urls
+
+        kw["engine_url"] = ",".join(parse_urls(a.engine_url))
     return Config(**kw)
 
 
@@ -183,19 +193,25 @@ def _with_overwrite(cfg):
 
 
 def main(argv=None) -> int:
+    from real.audit import cmd_audit
+    from real.client import ServerError
+    from real.serve import cmd_serve
     from sara_sim.errors import ParameterError
 
     args = build_parser().parse_args(argv)
+    cmds = {"make-tiny": cmd_make_tiny, "validate": cmd_validate, "compare": cmd_compare}
+    cmds.update(serve=cmd_serve, audit=cmd_audit)
     try:
-        return {"make-tiny": cmd_make_tiny, "validate": cmd_validate, "compare": cmd_compare}[
-            args.cmd
-        ](args)
+        return cmds[args.cmd](args)
     except ParameterError as e:
         print(f"sara-real: error: {e}", file=sys.stderr)
         return 2
     except FileExistsError as e:
         print(f"sara-real: error: {e}", file=sys.stderr)
         return 2
+    except ServerError as e:  # a server down mid-run: what was written stays; --resume goes on
+        print(f"sara-real: error: {e} (resume with --resume)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("sara-real: interrupted (resume with --resume)", file=sys.stderr)
         return 130

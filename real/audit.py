@@ -1,0 +1,470 @@
+"""`sara-real audit`: what would SARA save on *my* model and *my* data, before I change training?
+
+    sara-real audit --engine-url http://127.0.0.1:8000 --task arithmetic --prompts 256 --k 8 \\
+        --passes 2 --out runs/audit
+
+Samples k rollouts for each of P prompts (E passes; optionally `--train-steps S` GRPO steps
+between passes, off by default), writes `history.csv` in `sara-sim`'s `history:` format
+(prompt_id, epoch, correct, samples) plus the completion tokens of passing and failing rollouts,
+and prints (and writes to `audit.json`) what each allocator would cost on that model:
+
+* DS (verl dynamic sampling) and SARA at each tau_low: rollouts and tokens per effective group,
+  exact theory (`sara_sim.theory`) for the recorded law — the same numbers as
+  `sara-sim theory --difficulty history:OUT/history.csv --k K --tau-low T`;
+* the best tau_low (`theory.best_tau`) and the Bayes-optimal stopping policy
+  (`sara_sim.optimal.bayes_optimal`) for that law;
+* with E >= 2, the history-informed strategies replayed on the recorded passes (`sara_sim.replay`);
+* percentile bootstrap intervals over prompts (each plan fixed, re-evaluated on resampled prompts);
+* the settings it recommends.
+
+Tokens: a rollout's expected count of passes and fails under a plan is exact (exchangeability:
+P(the t-th rollout is drawn and passes) = M(1, 0) minus M(1, e) for t beyond an abandonment point
+e of the fail side, ...); tokens = passes x mean passing length + fails x mean failing length,
+the lengths measured here."""
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from sara_sim.errors import ParameterError, check_k
+
+TAU_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
+INFORMED = ("sara-history", "sara-mopps", "sara-dps")
+
+
+# ------------------------------------------------------------------ checks (before any engine)
+
+
+def check_audit_args(a) -> None:
+    from real.tasks import TASKS
+
+    if a.task not in TASKS:
+        raise ParameterError("--task", f"unknown task {a.task!r}; choose one of {', '.join(TASKS)}")
+    if a.task_path and a.task != "math":
+        raise ParameterError("--task-path", f"only the math task reads a file (task is {a.task})")
+    if a.task_path and not Path(a.task_path).is_file():
+        raise ParameterError("--task-path", f"no such file: {a.task_path}")
+    check_k(a.k, "--k")
+    for flag, v, lo in (
+        ("--prompts", a.prompts, 1),
+        ("--passes", a.passes, 1),
+        ("--train-steps", a.train_steps, 0),
+        ("--bootstrap", a.bootstrap, 0),
+        ("--batch", a.batch, 1),
+    ):
+        if isinstance(v, bool) or int(v) != v or v < lo:
+            raise ParameterError(flag, f"must be an integer >= {lo}, got {v!r}")
+    if a.max_tokens is not None and a.max_tokens < 1:
+        raise ParameterError("--max-tokens", f"must be an integer >= 1, got {a.max_tokens!r}")
+    if not a.temperature > 0:
+        raise ParameterError("--temperature", f"must be > 0, got {a.temperature!r}")
+    parse_taus(a.tau_grid)
+    if a.engine_url:
+        from real.client import parse_urls
+
+        parse_urls(a.engine_url)
+    if a.model is not None:
+        from real.checks import resolve_model
+
+        resolve_model(a.model, build=False)
+    out = Path(a.out)
+    if (out / "history.csv").exists() and not a.overwrite:
+        raise ParameterError("--out", f"{out} already holds an audit; pass --overwrite to redo it")
+
+
+def parse_taus(text) -> list[float]:
+    try:
+        taus = [float(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(
+            "--tau-grid", f"must be comma-separated numbers, got {text!r}"
+        ) from None
+    if not taus or not all(0.0 <= t <= 1.0 for t in taus):
+        raise ParameterError("--tau-grid", f"each tau_low must be in [0, 1], got {text!r}")
+    return taus
+
+
+# ------------------------------------------------------------------ sampling
+
+
+def sample_pass(engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch,
+                bar=None) -> list[dict]:  # fmt: skip
+    """k rollouts of prompts 0..P-1 -> one history row each (with token sums per outcome)."""
+    bases = np.random.default_rng([seed, 0xA0D1, epoch]).integers(0, 2**31 - 1 - k, n_prompts)
+    rows = []
+    for lo in range(0, n_prompts, batch):
+        ids = range(lo, min(lo + batch, n_prompts))
+        probs = [task.problem(i) for i in ids]
+        res = engine.generate(
+            [p.prompt for p in probs],
+            [k] * len(probs),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seeds=[(bases[i] + np.arange(k)).tolist() for i in ids],  # one request per prompt
+        )
+        for i, p, r in zip(ids, probs, res, strict=True):
+            rewards = [guard(c.text, p) for c in r.completions]
+            toks = [c.n_tokens for c in r.completions]
+            rows.append(
+                {
+                    "prompt_id": i,
+                    "epoch": epoch,
+                    "correct": int(sum(rewards)),
+                    "samples": len(rewards),
+                    "pass_tokens": int(sum(t for t, w in zip(toks, rewards) if w)),
+                    "fail_tokens": int(sum(t for t, w in zip(toks, rewards) if not w)),
+                }
+            )
+        if bar is not None:
+            bar.update(len(probs))
+    return rows
+
+
+def append_rows(path: Path, rows: list[dict]) -> None:
+    """Append a pass to history.csv and fsync: a crash keeps every finished pass."""
+    import pandas as pd
+
+    new = not path.exists()
+    with open(path, "a") as f:
+        pd.DataFrame(rows).to_csv(f, header=new, index=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# ------------------------------------------------------------------ exact analysis
+
+
+def outcome_counts(law, k, res) -> tuple[float, float]:
+    """(E[passing rollouts], E[failing rollouts]) drawn per prompt under a plan's law `res`.
+
+    >>> from sara_sim.difficulty import BetaLaw
+    >>> from sara_sim.theory import sequential_law
+    >>> law = BetaLaw(1, 1); res = sequential_law(law, 8, 0.3)
+    >>> p, f = outcome_counts(law, 8, res)
+    >>> round(p + f, 6) == round(res["rollouts_per_prompt"], 6), round(p, 6) == round(f, 6)
+    (True, True)
+    """
+
+    def m(i, j):
+        return float(np.exp(law.log_moment(i, j)))
+
+    passes, fails = k * m(1, 0), k * m(0, 1)
+    e = res["abandon_after_fail"]
+    if e is not None:  # all e fails: the k - e rollouts after them are never drawn
+        passes -= (k - e) * m(1, e)
+        fails -= (k - e) * m(0, e + 1)
+    e = res["abandon_after_pass"]
+    if e is not None:
+        passes -= (k - e) * m(e + 1, 0)
+        fails -= (k - e) * m(e, 1)
+    return passes, fails
+
+
+def _row(name, law, k, res, lengths, ds):
+    passes, fails = outcome_counts(law, k, res)
+    tokens = passes * lengths[0] + fails * lengths[1]
+    eff = res["p_effective"]
+    row = {
+        "allocator": name,
+        "rollouts_per_effective_group": res["cost_per_effective_group"],
+        "tokens_per_effective_group": tokens / eff if eff > 0 else math.inf,
+        "rollouts_per_prompt": res["rollouts_per_prompt"],
+        "p_effective": eff,
+        "p_false_abandon": res["p_false_abandon"],
+        "abandon_after_fail": res["abandon_after_fail"],
+        "abandon_after_pass": res["abandon_after_pass"],
+        "plan": [int(x) for x in res["plan"]],
+    }
+    if ds is not None:
+        row["savings_vs_ds"] = 1.0 - row["rollouts_per_effective_group"] / ds[0]
+        row["token_savings_vs_ds"] = 1.0 - row["tokens_per_effective_group"] / ds[1]
+    return row
+
+
+def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) -> dict:
+    """Every allocator's exact cost on the recorded law of `frame` (a history.csv frame)."""
+    from sara_sim.difficulty import HistoryLaw
+    from sara_sim.optimal import bayes_optimal
+    from sara_sim.theory import best_tau, sequential_law
+
+    law = HistoryLaw(frame)
+    n_pass, n_all = int(frame["correct"].sum()), int(frame["samples"].sum())
+    lengths = (
+        frame["pass_tokens"].sum() / n_pass if n_pass else 0.0,
+        frame["fail_tokens"].sum() / (n_all - n_pass) if n_all > n_pass else 0.0,
+    )
+    ds_res = sequential_law(law, k, 0.0)  # tau_low 0 never abandons: DS's k / P(mixed)
+    ds_row = _row("ds", law, k, ds_res, lengths, None)
+    ds = (ds_res["ds_cost_per_effective_group"], ds_row["tokens_per_effective_group"])
+    rows = [ds_row | {"savings_vs_ds": 0.0, "token_savings_vs_ds": 0.0}]
+    for t in taus:
+        rows.append(_row("sara", law, k, sequential_law(law, k, t), lengths, ds) | {"tau_low": t})
+    tau, _, (lo, hi) = best_tau(law, k)
+    best = _row("sara", law, k, sequential_law(law, k, tau), lengths, ds)
+    best |= {"tau_low": tau, "tau_interval": [lo, hi]}
+    opt = _row("bayes-optimal", law, k, bayes_optimal(law, k), lengths, ds)
+
+    out = {
+        "k": k,
+        "prompts": int(frame["prompt_id"].nunique()),
+        "passes": int(frame["epoch"].nunique()),
+        "rollouts_sampled": n_all,
+        "mean_success": n_pass / n_all,
+        "p_mixed": ds_res["p_mixed"],
+        "mean_tokens_pass": lengths[0] if n_pass else None,
+        "mean_tokens_fail": lengths[1] if n_all > n_pass else None,
+        "ds": rows[0],
+        "sara": rows[1:],
+        "best_tau": best,
+        "bayes_optimal": opt,
+    }
+    if bootstrap:
+        out["bootstrap"] = _bootstrap(frame, k, [rows[0], *rows[1:], best, opt], bootstrap, seed)
+    if out["passes"] >= 2:
+        out["replay"] = replay_table(frame, k, tau, seed, replay_groups)
+    out["recommended"] = recommend(out)
+    return out
+
+
+def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
+    """95 % percentile intervals over prompts for each row's cost and savings (plan held fixed)."""
+    from sara_sim.difficulty import HistoryLaw
+    from sara_sim.theory import plan_law
+
+    rng = np.random.default_rng([seed, 0xB007])
+    by_plan = {tuple(r["plan"]): [] for r in rows}
+    ds_costs = []
+    groups = {p: g for p, g in frame.groupby("prompt_id")}
+    pids = np.array(list(groups))
+    import pandas as pd
+
+    for _ in range(n_boot):
+        pick = rng.choice(pids, size=len(pids), replace=True)
+        law = HistoryLaw(pd.concat([groups[p] for p in pick], ignore_index=True))
+        ds_cost = None
+        for plan in by_plan:
+            res = plan_law(law, k, plan)
+            ds_cost = res["ds_cost_per_effective_group"]
+            by_plan[plan].append(res["cost_per_effective_group"])
+        ds_costs.append(ds_cost)
+    ds_costs = np.array(ds_costs)
+
+    def ci(x):
+        x = np.asarray(x, float)
+        x = x[np.isfinite(x)]
+        return [float(np.quantile(x, 0.025)), float(np.quantile(x, 0.975))] if len(x) else None
+
+    out = {"resamples": n_boot, "ds_rollouts_per_effective_group": ci(ds_costs)}
+    for r in rows:
+        costs = np.array(by_plan[tuple(r["plan"])])
+        key = r["allocator"] + (f"@{r['tau_low']:g}" if "tau_low" in r else "")
+        if r is rows[-2]:
+            key = "best_tau"
+        out[key] = {
+            "rollouts_per_effective_group": ci(costs),
+            "savings_vs_ds": ci(1.0 - costs / ds_costs),
+        }
+    return out
+
+
+def replay_table(frame, k, tau, seed=0, groups=None) -> list[dict]:
+    """ds, sara (best tau) and the history-informed strategies replayed on the recorded passes."""
+    from sara_sim.difficulty import HISTORY_COLUMNS
+    from sara_sim.replay import replay
+
+    epochs = sorted(int(e) for e in frame["epoch"].unique())
+    groups = groups or max(1, min(32, frame["prompt_id"].nunique() // 4))
+    rows = []
+    for name in ("ds", "sara", *INFORMED):
+        kw = {"tau_low": tau} if name == "sara" else {}
+        out = replay(frame[list(HISTORY_COLUMNS)], name, epochs, seed, k=k, groups=groups, **kw)
+        rows.append(
+            {
+                "strategy": name,
+                "rollouts": out["rollouts"],
+                "effective_groups": out["effective_groups"],
+                "rollouts_per_effective_group": out["cost_per_effective_group"],
+            }
+        )
+    ds = rows[0]["rollouts_per_effective_group"]
+    for r in rows:
+        r["savings_vs_ds"] = 1.0 - r["rollouts_per_effective_group"] / ds
+    return rows
+
+
+def recommend(out) -> dict:
+    """The allocator to train with: SARA's best tau_low only when its interval says it saves."""
+    best, k = out["best_tau"], out["k"]
+    ci = (out.get("bootstrap") or {}).get("best_tau", {}).get("savings_vs_ds")
+    sure = ci is not None and ci[0] > 0
+    rec = {"allocator": "ds", "flags": f"--allocator ds --k {k}"}
+    if best["savings_vs_ds"] > 0 and (sure or ci is None):
+        rec = {
+            "allocator": "sara",
+            "tau_low": best["tau_low"],
+            "flags": f"--allocator sara --k {k} --tau-low {best['tau_low']:.3g}",
+        }
+    rec["reason"] = (
+        f"exact theory on this history: ds {out['ds']['rollouts_per_effective_group']:.2f} "
+        f"rollouts per effective group, sara(tau_low={best['tau_low']:.3g}) "
+        f"{best['rollouts_per_effective_group']:.2f} ({best['savings_vs_ds']:+.1%} saved"
+        + (f", 95% CI {ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "")
+        + f"); Bayes-optimal stopping {out['bayes_optimal']['rollouts_per_effective_group']:.2f}"
+    )
+    informed = [r for r in out.get("replay", []) if r["strategy"] in INFORMED]
+    if informed:
+        top = min(informed, key=lambda r: r["rollouts_per_effective_group"])
+        sara = next(r for r in out["replay"] if r["strategy"] == "sara")
+        if top["rollouts_per_effective_group"] < sara["rollouts_per_effective_group"]:
+            rec["informed"] = {
+                "allocator": top["strategy"],
+                "flags": f"--allocator {top['strategy']} --k {k} --task-size N",
+                "replay_savings_vs_ds": top["savings_vs_ds"],
+            }
+    return rec
+
+
+def finite(x):
+    """JSON contract: finite floats or null (inf / nan -> null), recursively."""
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [finite(v) for v in x]
+    if isinstance(x, float | np.floating):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def format_report(out) -> str:
+    def f(x, spec=".2f"):
+        return "-" if x is None or not math.isfinite(x) else format(x, spec)
+
+    boot = out.get("bootstrap") or {}
+    lines = [
+        f"audit: {out['prompts']} prompts x {out['passes']} pass(es) x k={out['k']}: "
+        f"mean success {out['mean_success']:.3f}, P(mixed group) {out['p_mixed']:.3f}",
+        f"{'allocator':<22}{'roll/eff':>9}{'tok/eff':>10}{'vs ds':>8}{'95% CI':>18}",
+    ]
+    entries = [("ds", out["ds"], boot.get("ds"))]
+    entries += [(f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}"))
+                for r in out["sara"]]  # fmt: skip
+    entries += [(f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"],
+                 boot.get("best_tau")), ("bayes-optimal", out["bayes_optimal"],
+                 boot.get("bayes-optimal"))]  # fmt: skip
+    for name, r, b in entries:
+        ci = (b or {}).get("savings_vs_ds")
+        cis = f"{ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "-"
+        lines.append(
+            f"{name:<22}{f(r['rollouts_per_effective_group']):>9}"
+            f"{f(r['tokens_per_effective_group'], '.1f'):>10}{f(r['savings_vs_ds'], '+.1%'):>8}"
+            f"{cis:>18}"
+        )
+    for r in out.get("replay", []):
+        lines.append(
+            f"replay {r['strategy']:<15}{f(r['rollouts_per_effective_group']):>9}{'':>10}"
+            f"{f(r['savings_vs_ds'], '+.1%'):>8}"
+        )
+    lines.append(f"recommended: {out['recommended']['flags']}  ({out['recommended']['reason']})")
+    if "informed" in out["recommended"]:
+        lines.append(f"  with revisited prompts: {out['recommended']['informed']['flags']}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the command
+
+
+def cmd_audit(a) -> int:
+    return run_audit(a)
+
+
+def run_audit(a, engine=None) -> int:
+    """The audit of the module docstring; `engine` (tests) replaces the one `a` describes."""
+    import pandas as pd
+
+    check_audit_args(a)
+    from real.checks import resolve_model
+    from real.tasks import RewardGuard, make_task
+
+    opts = {"path": a.task_path} if a.task_path else {}
+    task = make_task(a.task, seed=a.seed, **opts)
+    if task.size is not None and a.prompts > task.size:
+        raise ParameterError("--prompts", f"the task has {task.size} prompts, asked {a.prompts}")
+    model_dir = None if a.engine_url and a.model is None else resolve_model(a.model, a.progress)
+    if engine is not None:
+        pass
+    elif a.engine_url:
+        from real.client import ServerEngine
+
+        engine = ServerEngine(a.engine_url, model=model_dir)
+    else:
+        from real.engine import Engine
+
+        engine = Engine(model_dir, seed=a.seed)
+    max_tokens = a.max_tokens or task.max_tokens
+    engine.check_fits([task.problem(i).prompt for i in range(min(a.prompts, 256))], max_tokens)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    hist = out / "history.csv"
+    hist.unlink(missing_ok=True)
+    guard = RewardGuard(task.reward)
+    bar = None
+    if a.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=a.prompts * a.passes, desc="audit", unit="prompt")
+    for epoch in range(a.passes):
+        if epoch and a.train_steps:
+            train_between(a, engine, model_dir or engine.model, epoch)
+        rows = sample_pass(engine, task, guard, a.k, epoch, a.prompts, seed=a.seed,
+                           max_tokens=max_tokens, temperature=a.temperature, batch=a.batch,
+                           bar=bar)  # fmt: skip
+        append_rows(hist, rows)
+    if bar:
+        bar.close()
+    frame = pd.read_csv(hist)
+    res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed)
+    res |= {"task": a.task, "reward_errors": guard.errors, "engine_url": a.engine_url}
+    res = finite(res)
+    (out / "audit.json").write_text(json.dumps(res, indent=1))
+    print(format_report(res))
+    print(f"wrote {hist} and {out / 'audit.json'}")
+    return 0
+
+
+def train_between(a, engine, model_dir, epoch) -> None:
+    """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
+    from real.train import Config, train
+
+    cfg = Config(
+        model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
+        groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,
+        out=str(Path(a.out) / "train"), resume=epoch > 1, overwrite=epoch == 1,
+        eval_every=10**6, eval_problems=16, eval_samples=2, max_tokens=a.max_tokens,
+        temperature=a.temperature, progress=False, engine_url=a.engine_url,
+    )  # fmt: skip
+    train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
+
+
+def add_audit_args(p) -> None:
+    p.add_argument("--engine-url", default=None, help="running vLLM server(s) URL[,URL...]")
+    p.add_argument("--model", default=None, help="model dir (in-process engine without a URL)")
+    p.add_argument("--task", default="arithmetic", help="arithmetic | countdown | math")
+    p.add_argument("--task-path", default=None, help="JSONL file for --task math")
+    p.add_argument("--prompts", type=int, default=256, help="prompts sampled per pass")
+    p.add_argument("--k", type=int, default=8, help="rollouts per prompt (the group size)")
+    p.add_argument("--passes", type=int, default=1, help="passes over the prompts (epochs)")
+    p.add_argument("--train-steps", type=int, default=0, help="GRPO steps between passes (off)")
+    p.add_argument("--tau-grid", default=",".join(f"{t:g}" for t in TAU_GRID), help="tau_low list")
+    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples over prompts")
+    p.add_argument("--batch", type=int, default=64, help="prompts per engine call")
+    p.add_argument("--max-tokens", type=int, default=None, help="completion budget")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/audit", help="folder for history.csv and audit.json")
+    p.add_argument("--overwrite", action="store_true", help="redo an audit already in --out")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
