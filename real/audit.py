@@ -202,10 +202,12 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
     rows = [ds_row | {"savings_vs_ds": 0.0, "token_savings_vs_ds": 0.0}]
     for t in taus:
         rows.append(_row("sara", law, k, sequential_law(law, k, t), lengths, ds) | {"tau_low": t})
-    tau, _, (lo, hi) = best_tau(law, k)
-    best = _row("sara", law, k, sequential_law(law, k, tau), lengths, ds)
-    best |= {"tau_low": tau, "tau_interval": [lo, hi]}
-    opt = _row("bayes-optimal", law, k, bayes_optimal(law, k), lengths, ds)
+    best = opt = None
+    if ds_res["p_mixed"] > 0:  # else no allocator gets an effective group: nothing to optimise
+        tau, _, (lo, hi) = best_tau(law, k)
+        best = _row("sara", law, k, sequential_law(law, k, tau), lengths, ds)
+        best |= {"tau_low": tau, "tau_interval": [lo, hi]}
+        opt = _row("bayes-optimal", law, k, bayes_optimal(law, k), lengths, ds)
 
     out = {
         "k": k,
@@ -221,10 +223,17 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
         "best_tau": best,
         "bayes_optimal": opt,
     }
+    if best is None:
+        out["recommended"] = {
+            "allocator": "ds",
+            "flags": f"--allocator ds --k {k}",
+            "reason": "no mixed group in the sample: every prompt all-pass or all-fail at this k",
+        }
+        return out
     if bootstrap:
         out["bootstrap"] = _bootstrap(frame, k, [rows[0], *rows[1:], best, opt], bootstrap, seed)
     if out["passes"] >= 2:
-        out["replay"] = replay_table(frame, k, tau, seed, replay_groups)
+        out["replay"] = replay_table(frame, k, best["tau_low"], seed, replay_groups)
     out["recommended"] = recommend(out)
     return out
 
@@ -353,9 +362,10 @@ def format_report(out) -> str:
     entries = [("ds", out["ds"], boot.get("ds"))]
     entries += [(f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}"))
                 for r in out["sara"]]  # fmt: skip
-    entries += [(f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"],
-                 boot.get("best_tau")), ("bayes-optimal", out["bayes_optimal"],
-                 boot.get("bayes-optimal"))]  # fmt: skip
+    if out["best_tau"] is not None:
+        entries += [(f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"],
+                     boot.get("best_tau")), ("bayes-optimal", out["bayes_optimal"],
+                     boot.get("bayes-optimal"))]  # fmt: skip
     for name, r, b in entries:
         ci = (b or {}).get("savings_vs_ds")
         cis = f"{ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "-"

@@ -96,19 +96,23 @@ def wait_ready(url: str, proc=None, timeout: float = 900.0, log=None) -> float:
 
 
 def stop_server(proc, timeout: float = 30.0) -> None:
-    """SIGTERM to the server's process group (API server + engine core), SIGKILL if it lingers."""
-    if proc.poll() is not None:
-        return
-    for sig, wait_s in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+    """SIGTERM to the server's process group (API server + engine core), then wait until the
+    whole group is gone; SIGKILL what is left after `timeout`."""
+    pgid = proc.pid  # start_new_session: the leader's pid names the group
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(proc.pid, sig)
+            os.killpg(pgid, sig)
         except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+            break
+        deadline = time.monotonic() + (timeout if sig == signal.SIGTERM else 10.0)
+        while time.monotonic() < deadline:
+            proc.poll()  # reap the leader, or the group never empties
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+    proc.poll()
 
 
 def cmd_serve(a) -> int:
