@@ -1,4 +1,4 @@
-"""`sara-real`: make the tiny model, validate one allocator in a GRPO run, compare several.
+"""`sara-real`: make the tiny model, validate or compare allocators in GRPO runs, serve, audit.
 
 Every argument is checked before torch or vLLM is imported: a bad one exits with status 2 and
 one line naming the parameter."""
