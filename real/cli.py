@@ -210,7 +210,8 @@ def main(argv=None) -> int:
         print(f"sara-real: error: {e}", file=sys.stderr)
         return 2
     except ServerError as e:  # a server down mid-run: what was written stays; --resume goes on
-        print(f"sara-real: error: {e} (resume with --resume)", file=sys.stderr)
+        hint = " (resume with --resume)" if args.cmd in ("validate", "compare") else ""
+        print(f"sara-real: error: {e}{hint}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("sara-real: interrupted (resume with --resume)", file=sys.stderr)

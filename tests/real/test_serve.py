@@ -112,6 +112,21 @@ def test_a_dead_server_fails_over_and_a_down_one_is_named(fake):
         ServerEngine(f"{fake.url},{spare.url}")
 
 
+def test_a_server_down_mid_audit_is_one_line_naming_it(fake, tmp_path):
+    fake.always500 = {"all"}  # up for the start check, then every completion fails
+    p = subprocess.run(
+        [sys.executable, "-m", "real.cli", "audit", "--engine-url", fake.url, "--prompts", "3"]
+        + ["--k", "4", "--no-progress", "--out", str(tmp_path / "a")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.splitlines()[-1].startswith(
+        f"sara-real: error: vLLM server {fake.url}: HTTP 500"
+    )
+
+
 def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
     for bad, msg in (("localhost:8000", "is not an http"), ("http://a:1,http://a:1", "twice")):
         p = subprocess.run(
@@ -397,7 +412,7 @@ def test_outcome_counts_match_enumeration():
 
     import pandas as pd
 
-    from real.audit import outcome_counts
+    from real.audit_theory import outcome_counts
     from sara_sim.difficulty import HistoryLaw
     from sara_sim.theory import sequential_law
 
