@@ -172,6 +172,7 @@ def servers(tiny_dir, tmp_path_factory):
     finally:
         for proc in (a, b):
             stop_server(proc)
+        for proc in (a, b):  # checked after both are stopped: a failure here leaks nothing
             left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True)
             assert not left.stdout.split(), f"processes left in group {proc.pid}: {left.stdout}"
 
