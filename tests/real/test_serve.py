@@ -153,7 +153,6 @@ def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
 def servers(tiny_dir, tmp_path_factory):
     """Two real vLLM servers, started at once: A by `sara-real serve` (the documented command),
     B by the same command line through real.serve.start_server."""
-
     logs = tmp_path_factory.mktemp("servers")
     pa, pb = free_port(), free_port()
     a = subprocess.Popen(
