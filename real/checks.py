@@ -30,7 +30,11 @@ INFORMED = ("sara-history", "sara-mopps", "sara-dps")  # need a finite task: ids
 FINITE_OPTION = ("arithmetic", "countdown")  # generated tasks that take --task-size
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 # Settings a --resume may change: they change how a run is watched, not what it computes.
-RESUMABLE = ("steps", "eval_every", "ckpt_every", "progress", "resume", "overwrite", "force", "out")
+# A server address is where the weights are pushed, not part of the experiment.
+RESUMABLE = (
+    "steps", "eval_every", "ckpt_every", "progress",
+    "resume", "overwrite", "force", "out", "engine_url",
+)  # fmt: skip
 RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
 SEED_MAX = 2**63 - 1
 
@@ -108,6 +112,10 @@ def check_config(cfg) -> None:
     _choice(cfg.old_logprobs, "--old-logprobs", ("engine", "recompute"))
     _choice(cfg.dtype, "--dtype", DTYPES)
     _check_device(cfg.device)
+    if cfg.engine_url is not None:
+        from real.client import parse_urls  # the servers' health is checked when connecting
+
+        parse_urls(cfg.engine_url)
     for flag, path in (("--task-path", cfg.task_path), ("--eval-path", cfg.eval_path)):
         if path and cfg.task != "math":
             raise ParameterError(flag, f"only the math task reads a file (task is {cfg.task})")

@@ -1,4 +1,4 @@
-"""`sara-real`: make the tiny model, validate one allocator in a GRPO run, compare several.
+"""`sara-real`: make the tiny model, validate or compare allocators in GRPO runs, serve, audit.
 
     sara-real make-tiny
     sara-real validate --allocator sara --k 8 --groups 16 --steps 20 --out runs/sara
@@ -22,7 +22,7 @@ FLAG_NAMES = {"std_norm": "--no-std"}
 NOT_FLAGS = ("allocator", "out")  # set per subcommand (validate: --allocator; compare: a list)
 
 
-class _Help(argparse.HelpFormatter):
+class _Help(argparse.ArgumentDefaultsHelpFormatter):  # every flag shows its default
     def _split_lines(self, text, width):  # never break "sara-history" at its hyphen
         import textwrap
 
@@ -36,6 +36,11 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):  # one line, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def add_argument(self, *names, **kw):
+        if kw.get("action") in ("store_true", "store_false"):
+            _SWITCHES.update(names)  # flags without a value: never joined to the next word
+        return super().add_argument(*names, **kw)
 
     def parse_args(self, args=None, namespace=None):
         return super().parse_args(_join_negative(sys.argv[1:] if args is None else args), namespace)
@@ -59,7 +64,7 @@ def _join_negative(argv: list[str]) -> list[str]:
     return out
 
 
-_SWITCHES: set[str] = {"--help", "-h"}  # flags that take no value (filled by _add_flag)
+_SWITCHES: set[str] = {"--help", "-h"}  # flags that take no value (filled by add_argument)
 
 
 # ---------------------------------------------------------------- flags from the dataclass
@@ -112,12 +117,10 @@ def _add_flag(p, f, doc: str, choices=None) -> None:
     default = f.default
     if f.type is bool:
         flag = FLAG_NAMES.get(f.name) or ("--no-" if default else "--") + f.name.replace("_", "-")
-        _SWITCHES.add(flag)
         action = "store_false" if default else "store_true"
         p.add_argument(flag, dest=f.name, action=action, default=default, help=doc)
         return
     flag = FLAG_NAMES.get(f.name, "--" + f.name.replace("_", "-"))
-    shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
     extra = f"; one of {', '.join(choices)}" if choices else ""
     p.add_argument(
         flag,
@@ -125,7 +128,7 @@ def _add_flag(p, f, doc: str, choices=None) -> None:
         type=_value_parser(f.type, f.name),
         default=default,
         metavar=f.name.upper(),
-        help=f"{doc}{extra} (default: {shown})",
+        help=f"{doc}{extra}",
     )
 
 
@@ -155,27 +158,28 @@ def build_parser():
         "--time-cap",
         type=_value_parser(float, "time_cap"),
         default=None,
-        help="safety cap on training seconds; if hit, nothing is saved and the exit status is 1 "
-        "(default: the settings' cap)",
+        help="safety cap on training seconds (none: the settings' cap, 1800 s; 900 s with "
+        "--test-size); if hit, nothing is saved and the exit status is 1",
     )
-    p.add_argument("--seed", type=_value_parser(int, "seed"), default=None, help="(default 0)")
-    _SWITCHES.add("--test-size")
+    p.add_argument("--seed", type=_value_parser(int, "seed"), default=None, help="none = 0")
     names = ", ".join(ALLOCATORS)
     p = sub.add_parser("validate", help="one GRPO run with one allocator")
-    p.add_argument("--allocator", default="sara", help=f"one of {names} (default: sara)")
-    p.add_argument("--out", default="runs/validate", help="run directory (default: runs/validate)")
+    p.add_argument("--allocator", default="sara", help=f"one of {names}")
+    p.add_argument("--out", default="runs/validate", help="run directory")
     _config_flags(p)
     p = sub.add_parser("compare", help="several allocators from the same start")
     p.add_argument(
         "--allocators",
         default="uniform,ds,sara,sara-eb,sara-auto",
-        help=f"comma-separated, from {names} (default: uniform,ds,sara,sara-eb,sara-auto)",
+        help=f"comma-separated, from {names}",
     )
-    p.add_argument(
-        "--out", default="runs/compare", help="folder for the runs, table and plots "
-        "(default: runs/compare)",
-    )  # fmt: skip
+    p.add_argument("--out", default="runs/compare", help="folder for the runs, table and plots")
     _config_flags(p)
+    from real.audit import add_audit_args
+    from real.serve import add_serve_args
+
+    add_serve_args(sub.add_parser("serve", help="start a vLLM server for a model (CPU settings)"))
+    add_audit_args(sub.add_parser("audit", help="what each allocator would cost on a model"))
     return ap
 
 
@@ -245,16 +249,23 @@ def cmd_compare(a) -> int:
 
 
 def main(argv=None) -> int:
+    from real.audit import cmd_audit
+    from real.client import ServerError
+    from real.serve import cmd_serve
     from sara_sim.errors import ParameterError
 
     args = build_parser().parse_args(argv)
+    cmds = {"make-tiny": cmd_make_tiny, "validate": cmd_validate, "compare": cmd_compare}
+    cmds.update(serve=cmd_serve, audit=cmd_audit)
     try:
-        return {"make-tiny": cmd_make_tiny, "validate": cmd_validate, "compare": cmd_compare}[
-            args.cmd
-        ](args)
+        return cmds[args.cmd](args)
     except (ParameterError, FileExistsError) as e:
         print(f"sara-real: error: {e}", file=sys.stderr)
         return 2
+    except ServerError as e:  # a server down mid-run: what was written stays; --resume goes on
+        hint = " (resume with --resume)" if args.cmd in ("validate", "compare") else ""
+        print(f"sara-real: error: {e}{hint}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("sara-real: interrupted (resume with --resume)", file=sys.stderr)
         return 130

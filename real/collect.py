@@ -7,8 +7,9 @@ committed groups carried over, several steps — we keep every prompt's completi
 their rewards were returned; a committed group's GRPO batch is that list cut to k, which is exactly
 the reward list the collector reports for it (checked, not assumed).
 
-Sampling seeds are drawn per rollout from (run seed, call counter), so a resumed run samples what
-an uninterrupted one would have, independent of how vLLM batches the round."""
+Sampling seeds are drawn per request from (run seed, call counter) and run consecutively over the
+request's rollouts, so a resumed run samples what an uninterrupted one would have, independent of
+how vLLM batches the round or which engine (in-process or server) samples it."""
 
 import time
 from dataclasses import dataclass, field
@@ -96,10 +97,14 @@ class RolloutCollector:
         st = self._step
         entries = [self._entry(r) for r in requests]
         ns = [int(r.n) for r in requests]
-        draws = np.random.default_rng([self.seed, 0x5A4A, self.calls]).integers(
-            0, 2**31 - 1, size=sum(ns)
+        # Each request's rollouts get consecutive seeds base, base + 1, ...: vLLM seeds the
+        # i-th child of an n-sample request with seed + i, so a server client sends the whole
+        # request as one HTTP call (real/client.py) and still samples exactly what n seeded
+        # single-sample requests (the in-process engine) would.
+        bases = np.random.default_rng([self.seed, 0x5A4A, self.calls]).integers(
+            0, 2**31 - 1 - max(ns, default=0), size=len(ns)
         )
-        seeds = np.split(draws, np.cumsum(ns)[:-1])
+        seeds = [b + np.arange(n) for b, n in zip(bases, ns, strict=True)]
         self.calls += 1
         tg = time.perf_counter()
         results = self.engine.generate(

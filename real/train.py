@@ -115,6 +115,8 @@ class Config:
     """progress bar"""
     force: bool = False
     """run a request beyond this machine's memory bound (real.checks.check_memory)"""
+    engine_url: str | None = None
+    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
 
 
 # ------------------------------------------------------------------ helpers
@@ -122,6 +124,10 @@ class Config:
 
 def make_engine(cfg: Config, model_dir):
     """The rollout engine for a run (compare builds one and shares it between runs)."""
+    if cfg.engine_url:  # running vLLM servers instead of an in-process engine
+        from real.client import ServerEngine
+
+        return ServerEngine(cfg.engine_url, model=model_dir)
     from real.engine import Engine
 
     kw = {}
@@ -149,7 +155,9 @@ def evaluate(engine, task, cfg: Config, tag: int) -> float:
 
     probs = task.eval_problems()[: cfg.eval_problems or None]
     rng = np.random.default_rng([cfg.seed, 0xE7A1, tag])
-    seeds = [rng.integers(0, 2**31 - 1, size=cfg.eval_samples).tolist() for _ in probs]
+    # consecutive seeds per problem: one request per problem on a server (see collect.py)
+    bases = rng.integers(0, 2**31 - 1 - cfg.eval_samples, size=len(probs))
+    seeds = [(b + np.arange(cfg.eval_samples)).tolist() for b in bases]
     res = engine.generate(
         [p.prompt for p in probs],
         [cfg.eval_samples] * len(probs),

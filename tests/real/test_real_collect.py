@@ -29,6 +29,12 @@ class CoinTask(Task):
         return int(completion == "1")
 
 
+def _u(seed):
+    """A uniform draw named by the rollout's seed (a request's seeds are consecutive, so the
+    seed itself is no uniform draw: hash it)."""
+    return (seed * 2654435761 % 2**32) / 2**32
+
+
 class FakeEngine:
     def __init__(self):
         self.log = {}  # prompt -> every completion produced, in order
@@ -39,7 +45,7 @@ class FakeEngine:
         out = []
         for p, n, sd in zip(prompts, ns, seeds, strict=True):
             rate = (int(p[1:]) * 7 % 11) / 10
-            cs = [Completion("1" if (s % 1000) / 1000 < rate else "0", [s % 97 + 3, 1],
+            cs = [Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1],
                              [-0.5, -0.1]) for s in sd]  # fmt: skip
             assert len(cs) == n
             self.log.setdefault(p, []).extend(cs)
@@ -122,7 +128,7 @@ class PoolEngine(FakeEngine):
         out = []
         for p, n, sd in zip(prompts, ns, seeds, strict=True):
             rate = (int(p[1:]) % 30 * 7 % 11) / 10
-            cs = [Completion("1" if (s % 1000) / 1000 < rate else "0", [s % 97 + 3, 1],
+            cs = [Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1],
                              [-0.5, -0.1]) for s in sd]  # fmt: skip
             assert len(cs) == n
             self.log.setdefault(p, []).extend(cs)

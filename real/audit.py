@@ -1,0 +1,223 @@
+"""`sara-real audit`: what would SARA save on *my* model and *my* data, before I change training?
+
+    sara-real audit --engine-url http://127.0.0.1:8000 --task arithmetic --prompts 256 --k 8 \\
+        --passes 2 --out runs/audit
+
+Samples k rollouts for each of P prompts (E passes; optionally `--train-steps S` GRPO steps
+between passes, off by default), writes `history.csv` in `sara-sim`'s `history:` format
+(prompt_id, epoch, correct, samples) plus the completion tokens of passing and failing rollouts,
+and prints (and writes to `audit.json`) what each allocator would cost on that model:
+
+* DS (verl dynamic sampling) and SARA at each tau_low: rollouts and tokens per effective group,
+  exact theory (`sara_sim.theory`) for the recorded law — the same numbers as
+  `sara-sim theory --difficulty history:OUT/history.csv --k K --tau-low T`;
+* the best tau_low (`theory.best_tau`) and the Bayes-optimal stopping policy
+  (`sara_sim.optimal.bayes_optimal`) for that law;
+* with E >= 2, the history-informed strategies replayed on the recorded passes (`sara_sim.replay`);
+* percentile bootstrap intervals over prompts (each plan fixed, re-evaluated on resampled prompts);
+* the settings it recommends.
+
+The numbers come from `real/audit_theory.py`; this module checks the arguments, samples and
+writes the files."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from real.audit_theory import TAU_GRID, analyze, finite, format_report
+from sara_sim.errors import ParameterError, check_k
+
+# ------------------------------------------------------------------ checks (before any engine)
+
+
+def check_audit_args(a) -> None:
+    from real.tasks import TASKS
+
+    if a.task not in TASKS:
+        raise ParameterError("--task", f"unknown task {a.task!r}; choose one of {', '.join(TASKS)}")
+    if a.task_path and a.task != "math":
+        raise ParameterError("--task-path", f"only the math task reads a file (task is {a.task})")
+    if a.task_path and not Path(a.task_path).is_file():
+        raise ParameterError("--task-path", f"no such file: {a.task_path}")
+    check_k(a.k, "--k")
+    for flag, v, lo in (
+        ("--prompts", a.prompts, 1),
+        ("--passes", a.passes, 1),
+        ("--train-steps", a.train_steps, 0),
+        ("--bootstrap", a.bootstrap, 0),
+        ("--batch", a.batch, 1),
+    ):
+        if isinstance(v, bool) or int(v) != v or v < lo:
+            raise ParameterError(flag, f"must be an integer >= {lo}, got {v!r}")
+    if a.max_tokens is not None and a.max_tokens < 1:
+        raise ParameterError("--max-tokens", f"must be an integer >= 1, got {a.max_tokens!r}")
+    if not a.temperature > 0:
+        raise ParameterError("--temperature", f"must be > 0, got {a.temperature!r}")
+    parse_taus(a.tau_grid)
+    if a.engine_url:
+        from real.client import parse_urls
+
+        parse_urls(a.engine_url)
+    if a.model is not None:
+        from real.checks import resolve_model
+
+        resolve_model(a.model, build=False)
+    out = Path(a.out)
+    if (out / "history.csv").exists() and not a.overwrite:
+        raise ParameterError("--out", f"{out} already holds an audit; pass --overwrite to redo it")
+
+
+def parse_taus(text) -> list[float]:
+    try:
+        taus = [float(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(
+            "--tau-grid", f"must be comma-separated numbers, got {text!r}"
+        ) from None
+    if not taus or not all(0.0 <= t <= 1.0 for t in taus):
+        raise ParameterError("--tau-grid", f"each tau_low must be in [0, 1], got {text!r}")
+    return taus
+
+
+# ------------------------------------------------------------------ sampling
+
+
+def sample_pass(engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch,
+                bar=None) -> list[dict]:  # fmt: skip
+    """k rollouts of prompts 0..P-1 -> one history row each (with token sums per outcome)."""
+    bases = np.random.default_rng([seed, 0xA0D1, epoch]).integers(0, 2**31 - 1 - k, n_prompts)
+    rows = []
+    for lo in range(0, n_prompts, batch):
+        ids = range(lo, min(lo + batch, n_prompts))
+        probs = [task.problem(i) for i in ids]
+        res = engine.generate(
+            [p.prompt for p in probs],
+            [k] * len(probs),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seeds=[(bases[i] + np.arange(k)).tolist() for i in ids],  # one request per prompt
+        )
+        for i, p, r in zip(ids, probs, res, strict=True):
+            rewards = [guard(c.text, p) for c in r.completions]
+            toks = [c.n_tokens for c in r.completions]
+            rows.append(
+                {
+                    "prompt_id": i,
+                    "epoch": epoch,
+                    "correct": int(sum(rewards)),
+                    "samples": len(rewards),
+                    "pass_tokens": int(sum(t for t, w in zip(toks, rewards) if w)),
+                    "fail_tokens": int(sum(t for t, w in zip(toks, rewards) if not w)),
+                }
+            )
+        if bar is not None:
+            bar.update(len(probs))
+    return rows
+
+
+def append_rows(path: Path, rows: list[dict]) -> None:
+    """Append a pass to history.csv and fsync: a crash keeps every finished pass."""
+    import pandas as pd
+
+    new = not path.exists()
+    with open(path, "a") as f:
+        pd.DataFrame(rows).to_csv(f, header=new, index=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# ------------------------------------------------------------------ the command
+
+
+def cmd_audit(a) -> int:
+    return run_audit(a)
+
+
+def run_audit(a, engine=None) -> int:
+    """The audit of the module docstring; `engine` (tests) replaces the one `a` describes."""
+    import pandas as pd
+
+    check_audit_args(a)
+    from real.checks import resolve_model
+    from real.tasks import RewardGuard, make_task
+
+    opts = {"path": a.task_path} if a.task_path else {}
+    task = make_task(a.task, seed=a.seed, **opts)
+    if task.size is not None and a.prompts > task.size:
+        raise ParameterError("--prompts", f"the task has {task.size} prompts, asked {a.prompts}")
+    model_dir = None if a.engine_url and a.model is None else resolve_model(a.model, a.progress)
+    if engine is not None:
+        pass
+    elif a.engine_url:
+        from real.client import ServerEngine
+
+        engine = ServerEngine(a.engine_url, model=model_dir)
+    else:
+        from real.engine import Engine
+
+        engine = Engine(model_dir, seed=a.seed)
+    max_tokens = a.max_tokens or task.max_tokens
+    engine.check_fits([task.problem(i).prompt for i in range(min(a.prompts, 256))], max_tokens)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    hist = out / "history.csv"
+    hist.unlink(missing_ok=True)
+    guard = RewardGuard(task.reward)
+    bar = None
+    if a.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=a.prompts * a.passes, desc="audit", unit="prompt")
+    for epoch in range(a.passes):
+        if epoch and a.train_steps:
+            train_between(a, engine, model_dir or engine.model, epoch)
+        rows = sample_pass(engine, task, guard, a.k, epoch, a.prompts, seed=a.seed,
+                           max_tokens=max_tokens, temperature=a.temperature, batch=a.batch,
+                           bar=bar)  # fmt: skip
+        append_rows(hist, rows)
+    if bar:
+        bar.close()
+    frame = pd.read_csv(hist)
+    res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed)
+    res |= {"task": a.task, "reward_errors": guard.errors, "engine_url": a.engine_url}
+    res = finite(res)
+    (out / "audit.json").write_text(json.dumps(res, indent=1))
+    print(format_report(res))
+    print(f"wrote {hist} and {out / 'audit.json'}")
+    return 0
+
+
+def train_between(a, engine, model_dir, epoch) -> None:
+    """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
+    from real.train import Config, train
+
+    cfg = Config(
+        model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
+        groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,
+        out=str(Path(a.out) / "train"), resume=epoch > 1, overwrite=epoch == 1,
+        eval_every=10**6, eval_problems=16, eval_samples=2, max_tokens=a.max_tokens,
+        temperature=a.temperature, progress=False, engine_url=a.engine_url,
+    )  # fmt: skip
+    train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
+
+
+def add_audit_args(p) -> None:
+    p.add_argument("--engine-url", default=None, help="running vLLM server(s) URL[,URL...]")
+    p.add_argument("--model", default=None, help="model dir (in-process engine without a URL)")
+    p.add_argument("--task", default="arithmetic", help="arithmetic | countdown | math")
+    p.add_argument("--task-path", default=None, help="JSONL file for --task math")
+    p.add_argument("--prompts", type=int, default=256, help="prompts sampled per pass")
+    p.add_argument("--k", type=int, default=8, help="rollouts per prompt (the group size)")
+    p.add_argument("--passes", type=int, default=1, help="passes over the prompts (epochs)")
+    p.add_argument("--train-steps", type=int, default=0, help="GRPO steps between passes (off)")
+    p.add_argument("--tau-grid", default=",".join(f"{t:g}" for t in TAU_GRID), help="tau_low list")
+    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples over prompts")
+    p.add_argument("--batch", type=int, default=64, help="prompts per engine call")
+    p.add_argument("--max-tokens", type=int, default=None, help="completion budget")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/audit", help="folder for history.csv and audit.json")
+    p.add_argument("--overwrite", action="store_true", help="redo an audit already in --out")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
