@@ -39,6 +39,12 @@ def check_config(cfg) -> None:
             "--task", f"unknown task {cfg.task!r}; choose one of {', '.join(TASKS)}"
         )
     check_allocator(cfg.allocator)
+    if getattr(cfg, "trainer", "native") not in ("native", "trl"):
+        raise ParameterError("--trainer", f"must be native or trl, got {cfg.trainer!r}")
+    if getattr(cfg, "trainer", "native") == "trl":
+        from real.trl_run import check_trl_config  # light: no torch / trl import
+
+        check_trl_config(cfg)
     if cfg.allocator in INFORMED and cfg.task == "arithmetic" and not cfg.task_size:
         raise ParameterError(
             "--task-size", f"{cfg.allocator} learns from revisits: give a finite pool (>= 1)"

@@ -61,6 +61,7 @@ def _common(p):
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--overwrite", action="store_true", help="start over in a used --out")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--trainer", default="native", help="native | trl (TRL's GRPOTrainer)")
 
 
 def build_parser():

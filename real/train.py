@@ -106,6 +106,8 @@ class Config:
     """bf16 autocast in torch forward passes (GPU)"""
     progress: bool = True
     """progress bar"""
+    trainer: str = "native"
+    """native (real/grpo.py) | trl (TRL's GRPOTrainer via real/trl_adapter.py; needs .[trl])"""
 
 
 # ------------------------------------------------------------------ helpers
@@ -165,6 +167,10 @@ def train(cfg: Config, engine=None) -> dict:
     """Run (or resume) one training run; returns the summary dict (also in out/summary.json)."""
     from real.checks import INFORMED, check_config, resolve_model
 
+    if cfg.trainer == "trl":  # the same experiment through TRL's GRPOTrainer
+        from real.trl_run import train_trl
+
+        return train_trl(cfg, engine=engine)
     check_config(cfg)
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     out = Path(cfg.out)
