@@ -33,16 +33,21 @@ restores it before its first rollout, so the prompt iterator continues without r
 import itertools
 import json
 import math
-import os
 import time
 from pathlib import Path
 
 from real.tasks.base import PromptStream
-from real.trl_backends import generate, tokenize
+from real.trl_backends import (
+    SaveCallback,
+    check_trl_args,
+    generate,
+    load_state,
+    save_state,
+    tokenize,
+)
 from sara_sim.allocator import STRATEGIES, make_collector
-from sara_sim.errors import ParameterError, check_k
+from sara_sim.errors import ParameterError
 
-STATE_FILE = "sara_rollout_rank{rank}.pt"
 INFORMED = ("sara-history", "sara-mopps", "sara-dps")
 
 
@@ -77,30 +82,11 @@ class SaraRollout:
         seed: int | None = None,
         **collector_options,
     ):
-        self.G = check_k(args.num_generations, "num_generations")
-        rows = args.per_device_train_batch_size * args.steps_per_generation
-        if rows % self.G:
-            raise ParameterError(
-                "per_device_train_batch_size",
-                f"x steps_per_generation = {rows} rows per process must be a multiple of "
-                f"num_generations={self.G}: each process collects whole groups",
-            )
-        self.B = rows // self.G
+        self.G, self.B, self.user_funcs, self.weights = check_trl_args(args, reward_funcs)
         if allocator not in STRATEGIES:
             raise ParameterError(
                 "allocator", f"unknown strategy {allocator!r}; choose from {', '.join(STRATEGIES)}"
             )
-        funcs = reward_funcs if isinstance(reward_funcs, list | tuple) else [reward_funcs]
-        if not funcs or not all(callable(f) and not hasattr(f, "forward") for f in funcs):
-            raise ParameterError(
-                "reward_funcs",
-                "give one or more Python callables (reward models are not supported)",
-            )
-        self.user_funcs = list(funcs)
-        w = args.reward_weights or [1.0] * len(funcs)
-        if len(w) != len(funcs):
-            raise ParameterError("reward_weights", f"{len(w)} weights for {len(funcs)} functions")
-        self.weights = [float(x) for x in w]
         if not (isinstance(threshold, int | float) and math.isfinite(threshold)):
             raise ParameterError("threshold", f"must be a finite number, got {threshold!r}")
         self.threshold = float(threshold)
@@ -108,13 +94,6 @@ class SaraRollout:
             raise ParameterError(
                 "train_dataset", "needs a map-style datasets.Dataset with a 'prompt' column"
             )
-        for name in ("top_k", "min_p", "repetition_penalty"):  # the vLLM paths don't apply them
-            if getattr(args, name, None) not in (None, 0, 1.0, -1):
-                raise ParameterError(name, "is not supported by SaraRollout; leave the default")
-        if args.use_vllm and args.vllm_mode != "colocate":
-            raise ParameterError("vllm_mode", "SaraRollout drives vLLM in colocate mode only")
-        if args.use_vllm and args.vllm_enable_sleep_mode:
-            raise ParameterError("vllm_enable_sleep_mode", "is not supported by SaraRollout")
         self.backend = "engine" if engine else ("trl-vllm" if args.use_vllm else "hf")
         self.engine = engine
         self.dataset = train_dataset
@@ -127,9 +106,7 @@ class SaraRollout:
         self.rank = int(getattr(args, "process_index", 0))
         self.seed = (args.seed if seed is None else seed) + 1_000_003 * self.rank
         self.name = allocator
-        if (
-            allocator in INFORMED
-        ):  # stream ids are epoch * size + row (see allocator.make_collector)
+        if allocator in INFORMED:  # stream ids are epoch * size + row (see make_collector)
             collector_options.setdefault("epoch_size", self.size)
         self.col = make_collector(
             allocator, k=self.G, groups=self.B, seed=self.seed, **collector_options
@@ -143,7 +120,7 @@ class SaraRollout:
         self._loaded = False
         self._pending = []  # log_metric calls made by user reward functions inside our scoring
         self.reward_funcs = [self._passthrough(i, f) for i, f in enumerate(self.user_funcs)]
-        self.callback = _SaveCallback(self)
+        self.callback = SaveCallback(self)
         self._probe()
 
     def _probe(self):
@@ -158,7 +135,7 @@ class SaraRollout:
                 vals = self._call(f, rows, empty, [[] for _ in rows], state=None)
             except ParameterError:
                 raise
-            except Exception:  # noqa: S112  (judged on the first real rollouts instead)
+            except Exception:  # judged on the first real rollouts instead
                 continue
             self._check_values(f, vals, len(rows))
 
@@ -430,45 +407,14 @@ class SaraRollout:
         self._loaded = True
 
     def save(self, ckpt_dir) -> Path:
-        import torch
-
-        path = Path(ckpt_dir) / STATE_FILE.format(rank=self.rank)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(self.state_dict(), path.with_suffix(".tmp"))
-        os.replace(path.with_suffix(".tmp"), path)
-        return path
+        return save_state(self, ckpt_dir)
 
     def load(self, ckpt_dir) -> None:
         """Restore from a TRL checkpoint folder (done automatically for output_dir/checkpoint-N)."""
-        import torch
-
-        path = Path(ckpt_dir) / STATE_FILE.format(rank=self.rank)
-        if not path.is_file():
-            raise ParameterError(
-                "resume_from_checkpoint",
-                f"{ckpt_dir} has no {path.name}: it was not written with SaraRollout's callback "
-                "(callbacks=[sara.callback]); resuming without it would repeat prompts",
-            )
-        self.load_state_dict(torch.load(path, map_location="cpu", weights_only=False))
+        load_state(self, ckpt_dir)
 
     def _maybe_resume(self, trainer):
         self._loaded = True
         step = trainer.state.global_step
         if step > 0:  # TRL resumed from a checkpoint: its step names the folder
             self.load(Path(trainer.args.output_dir) / f"checkpoint-{step}")
-
-
-def _callback_base():
-    from transformers import TrainerCallback
-
-    return TrainerCallback
-
-
-class _SaveCallback(_callback_base()):
-    """Writes the adapter state into each checkpoint folder TRL has just saved."""
-
-    def __init__(self, sara):
-        self.sara = sara
-
-    def on_save(self, args, state, control, **kwargs):
-        self.sara.save(Path(args.output_dir) / f"checkpoint-{state.global_step}")

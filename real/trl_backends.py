@@ -1,4 +1,5 @@
-"""Generation for `real.trl_adapter.SaraRollout`: one batched call per allocator round.
+"""TRL's side of `real.trl_adapter.SaraRollout`: its arguments checked, generation (one batched
+call per allocator round), and the adapter's state file inside TRL's checkpoints.
 
 Backends, first match wins: our in-process `real.engine.Engine` (vLLM; the adapter pushes the
 trainer's weights into it before each rollout call), TRL's colocated vLLM (`use_vllm=True`,
@@ -6,6 +7,43 @@ trainer's weights into it before each rollout call), TRL's colocated vLLM (`use_
 `generate` on the trainer's own model (slow, runs anywhere).  Both vLLM paths go through
 `Engine.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
 uninterrupted one would have); `generate` is seeded once per round instead."""
+
+import os
+from pathlib import Path
+
+from sara_sim.errors import ParameterError, check_k
+
+STATE_FILE = "sara_rollout_rank{rank}.pt"  # one per process, inside TRL's checkpoint-N folder
+
+
+def check_trl_args(args, reward_funcs):
+    """(G, B, reward functions, weights) from a GRPOConfig, or a ParameterError naming the field.
+    Each process collects whole groups, so its rows (per_device_train_batch_size x
+    steps_per_generation) must be a multiple of G (TRL only checks the global batch)."""
+    G = check_k(args.num_generations, "num_generations")
+    rows = args.per_device_train_batch_size * args.steps_per_generation
+    if rows % G:
+        raise ParameterError(
+            "per_device_train_batch_size",
+            f"x steps_per_generation = {rows} rows per process must be a multiple of "
+            f"num_generations={G}: each process collects whole groups",
+        )
+    funcs = list(reward_funcs) if isinstance(reward_funcs, list | tuple) else [reward_funcs]
+    if not funcs or not all(callable(f) and not hasattr(f, "forward") for f in funcs):
+        raise ParameterError(
+            "reward_funcs", "give one or more Python callables (reward models are not supported)"
+        )
+    w = args.reward_weights or [1.0] * len(funcs)
+    if len(w) != len(funcs):
+        raise ParameterError("reward_weights", f"{len(w)} weights for {len(funcs)} functions")
+    for name in ("top_k", "min_p", "repetition_penalty"):  # the vLLM paths do not apply them
+        if getattr(args, name, None) not in (None, 0, 1.0, -1):
+            raise ParameterError(name, "is not supported by SaraRollout; leave the default")
+    if args.use_vllm and args.vllm_mode != "colocate":
+        raise ParameterError("vllm_mode", "SaraRollout drives vLLM in colocate mode only")
+    if args.use_vllm and args.vllm_enable_sleep_mode:
+        raise ParameterError("vllm_enable_sleep_mode", "is not supported by SaraRollout")
+    return G, rows // G, funcs, [float(x) for x in w]
 
 
 def tokenize(trainer, prompt) -> list[int]:
@@ -74,3 +112,46 @@ def hf_generate(trainer, prompt_ids, ns, seeds):
         comps.append(seq[:cut])
     it = iter(comps)
     return [[(next(it), None) for _ in range(n)] for n in ns]
+
+
+# ---------------------------------------------------------------- checkpoint files
+
+
+def save_state(sara, ckpt_dir) -> Path:
+    import torch
+
+    path = Path(ckpt_dir) / STATE_FILE.format(rank=sara.rank)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(sara.state_dict(), path.with_suffix(".tmp"))
+    os.replace(path.with_suffix(".tmp"), path)  # never a half-written state file
+    return path
+
+
+def load_state(sara, ckpt_dir) -> None:
+    import torch
+
+    path = Path(ckpt_dir) / STATE_FILE.format(rank=sara.rank)
+    if not path.is_file():
+        raise ParameterError(
+            "resume_from_checkpoint",
+            f"{ckpt_dir} has no {path.name}: it was not written with SaraRollout's callback "
+            "(callbacks=[sara.callback]); resuming without it would repeat prompts",
+        )
+    sara.load_state_dict(torch.load(path, map_location="cpu", weights_only=False))
+
+
+def _callback_base():
+    from transformers import TrainerCallback
+
+    return TrainerCallback
+
+
+class SaveCallback(_callback_base()):
+    """Writes the adapter state into each checkpoint folder TRL has just saved (on_save runs
+    after the folder is complete, on every process)."""
+
+    def __init__(self, sara):
+        self.sara = sara
+
+    def on_save(self, args, state, control, **kwargs):
+        save_state(self.sara, Path(args.output_dir) / f"checkpoint-{state.global_step}")

@@ -153,7 +153,8 @@ def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
 
 
 def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
-    from real.trl_adapter import STATE_FILE, SaraRollout
+    from real.trl_adapter import SaraRollout
+    from real.trl_backends import STATE_FILE
     from sara_sim.errors import ParameterError
 
     ds, out = _dataset(), tmp_path / "out"
@@ -210,25 +211,28 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     from real.runlog import read_metrics
 
     monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)  # share it
-    common = ["--model", str(tiny_dir), "--k", "8", "--groups", "4", "--steps", "2"]
-    common += ["--eval-every", "2", "--eval-problems", "8", "--no-progress"]
-    assert main(["validate", *common, "--allocator", "sara", "--out", str(tmp_path / "n")]) == 0
-    argv = ["validate", *common, "--trainer", "trl", "--allocator", "sara"]
-    assert main([*argv, "--out", str(tmp_path / "t")]) == 0
-    native, trl_rows = (
-        read_metrics(tmp_path / "n/metrics.jsonl"),
-        read_metrics(tmp_path / "t/metrics.jsonl"),
-    )
+
+    def common(steps=2):
+        return ["--model", str(tiny_dir), "--k", "8", "--groups", "4", "--steps", str(steps),
+                "--eval-every", "2", "--eval-problems", "8", "--no-progress"]  # fmt: skip
+
+    n_out, t_out = tmp_path / "n", tmp_path / "t"
+    assert main(["validate", *common(), "--allocator", "sara", "--out", str(n_out)]) == 0
+    trl_argv = ["--trainer", "trl", "--allocator", "sara", "--out", str(t_out)]
+    assert main(["validate", *common(), *trl_argv]) == 0
+    native, trl_rows = read_metrics(n_out / "metrics.jsonl"), read_metrics(t_out / "metrics.jsonl")
     assert len(trl_rows) == 2 and set(native[0]) <= set(trl_rows[0])  # same keys (+ trainer)
     assert all(r["effective_groups"] == r["groups"] == 4 for r in trl_rows)
-    s_native = json.loads((tmp_path / "n/summary.json").read_text())
-    s_trl = json.loads((tmp_path / "t/summary.json").read_text())
+    s_native = json.loads((n_out / "summary.json").read_text())
+    s_trl = json.loads((t_out / "summary.json").read_text())
     assert set(s_native) == set(s_trl) and s_trl["config"]["trainer"] == "trl"
     assert s_trl["eval_final"] is not None and s_trl["effective_fraction"] == 1.0
-    # resume: two more steps continue the same run folder without lost or repeated lines
-    assert main([*argv[:5], "4", *argv[6:], "--out", str(tmp_path / "t"), "--resume"]) == 0
-    assert [r["step"] for r in read_metrics(tmp_path / "t/metrics.jsonl")] == [0, 1, 2, 3]
-    cmp = ["compare", *common, "--trainer", "trl", "--allocators", "ds,sara"]
+    # a used --out is refused; --resume continues it without lost or repeated lines
+    assert main(["validate", *common(4), *trl_argv]) == 2
+    assert main(["validate", *common(4), *trl_argv, "--resume"]) == 0
+    assert [r["step"] for r in read_metrics(t_out / "metrics.jsonl")] == [0, 1, 2, 3]
+    assert json.loads((t_out / "summary.json").read_text())["steps"] == 4
+    cmp = ["compare", *common(), "--trainer", "trl", "--allocators", "ds,sara"]
     assert main([*cmp, "--out", str(tmp_path / "c")]) == 0
     table = json.loads((tmp_path / "c/compare.json").read_text())["table"]
     assert [r["allocator"] for r in table] == ["ds", "sara"]
@@ -254,6 +258,7 @@ def _run_example(cmd, tmp_path, timeout):
     return [json.loads(x) for x in res.stdout.splitlines() if x.startswith('{"rank"')]
 
 
+@pytest.mark.slow
 def test_readme_example_runs(tiny_dir, tmp_path):
     """examples/trl_sara.py is the README's "Use SARA in TRL" code, run as documented."""
     ex = str(ROOT / "examples/trl_sara.py")
