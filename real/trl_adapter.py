@@ -80,6 +80,7 @@ class SaraRollout:
         threshold: float = 1.0,
         engine=None,
         seed: int | None = None,
+        eval_dataset=None,
         **collector_options,
     ):
         self.G, self.B, self.user_funcs, self.weights = check_trl_args(args, reward_funcs)
@@ -102,6 +103,10 @@ class SaraRollout:
         for i, p in enumerate(train_dataset["prompt"]):
             self.row_of.setdefault(_key(p), i)
         self.size = len(train_dataset)
+        self.eval_dataset = eval_dataset  # TRL's eval rows, found by prompt like the train rows
+        self.eval_row_of = {}
+        for i, p in enumerate(eval_dataset["prompt"] if eval_dataset is not None else []):
+            self.eval_row_of.setdefault(_key(p), i)
         # each process draws its own replacements and sampling seeds: its own seeded permutation
         self.rank = int(getattr(args, "process_index", 0))
         self.seed = (args.seed if seed is None else seed) + 1_000_003 * self.rank
@@ -127,8 +132,8 @@ class SaraRollout:
         """Call each reward function once on two dataset rows with empty completions, so one that
         returns non-numbers fails here, before any trainer exists.  A function that raises on an
         empty completion is not judged here; the same check runs on every real rollout."""
-        rows = list(range(min(2, self.size)))
-        chat = not isinstance(self.dataset[0]["prompt"], str)
+        rows = [self.dataset[i] for i in range(min(2, self.size))]
+        chat = not isinstance(rows[0]["prompt"], str)
         empty = [[{"role": "assistant", "content": ""}] if chat else "" for _ in rows]
         for f in self.user_funcs:
             try:
@@ -204,7 +209,8 @@ class SaraRollout:
         st["gen_s"] += time.perf_counter() - tg
         tr = time.perf_counter()
         flat = [(e, ids, lps) for e, out in zip(entries, outs) for ids, lps in out]
-        scores = self._score([e["row"] for e, _, _ in flat], [ids for _, ids, _ in flat])
+        records = [self.dataset[e["row"]] for e, _, _ in flat]
+        scores = self._score(records, [ids for _, ids, _ in flat])
         out, i = [], 0
         for e, n in zip(entries, ns):
             bits = []
@@ -223,20 +229,20 @@ class SaraRollout:
     def _total(self, scores) -> float:
         return sum(w * x for w, x in zip(self.weights, scores) if x is not None and x == x)
 
-    def _score(self, rows, completion_ids) -> list[list]:
+    def _score(self, records, completion_ids) -> list[list]:
         """Every user reward function on these rollouts, with their rows' dataset columns."""
         texts = self.trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
-        chat = not isinstance(self.dataset[rows[0]]["prompt"], str)
+        chat = not isinstance(records[0]["prompt"], str)
         completions = [[{"role": "assistant", "content": t}] for t in texts] if chat else texts
         per_func = []
         for f in self.user_funcs:
-            vals = self._call(f, rows, completions, completion_ids, self.trainer.state)
-            per_func.append(self._check_values(f, vals, len(rows)))
+            vals = self._call(f, records, completions, completion_ids, self.trainer.state)
+            per_func.append(self._check_values(f, vals, len(records)))
         return [list(s) for s in zip(*per_func)]
 
-    def _call(self, f, rows, completions, completion_ids, state):
-        prompts = [self.dataset[r]["prompt"] for r in rows]
-        kw = {c: [self.dataset[r][c] for r in rows] for c in self.columns}
+    def _call(self, f, records, completions, completion_ids, state):
+        prompts = [r["prompt"] for r in records]
+        kw = {c: [r[c] for r in records] for c in records[0] if c != "prompt"}
         kw.update(sara_prompt=prompts, trainer_state=state, log_extra=lambda *a: None)
         kw["log_metric"] = lambda name, value: self._pending.append((name, value))
         return f(prompts=prompts, completions=completions, completion_ids=completion_ids, **kw)
@@ -351,13 +357,20 @@ class SaraRollout:
 
     # ------------------------------------------------------------ evaluation calls
     def _plain(self, prompts, trainer):
-        rows = [self._row(p) for p in prompts]  # eval prompts must be rows of the train dataset
+        """TRL's evaluation batches: one sample per row (TRL repeats each prompt), no allocation;
+        the rows' columns come from `eval_dataset` (given to SaraRollout) or the train dataset."""
+        records = []
+        for p in prompts:
+            hit = self.eval_row_of.get(_key(p))
+            ds, row = (self.eval_dataset, hit) if hit is not None else (self.dataset, self._row(p))
+            records.append(ds[row])
         ids = [tokenize(self.trainer, p) for p in prompts]
         seeds = [[self.seed + i] for i in range(len(ids))]
         outs = generate(trainer, self.engine, ids, [1] * len(ids), seeds)
         comp = [o[0][0] for o in outs]
-        scores = self._score(rows, comp)
+        scores = self._score(records, comp)
         out = {"prompt_ids": ids, "completion_ids": comp, "logprobs": None}
+        out["sara_prompt"] = [r["prompt"] for r in records]
         for j in range(len(self.user_funcs)):
             out[f"sara_reward_{j}"] = [s[j] for s in scores]
         return out

@@ -126,6 +126,25 @@ def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
     assert sum(h[key] for h in sara.history) > 0  # the collector really worked around prompts
 
 
+def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
+    """TRL's evaluate() also goes through rollout_func: plain samples, eval rows' columns."""
+    from datasets import Dataset
+
+    from real.tasks.arithmetic import ArithmeticTask
+    from real.trl_adapter import SaraRollout
+
+    held = ArithmeticTask(seed=0).eval_problems()[:8]
+    ev = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in held])
+    ds, spy = _dataset(), Spy()
+    args = _args(tmp_path / "out", 1, per_device_eval_batch_size=16, num_generations_eval=2)
+    sara = SaraRollout(args, ds, [spy.correct], eval_dataset=ev)
+    tr = _trainer(tiny_dir, args, sara, spy, ds)
+    tr.train()
+    metrics = tr.evaluate(ev)  # spy.correct asserts every answer belongs to its prompt
+    assert 0.0 <= metrics["eval_rewards/correct/mean"] <= 1.0
+    assert spy.batches[-1] and len(spy.batches) >= 2  # TRL scored the eval rows too
+
+
 def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
     from real.trl_adapter import SaraRollout
 
@@ -275,7 +294,7 @@ def test_readme_example_runs(tiny_dir, tmp_path):
 @pytest.mark.slow
 def test_two_processes_with_accelerate_launch(tiny_dir, tmp_path):
     """The scale-out path: each process collects its own share (gloo on CPU)."""
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu"]
+    launch = [str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu"]
     launch += ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
     launch += ["--dynamo_backend", "no", "--main_process_port", "29533"]
     cmd = [*launch, str(ROOT / "examples/trl_sara.py"), "--model", str(tiny_dir), "--steps", "3"]
@@ -286,3 +305,16 @@ def test_two_processes_with_accelerate_launch(tiny_dir, tmp_path):
     assert all(r["effective_groups"] == r["groups"] == 4 for r in rows)
     ck = tmp_path / "runs/trl-sara/checkpoint-2"
     assert (ck / "sara_rollout_rank0.pt").is_file() and (ck / "sara_rollout_rank1.pt").is_file()
+
+
+def test_benchmark_runs_small(tiny_dir, capsys):
+    """benchmarks/trl_compare.py at a small size: four TRL runs, one table of ratios."""
+    import runpy
+
+    bench = runpy.run_path(str(ROOT / "benchmarks/trl_compare.py"), run_name="trl_compare")
+    bench["main"](["--model", str(tiny_dir), "--steps", "2", "--groups", "2"])
+    out = capsys.readouterr().out
+    for name in ("trl-default", "trl+uniform", "trl+ds", "trl+sara", "rollouts_per_eff_ratio"):
+        assert name in out
+    sara_row = next(x for x in out.splitlines() if x.strip().startswith("trl+sara"))
+    assert float(sara_row.split()[6]) == 1.0  # effective_fraction: every group mixed
