@@ -6,8 +6,9 @@ uniform, ds and sara: same model, seed, steps, G and B; ratios measured in one r
 Generation is transformers `generate` everywhere (TRL's default path with use_vllm=False; the
 adapter's HF backend), so the rows differ only in who allocates the rollouts.  Per strategy:
 rollouts and tokens per effective group (effective = mixed group in TRL's batch; for TRL's own
-sampling from its logged frac_reward_zero_std), effective fraction of the batch, wall time per
-step (TRL's step_time: generation + scoring + update), and each as a ratio to TRL default.
+sampling from its logged frac_reward_zero_std), effective fraction of the batch, generation calls
+(rounds) per step, wall time per step (TRL's step_time: generation + scoring + update), and each
+as a ratio to TRL default.
 Results: benchmarks/trl_compare.out.txt (committed)."""
 
 import argparse
@@ -71,10 +72,12 @@ def run(name, model_dir, ds, a, out):
         rollouts = rows * len(logs)
         tokens = sum(h["completions/mean_length"] * rows for h in logs)
         eff = sum(round((1 - h["frac_reward_zero_std"]) * a.groups) for h in logs)
+        rounds = 1.0  # one generate call per step
     else:
         rollouts = sum(h["rollouts"] for h in sara.history)
         tokens = sum(h["tokens"] for h in sara.history)
         eff = sum(h["effective_groups"] for h in sara.history)
+        rounds = float(np.mean([h["rounds"] for h in sara.history]))
     return {
         "strategy": name,
         "steps": len(logs),
@@ -83,6 +86,7 @@ def run(name, model_dir, ds, a, out):
         "rollouts_per_eff": rollouts / eff if eff else float("nan"),
         "tokens_per_eff": tokens / eff if eff else float("nan"),
         "effective_fraction": eff / (a.groups * len(logs)),
+        "rounds": rounds,
         "step_s": float(np.mean([h["step_time"] for h in logs])),
         "wall_s": wall,
         "reward_mean": float(np.mean([h["reward"] for h in logs])),

@@ -12,6 +12,7 @@ Prints one JSON line per step and process (the adapter's metrics; TRL logs the s
 import argparse
 import json
 import os
+import sys
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL
 import real._env  # noqa: F401, E402  (offline hub, cache folders: before torch is imported)
@@ -74,8 +75,13 @@ def main(argv=None):
 
     keys = ("rollouts", "tokens", "effective_groups", "groups", "abandoned", "rounds", "waste")
     first = trainer.state.global_step - len(sara.history)  # > 0 after --resume
-    for i, h in enumerate(sara.history):
-        print(json.dumps({"rank": sara.rank, "step": first + i, **{k: h[k] for k in keys}}))
+    lines = [
+        json.dumps({"rank": sara.rank, "step": first + i, **{k: h[k] for k in keys}}) + "\n"
+        for i, h in enumerate(sara.history)
+    ]
+    sys.stdout.flush()
+    sys.stdout.write("".join(lines))  # one block per process: ranks do not interleave lines
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

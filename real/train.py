@@ -171,6 +171,10 @@ def train(cfg: Config, engine=None) -> dict:
         from real.trl_run import train_trl
 
         return train_trl(cfg, engine=engine)
+    if cfg.resume and (Path(cfg.out) / "trl").is_dir():
+        from sara_sim.errors import ParameterError
+
+        raise ParameterError("--resume", f"{cfg.out} holds a --trainer trl run; resume it so")
     check_config(cfg)
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     out = Path(cfg.out)

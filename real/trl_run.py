@@ -120,6 +120,8 @@ def train_trl(cfg, engine=None) -> dict:
     max_tokens = cfg.max_tokens or task.max_tokens
     args = _grpo_args(cfg, out, max_tokens)
     ckpts = sorted((out / "trl").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    if cfg.resume and not ckpts and (out / "checkpoint.pt").exists():
+        raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
     resume = cfg.resume and bool(ckpts)
     if not resume:  # a fresh start (check_config refused a used --out without --overwrite)
         shutil.rmtree(out / "trl", ignore_errors=True)

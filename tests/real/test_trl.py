@@ -228,6 +228,8 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     import real.train
     from real.cli import main
     from real.runlog import read_metrics
+    from real.train import Config
+    from sara_sim.errors import ParameterError
 
     monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)  # share it
 
@@ -251,6 +253,12 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     assert main(["validate", *common(4), *trl_argv, "--resume"]) == 0
     assert [r["step"] for r in read_metrics(t_out / "metrics.jsonl")] == [0, 1, 2, 3]
     assert json.loads((t_out / "summary.json").read_text())["steps"] == 4
+    # a run folder is resumed only by the trainer that wrote it (no silent fresh start)
+    with pytest.raises(ParameterError, match="^--resume: .* holds a --trainer trl run"):
+        real.train.train(Config(**{**s_trl["config"], "trainer": "native", "resume": True}))
+    with pytest.raises(ParameterError, match="^--resume: .* holds a --trainer native run"):
+        real.train.train(Config(**{**s_native["config"], "trainer": "trl", "resume": True}))
+    assert len(read_metrics(n_out / "metrics.jsonl")) == 2  # nothing was deleted
     cmp = ["compare", *common(), "--trainer", "trl", "--allocators", "ds,sara"]
     assert main([*cmp, "--out", str(tmp_path / "c")]) == 0
     table = json.loads((tmp_path / "c/compare.json").read_text())["table"]
@@ -277,18 +285,24 @@ def _run_example(cmd, tmp_path, timeout):
     return [json.loads(x) for x in res.stdout.splitlines() if x.startswith('{"rank"')]
 
 
-@pytest.mark.slow
-def test_readme_example_runs(tiny_dir, tmp_path):
-    """examples/trl_sara.py is the README's "Use SARA in TRL" code, run as documented."""
-    ex = str(ROOT / "examples/trl_sara.py")
-    rows = _run_example(
-        [sys.executable, ex, "--model", str(tiny_dir), "--steps", "3"], tmp_path, 300
-    )
+def test_readme_example_runs(tiny_dir, tmp_path, monkeypatch, capsys):
+    """examples/trl_sara.py is the README's "Use SARA in TRL" code, run with the documented
+    flags (in this process: TRL is imported once per session), then resumed."""
+    import runpy
+
+    monkeypatch.chdir(tmp_path)
+    main = runpy.run_path(str(ROOT / "examples/trl_sara.py"), run_name="example")["main"]
+
+    def run(*flags):
+        main(["--model", str(tiny_dir), *flags])
+        lines = capsys.readouterr().out.splitlines()
+        return [json.loads(x) for x in lines if x.startswith('{"rank"')]
+
+    rows = run("--steps", "3")
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert all(r["effective_groups"] == r["groups"] == 4 for r in rows)
     assert (tmp_path / "runs/trl-sara/checkpoint-2/sara_rollout_rank0.pt").is_file()
-    again = [sys.executable, ex, "--model", str(tiny_dir), "--steps", "4", "--resume"]
-    assert [r["step"] for r in _run_example(again, tmp_path, 300)] == [3]  # one more step
+    assert [r["step"] for r in run("--steps", "4", "--resume")] == [3]  # one more step
 
 
 @pytest.mark.slow
