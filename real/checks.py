@@ -60,6 +60,11 @@ def check_config(cfg) -> None:
     """Every field of `cfg`, then model, task files, resources and the run folder."""
     _choice(cfg.task, "--task", TASKS)
     check_allocator(cfg.allocator)
+    _choice(cfg.trainer, "--trainer", ("native", "trl"))
+    if cfg.trainer == "trl":
+        from real.trl_run import check_trl_config  # light: no torch / trl import
+
+        check_trl_config(cfg)
     if cfg.task_size is not None:
         check_int(cfg.task_size, "--task-size", 1)
         if cfg.task not in FINITE_OPTION:
@@ -252,6 +257,13 @@ def check_writable(path: Path, flag: str) -> None:
         raise ParameterError(flag, f"cannot write in {probe} ({e.strerror})") from None
 
 
+def has_checkpoint(folder: Path, trainer: str = "native") -> bool:
+    """A run in `folder` that --resume can continue (TRL keeps its own checkpoint-N folders)."""
+    if trainer == "trl":
+        return any(Path(folder, "trl").glob("checkpoint-*"))
+    return Path(folder, "checkpoint.pt").is_file()
+
+
 def holds_run(folder: Path) -> bool:
     return any((Path(folder) / f).exists() for f in RUN_FILES)
 
@@ -273,6 +285,10 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
                 flag, f"{out} already holds a run; pass --resume to continue it or --overwrite"
             )
         return
+    if cfg.trainer == "trl":
+        return _check_trl_resume(cfg, out)
+    if (out / "trl").is_dir():
+        raise ParameterError("--resume", f"{out} holds a --trainer trl run; resume it with that")
     ckpt = out / "checkpoint.pt"
     if not ckpt.is_file():
         raise ParameterError(
@@ -284,6 +300,25 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
         raise ParameterError(
             "--steps", f"the run in {out} has done {saved['step'] + 1} steps; give at least that"
         )
+
+
+def _check_trl_resume(cfg, out: Path) -> None:
+    """A TRL run resumes from TRL's own OUT/trl/checkpoint-N; its settings are in config.json."""
+    import json
+
+    if not list((out / "trl").glob("checkpoint-*")):
+        if (out / "checkpoint.pt").is_file():
+            raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
+        raise ParameterError(
+            "--resume", f"no TRL checkpoint in {out}/trl to resume (start without --resume)"
+        )
+    saved = out / "config.json"
+    try:
+        check_same_run(json.loads(saved.read_text()), cfg)
+    except (OSError, ValueError) as e:
+        if isinstance(e, ParameterError):
+            raise
+        raise ParameterError("--resume", f"{saved} is missing or unreadable ({e})") from None
 
 
 def read_checkpoint_config(ckpt: Path) -> dict:

@@ -141,6 +141,7 @@ def _config_flags(p) -> None:
 
     docs = field_docs(Config)
     choices = {"task": TASKS, "dtype": DTYPES, "old_logprobs": ("engine", "recompute")}
+    choices["trainer"] = ("native", "trl")
     for f in fields(Config):
         if f.name not in NOT_FLAGS:
             _add_flag(p, f, docs.get(f.name, ""), choices.get(f.name))

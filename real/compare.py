@@ -5,6 +5,7 @@ first pushes the start weights into it, so every allocator begins from the same 
 per-rollout seeds, sees the same samples until their choices diverge."""
 
 import json
+import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -19,7 +20,13 @@ def check_compare(cfg, allocators: list[str]) -> None:
     (same allocator list; each run resumes from its checkpoint, a run that never wrote one starts
     fresh) or --overwrite (every run of the earlier compare, listed in compare_config.json, is
     started over or removed — never left stale beside the new table)."""
-    from real.checks import check_allocator, check_config, check_run_folder, holds_run
+    from real.checks import (
+        check_allocator,
+        check_config,
+        check_run_folder,
+        has_checkpoint,
+        holds_run,
+    )
     from sara_sim.errors import ParameterError
 
     if not allocators:
@@ -49,7 +56,7 @@ def check_compare(cfg, allocators: list[str]) -> None:
                 "--out", f"{used[0]} already holds a run; pass --resume or --overwrite"
             )
     for a in allocators:
-        resume = cfg.resume and (out / a / "checkpoint.pt").is_file()
+        resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)
         check_config(_run_cfg(cfg, a, resume))
 
 
@@ -82,15 +89,16 @@ def run_compare(cfg, allocators: list[str], engine=None):
 def _run_compare(cfg, allocators, engine):
     import pandas as pd
 
-    from real.checks import RUN_FILES, resolve_model
+    from real.checks import RUN_FILES, has_checkpoint, resolve_model
     from real.runlog import atomic_write
     from real.train import read_metrics, train
 
     out = Path(cfg.out)
     if cfg.overwrite:  # start over: the earlier compare's runs and products go
         for a in _previous(out) or []:
-            for f in RUN_FILES:
+            for f in (*RUN_FILES, "config.json"):
                 (out / a / f).unlink(missing_ok=True)
+            shutil.rmtree(out / a / "trl", ignore_errors=True)  # a --trainer trl run's own
         for f in out.glob("compare*"):
             if f.is_file():
                 f.unlink()
@@ -103,7 +111,7 @@ def _run_compare(cfg, allocators, engine):
         engine = make_engine(cfg, model_dir)
     rows, curves = [], []
     for a in allocators:
-        resume = cfg.resume and (out / a / "checkpoint.pt").is_file()
+        resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)
         s = train(replace(_run_cfg(cfg, a, resume), model=str(model_dir)), engine=engine)
         rows.append({c: s.get(c) for c in COLUMNS})
         # the curve in optimizer steps done: 0 = the start model, before any training

@@ -77,6 +77,16 @@ class Engine:
         self.model = str(model)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
 
+    @classmethod
+    def from_llm(cls, llm) -> "Engine":
+        """Wrap a vLLM `LLM` built elsewhere (TRL's colocated engine) for our seeded sampling;
+        whoever built it keeps its weights in sync."""
+        self = cls.__new__(cls)
+        self.llm, self.tokenizer = llm, llm.get_tokenizer()
+        self.model = str(llm.llm_engine.model_config.model)
+        self.max_model_len = int(llm.llm_engine.model_config.max_model_len)
+        return self
+
     def check_fits(self, prompts: list[str], max_tokens: int) -> None:
         """One clear line, before training, instead of a vLLM traceback mid-run."""
         from sara_sim.errors import ParameterError

@@ -117,6 +117,8 @@ class Config:
     """run a request beyond this machine's memory bound (real.checks.check_memory)"""
     engine_url: str | None = None
     """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
+    trainer: str = "native"
+    """native (real/grpo.py) | trl (TRL's GRPOTrainer via real/trl_adapter.py; needs .[trl])"""
 
 
 # ------------------------------------------------------------------ helpers
@@ -185,6 +187,10 @@ def train(cfg: Config, engine=None) -> dict:
     check_config(cfg)
     out = Path(cfg.out)
     with RunLock(out):  # one writer per run folder; the OS releases it if we are killed
+        if cfg.trainer == "trl":  # the same experiment through TRL's GRPOTrainer
+            from real.trl_run import train_trl
+
+            return train_trl(cfg, engine=engine)
         return _train(cfg, out, engine)
 
 

@@ -1,0 +1,130 @@
+"""TRL's GRPOTrainer as users run it (its own sampling: uniform) vs TRL + our adapter with
+uniform, ds and sara: same model, seed, steps, G and B; ratios measured in one run.
+
+    .venv/bin/python benchmarks/trl_compare.py [--model DIR] [--steps 10] [--groups 8] [--k 8]
+
+Generation is transformers `generate` everywhere (TRL's default path with use_vllm=False; the
+adapter's HF backend), so the rows differ only in who allocates the rollouts.  Per strategy:
+rollouts and tokens per effective group (effective = mixed group in TRL's batch; for TRL's own
+sampling from its logged frac_reward_zero_std), effective fraction of the batch, generation calls
+(rounds) per step, wall time per step (TRL's step_time: generation + scoring + update), and each
+as a ratio to TRL default.
+Results: benchmarks/trl_compare.out.txt (committed)."""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+import real._env  # noqa: F401, E402
+
+# isort: split
+import numpy as np  # noqa: E402
+
+
+def correct(completions, answer, **kw):
+    from real.tasks.arithmetic import extract_integer
+
+    return [1.0 if extract_integer(c) == a else 0.0 for c, a in zip(completions, answer)]
+
+
+def run(name, model_dir, ds, a, out):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from real.trl_adapter import SaraRollout
+
+    args = GRPOConfig(
+        output_dir=str(out / name),
+        num_generations=a.k,
+        per_device_train_batch_size=a.k * a.groups,
+        max_completion_length=8,
+        max_steps=a.steps,
+        learning_rate=1e-4,
+        lr_scheduler_type="constant",
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        seed=a.seed,
+        disable_tqdm=True,
+    )
+    kw = {}
+    if name != "trl-default":
+        sara = SaraRollout(args, ds, [correct], name.removeprefix("trl+"), tau_low=a.tau_low)
+        kw = dict(reward_funcs=sara.reward_funcs, rollout_func=sara, callbacks=[sara.callback])
+    else:
+        kw = dict(reward_funcs=[correct])
+    tr = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32"),
+        args=args,
+        train_dataset=ds,
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        **kw,
+    )
+    tr.remove_callback(PrinterCallback)  # one table at the end, not every log dict
+    t0 = time.perf_counter()
+    tr.train()
+    wall = time.perf_counter() - t0
+    logs = [h for h in tr.state.log_history if "loss" in h]
+    rows = a.k * a.groups
+    if name == "trl-default":
+        rollouts = rows * len(logs)
+        tokens = sum(h["completions/mean_length"] * rows for h in logs)
+        eff = sum(round((1 - h["frac_reward_zero_std"]) * a.groups) for h in logs)
+        rounds = 1.0  # one generate call per step
+    else:
+        rollouts = sum(h["rollouts"] for h in sara.history)
+        tokens = sum(h["tokens"] for h in sara.history)
+        eff = sum(h["effective_groups"] for h in sara.history)
+        rounds = float(np.mean([h["rounds"] for h in sara.history]))
+    return {
+        "strategy": name,
+        "steps": len(logs),
+        "rollouts": rollouts,
+        "effective_groups": eff,
+        "rollouts_per_eff": rollouts / eff if eff else float("nan"),
+        "tokens_per_eff": tokens / eff if eff else float("nan"),
+        "effective_fraction": eff / (a.groups * len(logs)),
+        "rounds": rounds,
+        "step_s": float(np.mean([h["step_time"] for h in logs])),
+        "wall_s": wall,
+        "reward_mean": float(np.mean([h["reward"] for h in logs])),
+    }
+
+
+def main(argv=None):
+    from pathlib import Path
+    from tempfile import mkdtemp
+
+    import pandas as pd
+    from datasets import Dataset
+
+    from real.tasks.arithmetic import ArithmeticTask
+    from real.tiny import build_tiny
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="HF model dir (default: the tiny model)")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--groups", type=int, default=8, help="B: groups per step")
+    ap.add_argument("--k", type=int, default=8, help="G: rollouts per group")
+    ap.add_argument("--tau-low", type=float, default=0.2)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    model_dir = a.model or build_tiny(progress=True)
+    task = ArithmeticTask(seed=a.seed)
+    ds = Dataset.from_list(
+        [{"prompt": p.prompt, "answer": p.answer} for p in map(task.problem, range(4096))]
+    )
+    out = Path(mkdtemp(prefix="trl_compare_"))
+    names = ["trl-default", "trl+uniform", "trl+ds", "trl+sara"]
+    table = pd.DataFrame([run(n, model_dir, ds, a, out) for n in names])
+    ref = table.iloc[0]
+    for c in ("rollouts_per_eff", "tokens_per_eff", "effective_fraction", "step_s"):
+        table[c + "_ratio"] = table[c] / ref[c]
+    print(f"model={model_dir} steps={a.steps} G={a.k} B={a.groups} seed={a.seed}")
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+
+
+if __name__ == "__main__":
+    main()

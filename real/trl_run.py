@@ -1,0 +1,248 @@
+"""`sara-real validate|compare --trainer trl`: the same experiment through TRL's GRPOTrainer.
+
+The run is the native loop's (`real/train.py`) with TRL doing the optimisation: same task, model,
+allocator, k, groups, seed and engine (our vLLM engine samples, `real.trl_adapter.SaraRollout`
+allocates), and the same run-folder contract — one fsynced metrics.jsonl line per collection step
+with the native keys, summary.json from `real.runlog.summarize`.  Config mapping: one collection
+step = one TRL generation batch of `groups` x `k` rows, split into `minibatches` optimizer steps
+(`steps_per_generation`), so TRL's `global_step` = step x minibatches; lr -> learning_rate
+(constant), eps_low/eps_high -> epsilon/epsilon_high, kl_coef -> beta, epochs -> num_iterations,
+std_norm -> scale_rewards ("group" | "none"), max_tokens -> max_completion_length.  TRL's own
+checkpoints (and the adapter's state inside them) live in OUT/trl/checkpoint-N; `--resume`
+continues from the newest one.  `train_s` is the step's wall time minus collection, weight push
+and evaluation (TRL's logprob passes, loss and optimizer step)."""
+
+import importlib.util
+import json
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from real import _env  # noqa: F401  (before torch / vllm)
+from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
+from sara_sim.errors import ParameterError
+
+DATASET_ROWS = 4096  # rows of a generated task's TRL dataset (the adapter cycles epochs over it)
+
+
+def check_trl_config(cfg) -> None:
+    """What only the TRL path needs; cheap (no torch import)."""
+    if importlib.util.find_spec("trl") is None:
+        raise ParameterError("--trainer", "trl is not installed: pip install '.[trl]'")
+    rows = cfg.k * cfg.groups
+    if rows % cfg.minibatches:
+        raise ParameterError("--minibatches", f"must divide groups x k = {rows} for --trainer trl")
+
+
+def _dataset(task, cfg):
+    from datasets import Dataset
+
+    n = task.size or cfg.task_size or DATASET_ROWS
+    probs = [task.problem(i) for i in range(n)]
+    return Dataset.from_list(
+        [{"prompt": p.prompt, "answer": p.answer, "uid": i} for i, p in enumerate(probs)]
+    )
+
+
+def _reward(task, guard):
+    """The task's verifier as a TRL reward function (a raising verifier scores 0, counted)."""
+
+    def correct(completions, uid, **kw):
+        return [float(guard(c, task.problem(int(u)))) for c, u in zip(completions, uid)]
+
+    return correct
+
+
+def _grpo_args(cfg, out: Path, max_tokens: int):
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(out / "trl"),
+        num_generations=cfg.k,
+        per_device_train_batch_size=cfg.k * cfg.groups // cfg.minibatches,
+        steps_per_generation=cfg.minibatches,
+        max_steps=cfg.steps * cfg.minibatches,
+        max_completion_length=max_tokens,
+        temperature=cfg.temperature,
+        learning_rate=cfg.lr,
+        lr_scheduler_type="constant",
+        weight_decay=0.0,
+        adam_beta2=0.99,  # real.grpo's AdamW betas
+        epsilon=cfg.eps_low,
+        epsilon_high=cfg.eps_high,
+        beta=cfg.kl_coef,
+        num_iterations=cfg.epochs,
+        scale_rewards="group" if cfg.std_norm else "none",
+        max_grad_norm=cfg.max_grad_norm,
+        gradient_checkpointing=cfg.grad_checkpointing,
+        bf16=cfg.bf16_autocast,
+        use_cpu=cfg.device == "cpu" or (cfg.device == "auto" and not _cuda()),
+        logging_steps=1,
+        save_steps=cfg.ckpt_every * cfg.minibatches,
+        save_total_limit=2,  # the newest and, while it is being written, the one before
+        report_to="none",
+        disable_tqdm=not cfg.progress,
+        seed=cfg.seed,
+    )
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def train_trl(cfg, engine=None) -> dict:
+    """Run (or resume) one run through TRL; returns the summary (also OUT/summary.json)."""
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from real.checks import check_config, resolve_model
+
+    check_config(cfg)
+    check_trl_config(cfg)
+    model_dir = resolve_model(cfg.model, progress=cfg.progress)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    metrics_path = out / "metrics.jsonl"
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOTrainer
+
+    from real.tasks import RewardGuard, make_task
+    from real.train import evaluate, make_engine, task_options
+    from real.trl_adapter import SaraRollout
+
+    torch.manual_seed(cfg.seed)
+    task = make_task(cfg.task, seed=cfg.seed, **task_options(cfg))
+    max_tokens = cfg.max_tokens or task.max_tokens
+    args = _grpo_args(cfg, out, max_tokens)
+    ckpts = sorted((out / "trl").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    if cfg.resume and not ckpts and (out / "checkpoint.pt").exists():
+        raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
+    resume = cfg.resume and bool(ckpts)
+    if not resume:  # a fresh start (check_config refused a used --out without --overwrite)
+        shutil.rmtree(out / "trl", ignore_errors=True)
+        for p in (metrics_path, out / "summary.json", out / "eval_initial.json"):
+            p.unlink(missing_ok=True)
+        # what a --resume must match (real.checks.check_same_run)
+        atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1).encode())
+    guard = RewardGuard(task.reward)
+    ds = _dataset(task, cfg)
+    if engine is None:
+        engine = make_engine(cfg, model_dir)
+    sara = SaraRollout(
+        args,
+        ds,
+        [_reward(task, guard)],
+        cfg.allocator,
+        engine=engine,
+        tau_low=cfg.tau_low,
+        tau_high=cfg.tau_high,
+        prior=cfg.prior,
+        capacity=cfg.capacity,
+        gen_batch_size=cfg.gen_batch_size,
+        max_num_gen_batches=cfg.max_num_gen_batches,
+    )
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    start = int(ckpts[-1].name.split("-")[1]) // cfg.minibatches if resume else 0
+    rows = truncate_metrics(metrics_path, start)
+    if resume:
+        eval_initial = json.loads((out / "eval_initial.json").read_text())["eval_initial"]
+    else:
+        engine.push_weights(model)  # the engine may hold another run's weights (compare)
+        eval_initial = evaluate(engine, task, cfg, tag=0)
+        atomic_write(out / "eval_initial.json", json.dumps({"eval_initial": eval_initial}).encode())
+    log = _RunLog(cfg, sara, engine, task, guard, metrics_path, rows, evaluate)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=sara.reward_funcs,
+        args=args,
+        train_dataset=ds,
+        processing_class=tok,
+        rollout_func=sara,
+        callbacks=[sara.callback, log],
+    )
+    if not cfg.progress:  # TRL would print every log dict instead of the bar
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+    trainer.train(resume_from_checkpoint=str(ckpts[-1]) if resume else None)
+    summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1).encode())
+    return summary
+
+
+def _callback_base():
+    from transformers import TrainerCallback
+
+    return TrainerCallback
+
+
+class _RunLog(_callback_base()):
+    """One native-format metrics line per collection step, written when TRL logs the step's last
+    optimizer update (on_log runs before on_save, so the line is on disk before the checkpoint)."""
+
+    def __init__(self, cfg, sara, engine, task, guard, path, rows, evaluate):
+        self.cfg, self.sara, self.engine, self.task, self.guard = cfg, sara, engine, task, guard
+        self.path, self.evaluate = path, evaluate
+        last = rows[-1] if rows else {}
+        self.cum = {k: last.get(f"cum_{k}", 0) for k in ("rollouts", "tokens", "effective")}
+        self.errors_seen = 0
+        self.losses, self.t_last = [], time.perf_counter()
+
+    def on_train_begin(self, args, state, control, **kw):
+        self.t_last = time.perf_counter()  # per-step wall times exclude the setup, as natively
+
+    def on_log(self, args, state, control, logs=None, model=None, **kw):
+        import numpy as np
+
+        if not logs or "loss" not in logs:
+            return
+        self.losses.append(logs)
+        if state.global_step % self.cfg.minibatches:
+            return
+        cfg, m, step = self.cfg, self.sara.last, state.global_step // self.cfg.minibatches - 1
+        eval_acc, eval_s = None, 0.0
+        if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
+            t0 = time.perf_counter()
+            self.engine.push_weights(model)
+            eval_acc = self.evaluate(self.engine, self.task, cfg, tag=step + 1)
+            eval_s = time.perf_counter() - t0
+        now = time.perf_counter()
+        wall_s, self.t_last = now - self.t_last, now
+        for key, v in (("rollouts", m["rollouts"]), ("tokens", m["tokens"])):
+            self.cum[key] += v
+        self.cum["effective"] += m["effective_groups"]
+        errors, self.errors_seen = self.guard.errors - self.errors_seen, self.guard.errors
+        row = {
+            "step": step,
+            "allocator": cfg.allocator,
+            "trainer": "trl",
+            **{k: m[k] for k in ("rollouts", "tokens", "effective_groups", "groups", "rounds")},
+            "round_sizes": m["round_sizes"],
+            **{k: m[k] for k in ("abandoned", "carried", "carried_open", "waste", "capped")},
+            "padded": m["padded"],
+            "reward_mean": m["reward_mean"],
+            "batch_reward_mean": m["batch_reward_mean"],
+            "reward_errors": errors,
+            "loss": float(np.mean([x["loss"] for x in self.losses])),
+            "grad_norm": float(np.mean([x.get("grad_norm", 0.0) for x in self.losses])),
+            "clip_frac": float(
+                np.mean([x.get("clip_ratio/region_mean", 0.0) for x in self.losses])
+            ),
+            **{k: m[k] for k in ("gen_s", "reward_s", "alloc_s", "round_s", "sync_s")},
+            "train_s": max(0.0, wall_s - m["collect_s"] - m["sync_s"] - eval_s),
+            "eval_s": eval_s,
+            "wall_s": wall_s,
+            "cum_rollouts": self.cum["rollouts"],
+            "cum_tokens": self.cum["tokens"],
+            "cum_effective": self.cum["effective"],
+        }
+        if eval_acc is not None:
+            row["eval_accuracy"] = eval_acc
+        append_metrics(self.path, row)
+        self.losses = []
