@@ -33,7 +33,9 @@ from sara_sim.errors import ParameterError, check_k
 
 
 def check_audit_args(a) -> None:
+    from real.checks import SEED_MAX, check_writable
     from real.tasks import TASKS
+    from sara_sim.errors import check_float, check_int
 
     if a.task not in TASKS:
         raise ParameterError("--task", f"unknown task {a.task!r}; choose one of {', '.join(TASKS)}")
@@ -49,12 +51,11 @@ def check_audit_args(a) -> None:
         ("--bootstrap", a.bootstrap, 0),
         ("--batch", a.batch, 1),
     ):
-        if isinstance(v, bool) or int(v) != v or v < lo:
-            raise ParameterError(flag, f"must be an integer >= {lo}, got {v!r}")
-    if a.max_tokens is not None and a.max_tokens < 1:
-        raise ParameterError("--max-tokens", f"must be an integer >= 1, got {a.max_tokens!r}")
-    if not a.temperature > 0:
-        raise ParameterError("--temperature", f"must be > 0, got {a.temperature!r}")
+        check_int(v, flag, lo)
+    check_int(a.seed, "--seed", 0, SEED_MAX)
+    if a.max_tokens is not None:
+        check_int(a.max_tokens, "--max-tokens", 1)
+    check_float(a.temperature, "--temperature", 0.0, lo_open=True)
     parse_taus(a.tau_grid)
     if a.engine_url:
         from real.client import parse_urls
@@ -65,6 +66,7 @@ def check_audit_args(a) -> None:
 
         resolve_model(a.model, build=False)
     out = Path(a.out)
+    check_writable(out, "--out")
     if (out / "history.csv").exists() and not a.overwrite:
         raise ParameterError("--out", f"{out} already holds an audit; pass --overwrite to redo it")
 

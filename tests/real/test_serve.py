@@ -502,7 +502,7 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
 @pytest.mark.real
 @pytest.mark.slow
 def test_every_documented_server_command_runs(servers, engine, tiny_dir, tmp_path):
-    """Each command of the docs that needs a server (test_readme_commands.served), at small
+    """Each command of the docs that needs a server (test_real_readme_commands.served), at small
     sizes against this module's server: its URL for the documented one, the tiny model for DIR.
     `serve` itself is the `servers` fixture's first server (same flags)."""
     import shlex
@@ -511,7 +511,7 @@ def test_every_documented_server_command_runs(servers, engine, tiny_dir, tmp_pat
     from real.cli import build_parser, main
 
     sys.path.insert(0, str(ROOT / "tests" / "real"))
-    from test_readme_commands import _shrink, documented_commands, served
+    from test_real_readme_commands import _shrink, documented_commands, served
 
     lines = [c for _, c in documented_commands() if served(c)]
     assert any(" serve " in c for c in lines) and any(" audit " in c for c in lines)

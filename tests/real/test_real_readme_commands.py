@@ -24,7 +24,7 @@ SMALL = {"--steps": "2", "--groups": "4", "--eval-every": "2", "--eval-problems"
 
 
 def served(line: str) -> bool:
-    """Commands that need a running vLLM server: test_serve.py runs them against its own."""
+    """Commands that need a running vLLM server: test_serve.py runs them against its own servers."""
     return " serve " in line or "--engine-url" in line or " audit " in line
 
 
