@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from real.tasks import TASKS
-from sara_sim.errors import ParameterError, check_float, check_int, check_k
+from sara_sim.errors import ParameterError, check_choice, check_float, check_int, check_k
 
 ALLOCATORS = (
     "uniform",
@@ -47,20 +47,14 @@ def check_allocator(name: str, flag: str = "--allocator") -> str:
     return name
 
 
-def _choice(v, flag: str, allowed) -> str:
-    if v not in allowed:
-        raise ParameterError(flag, f"must be one of {', '.join(allowed)}, got {v!r}")
-    return v
-
-
 # ---------------------------------------------------------------- the whole config
 
 
 def check_config(cfg) -> None:
     """Every field of `cfg`, then model, task files, resources and the run folder."""
-    _choice(cfg.task, "--task", TASKS)
+    check_choice(cfg.task, "--task", TASKS)
     check_allocator(cfg.allocator)
-    _choice(cfg.trainer, "--trainer", ("native", "trl"))
+    check_choice(cfg.trainer, "--trainer", ("native", "trl"))
     if cfg.trainer == "trl":
         from real.trl_run import check_trl_config  # light: no torch / trl import
 
@@ -114,8 +108,8 @@ def check_config(cfg) -> None:
     check_float(cfg.max_grad_norm, "--max-grad-norm", 0.0, lo_open=True)
     if cfg.gpu_memory_utilization is not None:
         check_float(cfg.gpu_memory_utilization, "--gpu-memory-utilization", 0.0, 1.0, lo_open=True)
-    _choice(cfg.old_logprobs, "--old-logprobs", ("engine", "recompute"))
-    _choice(cfg.dtype, "--dtype", DTYPES)
+    check_choice(cfg.old_logprobs, "--old-logprobs", ("engine", "recompute"))
+    check_choice(cfg.dtype, "--dtype", DTYPES)
     _check_device(cfg.device)
     if cfg.engine_url is not None:
         from real.client import parse_urls  # the servers' health is checked when connecting

@@ -117,9 +117,12 @@ def stop_server(proc, timeout: float = 30.0) -> None:
 
 def cmd_serve(a) -> int:
     """Check the arguments, then become the server (exec: the pid is the server's)."""
-    from real.checks import resolve_model
+    from real.checks import DTYPES, SEED_MAX, resolve_model
+    from sara_sim.errors import check_choice, check_int
 
     port = check_port(a.port)
+    check_int(a.seed, "--seed", 0, SEED_MAX)
+    check_choice(a.dtype, "--dtype", DTYPES)
     if a.max_model_len is not None and a.max_model_len < 1:
         raise ParameterError("--max-model-len", f"must be >= 1, got {a.max_model_len}")
     if a.logprobs_mode not in ("raw_logprobs", "processed_logprobs"):
