@@ -257,3 +257,20 @@ def test_help_is_derived_from_the_config():
     a = validate.parse_args([])
     assert a.eps_high == Config.eps_high and a.tau_low == Config.tau_low and a.lr == Config.lr
     assert "(default: 0.28)" in " ".join(validate.format_help().split())
+
+
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        (["audit", "--seed", "-1"], "--seed"),
+        (["audit", "--out", "/proc/nope"], "--out"),
+        (["audit", "--prompts", "0"], "--prompts"),
+        (["audit", "--temperature", "nan"], "--temperature"),
+        (["audit", "--engine-url", "localhost"], "--engine-url"),
+        (["serve", "--seed", "-1"], "--seed"),  # checked before the process becomes a server
+        (["serve", "--dtype", "bogus"], "--dtype"),
+        (["serve", "--port", "0"], "--port"),
+    ],
+)
+def test_serve_and_audit_bad_input_is_one_line(args, flag, capsys):
+    assert flag in _bad(args, capsys)
