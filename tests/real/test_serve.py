@@ -36,6 +36,19 @@ def _cli(*args, timeout=600):
     return p
 
 
+def _sara_sim_json(*args) -> dict:
+    """`sara-sim ARGS --json` in a fresh process, parsed (the audit's numbers are checked
+    against the simulator's own CLI, not against shared library calls)."""
+    p = subprocess.run(
+        [sys.executable, "-m", "sara_sim.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(p.stdout)
+
+
 # ---------------------------------------------------------------- fault paths (fake server)
 
 
@@ -318,26 +331,8 @@ def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
     res = json.loads((out / "audit.json").read_text(), parse_constant=lambda c: 1 / 0)  # no NaN
     hist = f"history:{out / 'history.csv'}"
     for row in res["sara"]:
-        th = json.loads(
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "sara_sim.cli",
-                    "theory",
-                    "--difficulty",
-                    hist,
-                    "--k",
-                    "8",
-                    "--tau-low",
-                    str(row["tau_low"]),
-                    "--json",
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd=ROOT,
-            ).stdout  # fmt: skip
+        th = _sara_sim_json(
+            "theory", "--difficulty", hist, "--k", "8", "--tau-low", str(row["tau_low"])
         )
         assert row["rollouts_per_effective_group"] == pytest.approx(
             th["cost_per_effective_group"], rel=1e-12
@@ -346,53 +341,15 @@ def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
         assert res["ds"]["rollouts_per_effective_group"] == pytest.approx(
             th["ds_cost_per_effective_group"], rel=1e-12
         )
-    opt = json.loads(
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "sara_sim.cli",
-                "optimal",
-                "--difficulty",
-                hist,
-                "--k",
-                "8",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        ).stdout  # fmt: skip
-    )
+    opt = _sara_sim_json("optimal", "--difficulty", hist, "--k", "8")
     assert res["bayes_optimal"]["rollouts_per_effective_group"] == pytest.approx(
         opt["bayes_optimal_cost_per_effective_group"], rel=1e-12
     )
     assert res["best_tau"]["rollouts_per_effective_group"] == pytest.approx(
         opt["best_tau_cost_per_effective_group"], rel=1e-12
     )
-    rep = json.loads(
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "sara_sim.cli",
-                "replay",
-                "--history",
-                str(out / "history.csv"),
-                "--k",
-                "8",
-                "--groups",
-                "6",
-                "--seeds",
-                "1",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        ).stdout  # fmt: skip
+    rep = _sara_sim_json(
+        "replay", "--history", str(out / "history.csv"), "--k", "8", "--groups", "6", "--seeds", "1"
     )
     ds_replay = next(r for r in rep["rows"] if r["strategy"] == "ds")
     ours = next(r for r in res["replay"] if r["strategy"] == "ds")
