@@ -33,16 +33,10 @@ from sara_sim.errors import ParameterError, check_k
 
 
 def check_audit_args(a) -> None:
-    from real.checks import SEED_MAX, check_writable
-    from real.tasks import TASKS
+    from real.checks import SEED_MAX, check_task_files, check_writable
     from sara_sim.errors import check_float, check_int
 
-    if a.task not in TASKS:
-        raise ParameterError("--task", f"unknown task {a.task!r}; choose one of {', '.join(TASKS)}")
-    if a.task_path and a.task != "math":
-        raise ParameterError("--task-path", f"only the math task reads a file (task is {a.task})")
-    if a.task_path and not Path(a.task_path).is_file():
-        raise ParameterError("--task-path", f"no such file: {a.task_path}")
+    check_task_files(a.task, a.task_path)
     check_k(a.k, "--k")
     for flag, v, lo in (
         ("--prompts", a.prompts, 1),

@@ -52,7 +52,7 @@ def check_allocator(name: str, flag: str = "--allocator") -> str:
 
 def check_config(cfg) -> None:
     """Every field of `cfg`, then model, task files, resources and the run folder."""
-    check_choice(cfg.task, "--task", TASKS)
+    check_task_files(cfg.task, cfg.task_path, cfg.eval_path)
     check_allocator(cfg.allocator)
     check_choice(cfg.trainer, "--trainer", ("native", "trl"))
     if cfg.trainer == "trl":
@@ -115,21 +115,12 @@ def check_config(cfg) -> None:
         from real.client import parse_urls  # the servers' health is checked when connecting
 
         parse_urls(cfg.engine_url)
-    for flag, path in (("--task-path", cfg.task_path), ("--eval-path", cfg.eval_path)):
-        if path and cfg.task != "math":
-            raise ParameterError(flag, f"only the math task reads a file (task is {cfg.task})")
-        if path and Path(path).is_dir():
-            raise ParameterError(flag, f"{path} is a directory, not a JSONL file")
-        if path and not Path(path).is_file():
-            raise ParameterError(flag, f"no such file: {path}")
     task = _task(cfg)
     from sara_sim.allocator import make_collector  # its own checks: prior, capacity, tau_high
 
     make_collector(
-        cfg.allocator, k=cfg.k, groups=cfg.groups, tau_low=cfg.tau_low, tau_high=cfg.tau_high,
-        prior=cfg.prior, capacity=cfg.capacity, gen_batch_size=cfg.gen_batch_size,
-        max_num_gen_batches=cfg.max_num_gen_batches, seed=cfg.seed,
-        epoch_size=task.size if cfg.allocator in INFORMED else None,
+        cfg.allocator, k=cfg.k, groups=cfg.groups, seed=cfg.seed,
+        epoch_size=task.size if cfg.allocator in INFORMED else None, **allocator_options(cfg),
     )  # fmt: skip
     n_eval = len(task.eval_problems())
     if cfg.eval_problems is not None and cfg.eval_problems > n_eval:
@@ -142,6 +133,24 @@ def check_config(cfg) -> None:
         resolve_model(cfg.model, build=False)
     check_memory(cfg, task)
     check_run_folder(cfg)
+
+
+def check_task_files(task: str, task_path=None, eval_path=None) -> None:
+    """A known task; data files only for the math task, and files, not folders."""
+    check_choice(task, "--task", TASKS)
+    for flag, path in (("--task-path", task_path), ("--eval-path", eval_path)):
+        if path and task != "math":
+            raise ParameterError(flag, f"only the math task reads a file (task is {task})")
+        if path and Path(path).is_dir():
+            raise ParameterError(flag, f"{path} is a directory, not a JSONL file")
+        if path and not Path(path).is_file():
+            raise ParameterError(flag, f"no such file: {path}")
+
+
+def allocator_options(cfg) -> dict:
+    """The allocator's own settings in a Config, as make_collector (and SaraRollout) take them."""
+    names = ("tau_low", "tau_high", "prior", "capacity", "gen_batch_size", "max_num_gen_batches")
+    return {n: getattr(cfg, n) for n in names}
 
 
 def _task(cfg):

@@ -225,24 +225,20 @@ def cmd_make_tiny(a) -> int:
 def cmd_validate(a) -> int:
     import json
 
-    from real.checks import check_config
     from real.runlog import SUMMARY_KEYS
     from real.train import train
 
-    cfg = _config(a, a.allocator)
-    check_config(cfg)
-    s = train(cfg)
+    s = train(_config(a, a.allocator))  # checks every argument before anything heavy starts
     print(json.dumps({k: s[k] for k in SUMMARY_KEYS}))
     return 0
 
 
 def cmd_compare(a) -> int:
-    from real.compare import check_compare, format_table, plot_compare, run_compare
+    from real.compare import format_table, plot_compare, run_compare
 
     allocators = [x.strip() for x in a.allocators.split(",") if x.strip()]
     cfg = _config(a, allocators[0] if allocators else "sara")
-    check_compare(cfg, allocators)
-    table, curves = run_compare(cfg, allocators)
+    table, curves = run_compare(cfg, allocators)  # check_compare first, before any run
     print(format_table(table, curves))
     for p in plot_compare(a.out, table, curves, allocators):
         print(f"saved {p}")

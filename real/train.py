@@ -195,7 +195,7 @@ def train(cfg: Config, engine=None) -> dict:
 
 
 def _train(cfg: Config, out: Path, engine) -> dict:
-    from real.checks import INFORMED, resolve_model
+    from real.checks import INFORMED, allocator_options, resolve_model
 
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
@@ -243,13 +243,8 @@ def _train(cfg: Config, out: Path, engine) -> dict:
         cfg.allocator,
         k=cfg.k,
         groups=cfg.groups,
-        tau_low=cfg.tau_low,
-        tau_high=cfg.tau_high,
-        prior=cfg.prior,
-        capacity=cfg.capacity,
-        gen_batch_size=cfg.gen_batch_size,
-        max_num_gen_batches=cfg.max_num_gen_batches,
         seed=cfg.seed,
+        **allocator_options(cfg),
         # history allocators: stream ids are epoch * size + index; defaults cross-validated
         epoch_size=task.size if cfg.allocator in INFORMED else None,
     )

@@ -94,14 +94,14 @@ def _cuda() -> bool:
 
 
 def train_trl(cfg, engine=None) -> dict:
-    """Run (or resume) one run through TRL; returns the summary (also OUT/summary.json)."""
+    """Run (or resume) one run through TRL; returns the summary (also OUT/summary.json).
+    Called by `real.train.train`, which has checked `cfg` (check_trl_config included) and holds
+    the run folder's lock."""
     import os
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from real.checks import check_config, resolve_model
+    from real.checks import allocator_options, resolve_model
 
-    check_config(cfg)
-    check_trl_config(cfg)
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -139,12 +139,7 @@ def train_trl(cfg, engine=None) -> dict:
         [_reward(task, guard)],
         cfg.allocator,
         engine=engine,
-        tau_low=cfg.tau_low,
-        tau_high=cfg.tau_high,
-        prior=cfg.prior,
-        capacity=cfg.capacity,
-        gen_batch_size=cfg.gen_batch_size,
-        max_num_gen_batches=cfg.max_num_gen_batches,
+        **allocator_options(cfg),
     )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(model_dir)
