@@ -56,9 +56,12 @@ class UniformCollector(_Base):
             if pid is None:
                 break
             pids.append(pid)
+        self.group_visits = []
         if pids:
-            rewards = self._round(res, self._requests(pids), sample)
+            requests = self._requests(pids)
+            rewards = self._round(res, requests, sample)
             res.groups = list(zip(pids, rewards))
+            self.group_visits = [req.visit for req in requests]
         res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
         res.saturated = len(res.groups) - res.n_effective
         return res
@@ -84,7 +87,7 @@ class DSCollector(_Base):
     def collect_step(self, stream, sample):
         check_call(stream, sample)
         res = StepResult()
-        kept = []
+        kept, visits = [], []
         while len(kept) < self.groups:
             if self.max_num_gen_batches and res.rounds >= self.max_num_gen_batches:
                 res.capped = True
@@ -97,15 +100,17 @@ class DSCollector(_Base):
                 pids.append(pid)
             if not pids:
                 break
-            rewards = self._round(res, self._requests(pids), sample)
-            for pid, r in zip(pids, rewards):
+            requests = self._requests(pids)
+            rewards = self._round(res, requests, sample)
+            for req, r in zip(requests, rewards):
                 if 0 < sum(r) < self.k:
-                    kept.append((pid, r))
+                    kept.append((req.prompt_id, r))
+                    visits.append(req.visit)
                 else:
                     res.saturated += 1
                     res.waste += self.k
         res.waste += self.k * max(len(kept) - self.groups, 0)  # surplus kept groups: discarded
-        res.groups = kept[: self.groups]
+        res.groups, self.group_visits = kept[: self.groups], visits[: self.groups]
         res.n_effective = len(res.groups)
         return res
 

@@ -111,6 +111,14 @@ class _Base:
             self.groups = None if groups is None else check_int(groups, "groups", 1)
         self.budget = budget
         self.seed = check_int(seed, "seed", 0)
+        # The visit (Request.visit) of each group of the last collect_step's result, same order:
+        # a caller that keeps per-rollout data by visit claims a group's rollouts by it.
+        self.group_visits = []
+
+    def held_visits(self) -> set:
+        """Visits whose rollouts the collector still holds after a step (in progress, or complete
+        and carried to the next step); every other visit's rollouts can be dropped."""
+        return set()
 
     def _round(self, res, requests, sample):
         rewards = _check_rewards(requests, sample(requests))

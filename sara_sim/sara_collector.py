@@ -118,6 +118,7 @@ class SaraCollector(_Base):
         self.finished = []  # (successes, trials) of prompts decided during the current step
         self.open = {}  # visit -> _Prompt, in progress (carried across steps)
         self.done_groups = []  # complete committed groups carried to the next step
+        self.done_visits = []  # their visits (same order)
         self.commit_rate = None  # running fraction of probed prompts that commit
         self.cost_rate = None  # running rollouts per decided prompt
         self.total_rollouts = 0  # over the whole run: the stream's price lam = rollouts / groups
@@ -183,6 +184,7 @@ class SaraCollector(_Base):
         self._begin_step()
         res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
         res.groups, self.done_groups = self.done_groups, []
+        self.group_visits, self.done_visits = self.done_visits, []
         budget_left = math.inf if self.budget is None else self.budget
         while True:
             if self.budget is None and len(res.groups) >= self.groups:
@@ -316,10 +318,11 @@ class SaraCollector(_Base):
             if n >= k:
                 del self.open[p.visit]
                 self.total_effective += 0 < s < k
-                target = res.groups
+                target, visits = res.groups, self.group_visits
                 if self.budget is None and len(res.groups) >= self.groups:
-                    target = self.done_groups  # surplus: carried to the next step
+                    target, visits = self.done_groups, self.done_visits  # surplus: carried
                 target.append((p.pid, p.rewards[:k]))
+                visits.append(p.visit)
         elif d == ABANDON or d == SATURATED:
             del self.open[p.visit]
             self._track(commit=False, rollouts=n)
@@ -328,6 +331,9 @@ class SaraCollector(_Base):
                 res.abandoned_rollouts += n
             else:
                 res.saturated += 1
+
+    def held_visits(self):
+        return {p.visit for p in self.open.values()} | set(self.done_visits)
 
     def _track(self, commit, rollouts, weight=0.05):
         c, r = float(commit), float(rollouts)
