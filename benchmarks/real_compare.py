@@ -51,20 +51,11 @@ def _run(a) -> int:
     from real.train import Config
 
     allocators = ["ds", "sara"] + [x for x in a.also.split(",") if x.strip()]
-    cfg = Config(
-        model=a.model,
-        k=a.k,
-        groups=a.groups,
-        steps=a.steps,
-        seed=a.seed,
-        tau_low=a.tau_low,
-        out=a.out,
-        eval_every=max(1, a.steps // 3),
-        eval_problems=64,
-        eval_samples=4,
-        progress=not a.no_progress,
-        overwrite=a.overwrite,
-        resume=a.resume,
+    same = ("model", "k", "groups", "steps", "seed", "tau_low", "out", "overwrite", "resume")
+    cfg = Config.from_dict(  # flat names: tau_low lands in cfg.alloc
+        {n: getattr(a, n) for n in same}
+        | {"eval_every": max(1, a.steps // 3), "eval_problems": 64, "eval_samples": 4}
+        | {"progress": not a.no_progress}
     )
     table, curves = run_compare(cfg, allocators)
     print(format_table(table, curves))

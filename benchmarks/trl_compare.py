@@ -30,25 +30,12 @@ def correct(completions, answer, **kw):
 
 def run(name, model_dir, ds, a, out):
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from real.trl_adapter import SaraRollout
+    from real.trl_backends import cpu_grpo_config
 
-    args = GRPOConfig(
-        output_dir=str(out / name),
-        num_generations=a.k,
-        per_device_train_batch_size=a.k * a.groups,
-        max_completion_length=8,
-        max_steps=a.steps,
-        learning_rate=1e-4,
-        lr_scheduler_type="constant",
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=a.seed,
-        disable_tqdm=True,
-    )
+    args = cpu_grpo_config(out / name, G=a.k, B=a.groups, steps=a.steps, seed=a.seed)
     kw = {}
     if name != "trl-default":
         sara = SaraRollout(args, ds, [correct], name.removeprefix("trl+"), tau_low=a.tau_low)

@@ -33,19 +33,12 @@ from sara_sim.errors import ParameterError, check_k
 
 
 def check_audit_args(a) -> None:
-    from real.checks import SEED_MAX, check_task_files, check_writable
+    from real.checks import SEED_MAX, check_ints, check_task_files, check_writable
     from sara_sim.errors import check_float, check_int
 
     check_task_files(a.task, a.task_path)
     check_k(a.k, "--k")
-    for flag, v, lo in (
-        ("--prompts", a.prompts, 1),
-        ("--passes", a.passes, 1),
-        ("--train-steps", a.train_steps, 0),
-        ("--bootstrap", a.bootstrap, 0),
-        ("--batch", a.batch, 1),
-    ):
-        check_int(v, flag, lo)
+    check_ints(a, prompts=1, passes=1, train_steps=0, bootstrap=0, batch=1)
     check_int(a.seed, "--seed", 0, SEED_MAX)
     if a.max_tokens is not None:
         check_int(a.max_tokens, "--max-tokens", 1)

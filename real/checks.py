@@ -2,19 +2,27 @@
 line (sara_sim.errors.ParameterError names the parameter, its value and the allowed range), never
 a traceback after an engine has spent minutes starting.
 
-`check_config` checks every field of a `real.train.Config`, then the run folder:
-* a used `--out` (metrics, checkpoint or summary present) needs `--resume` or `--overwrite`;
-* `--resume` needs a readable checkpoint written with the same experiment: only the settings in
-  `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ;
-* a folder another live run is writing (its `.lock` is held) is refused;
-* a request whose memory would not fit this machine is refused unless `--force`."""
+`check_config` checks every field of a `real.train.Config` (its GRPO and allocator sections
+included), builds the run's task and collector (once: the run uses them), then checks resources
+and the run folder (`real/runfolder.py`): a request whose memory would not fit this machine is
+refused unless `--force`."""
 
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
+from real.config import INFORMED, build_collector, flag_of
+from real.runfolder import check_run_folder, check_writable  # noqa: F401  (re-exported)
 from real.tasks import TASKS
-from sara_sim.errors import ParameterError, check_choice, check_float, check_int, check_k
+from sara_sim.errors import (
+    ParameterError,
+    check_choice,
+    check_float,
+    check_int,
+    check_k,
+    check_schedule,
+)
 
 ALLOCATORS = (
     "uniform",
@@ -26,16 +34,8 @@ ALLOCATORS = (
     "sara-mopps",
     "sara-dps",
 )
-INFORMED = ("sara-history", "sara-mopps", "sara-dps")  # need a finite task: ids revisit prompts
 FINITE_OPTION = ("arithmetic", "countdown")  # generated tasks that take --task-size
 DTYPES = ("float32", "bfloat16", "float16", "auto")
-# Settings a --resume may change: they change how a run is watched, not what it computes.
-# A server address is where the weights are pushed, not part of the experiment.
-RESUMABLE = (
-    "steps", "eval_every", "ckpt_every", "progress",
-    "resume", "overwrite", "force", "out", "engine_url",
-)  # fmt: skip
-RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
 SEED_MAX = 2**63 - 1
 
 
@@ -47,18 +47,22 @@ def check_allocator(name: str, flag: str = "--allocator") -> str:
     return name
 
 
+class Checked(NamedTuple):
+    """What check_config built on the way: the run's task and its collector (built once)."""
+
+    task: object
+    collector: object
+
+
 # ---------------------------------------------------------------- the whole config
 
 
-def check_config(cfg) -> None:
-    """Every field of `cfg`, then model, task files, resources and the run folder."""
+def check_config(cfg) -> Checked:
+    """Every field of `cfg`, then model, task files, the collector, resources and the run
+    folder; returns the task and collector the run then uses."""
     check_task_files(cfg.task, cfg.task_path, cfg.eval_path)
     check_allocator(cfg.allocator)
     check_choice(cfg.trainer, "--trainer", ("native", "trl"))
-    if cfg.trainer == "trl":
-        from real.trl_run import check_trl_config  # light: no torch / trl import
-
-        check_trl_config(cfg)
     if cfg.task_size is not None:
         check_int(cfg.task_size, "--task-size", 1)
         if cfg.task not in FINITE_OPTION:
@@ -71,57 +75,38 @@ def check_config(cfg) -> None:
             "--task-size", f"{cfg.allocator} learns from revisits: give a finite pool (>= 1)"
         )
     check_k(cfg.k, "--k")
-    for flag, v, lo in (
-        ("--groups", cfg.groups, 1),
-        ("--steps", cfg.steps, 1),
-        ("--eval-every", cfg.eval_every, 1),
-        ("--eval-samples", cfg.eval_samples, 1),
-        ("--ckpt-every", cfg.ckpt_every, 1),
-        ("--minibatches", cfg.minibatches, 1),
-        ("--epochs", cfg.epochs, 1),
-        ("--micro-batch", cfg.micro_batch, 0),
-        ("--max-num-gen-batches", cfg.max_num_gen_batches, 0),
-    ):
-        check_int(v, flag, lo)
+    check_ints(cfg, groups=1, steps=1, eval_every=1, eval_samples=1, ckpt_every=1)
     check_int(cfg.seed, "--seed", 0, SEED_MAX)
     for flag, v in (
         ("--max-tokens", cfg.max_tokens),
         ("--eval-problems", cfg.eval_problems),
-        ("--capacity", cfg.capacity),
-        ("--gen-batch-size", cfg.gen_batch_size),
         ("--max-model-len", cfg.max_model_len),
     ):
         if v is not None:
             check_int(v, flag, 1)
-    check_float(cfg.tau_low, "--tau-low", 0.0, 1.0)
-    if not isinstance(cfg.prior, tuple | list) or len(cfg.prior) != 2:
-        raise ParameterError("--prior", f"must be two numbers A0,B0 > 0, got {cfg.prior!r}")
-    for v in cfg.prior:
-        check_float(v, "--prior", 0.0, lo_open=True)
-    if cfg.tau_high is not None:
-        check_float(cfg.tau_high, "--tau-high", 0.0, 1.0)
     check_float(cfg.temperature, "--temperature", 0.0, lo_open=True)
-    check_float(cfg.lr, "--lr", 0.0, 1.0, lo_open=True)
-    check_float(cfg.eps_low, "--eps-low", 0.0, 1.0, hi_open=True)  # ratio floor 1 - eps_low > 0
-    check_float(cfg.eps_high, "--eps-high", 0.0)
-    check_float(cfg.kl_coef, "--kl-coef", 0.0)
-    check_float(cfg.max_grad_norm, "--max-grad-norm", 0.0, lo_open=True)
     if cfg.gpu_memory_utilization is not None:
         check_float(cfg.gpu_memory_utilization, "--gpu-memory-utilization", 0.0, 1.0, lo_open=True)
-    check_choice(cfg.old_logprobs, "--old-logprobs", ("engine", "recompute"))
     check_choice(cfg.dtype, "--dtype", DTYPES)
     _check_device(cfg.device)
     if cfg.engine_url is not None:
         from real.client import parse_urls  # the servers' health is checked when connecting
 
         parse_urls(cfg.engine_url)
-    task = _task(cfg)
-    from sara_sim.allocator import make_collector  # its own checks: prior, capacity, tau_high
+    check_grpo(cfg.grpo)
+    if cfg.trainer == "trl":
+        from real.trl_run import check_trl_config  # light: no torch / trl import
 
-    make_collector(
-        cfg.allocator, k=cfg.k, groups=cfg.groups, seed=cfg.seed,
-        epoch_size=task.size if cfg.allocator in INFORMED else None, **allocator_options(cfg),
-    )  # fmt: skip
+        check_trl_config(cfg)
+    check_alloc(cfg.alloc, cfg.k)
+    task = _task(cfg)
+    try:  # what only the whole collector can judge: tau_high > tau_low, capacity >= k, ...
+        collector = build_collector(
+            cfg.allocator, cfg.alloc, k=cfg.k, groups=cfg.groups, seed=cfg.seed,
+            epoch_size=task.size,
+        )  # fmt: skip
+    except ParameterError as e:
+        raise ParameterError(flag_of(e.parameter), str(e)[len(e.parameter) + 2 :]) from None
     n_eval = len(task.eval_problems())
     if cfg.eval_problems is not None and cfg.eval_problems > n_eval:
         raise ParameterError(
@@ -133,6 +118,55 @@ def check_config(cfg) -> None:
         resolve_model(cfg.model, build=False)
     check_memory(cfg, task)
     check_run_folder(cfg)
+    return Checked(task, collector)
+
+
+def check_grpo(g) -> None:
+    """The GRPO section (real.config.GRPOConfig)."""
+    check_float(g.lr, "--lr", 0.0, 1.0, lo_open=True)
+    _check_pair(g.betas, "--betas", "two numbers B1,B2 in [0, 1)", 0.0, 1.0, hi_open=True)
+    check_float(g.weight_decay, "--weight-decay", 0.0)
+    check_float(g.eps_low, "--eps-low", 0.0, 1.0, hi_open=True)  # ratio floor 1 - eps_low > 0
+    check_float(g.eps_high, "--eps-high", 0.0)
+    check_float(g.kl_coef, "--kl-coef", 0.0)
+    check_float(g.max_grad_norm, "--max-grad-norm", 0.0, lo_open=True)
+    check_choice(g.old_logprobs, "--old-logprobs", ("engine", "recompute"))
+    check_ints(g, epochs=1, minibatches=1, micro_batch=0)
+
+
+def check_alloc(a, k: int) -> None:
+    """The allocator section (real.config.AllocatorConfig), every field whichever allocator
+    runs (a compare runs several on one config); cross-field rules are the collector's."""
+    from sara_sim.informed import RULES
+
+    check_float(a.tau_low, "--tau-low", 0.0, 1.0)
+    if a.tau_high is not None:
+        check_float(a.tau_high, "--tau-high", 0.0, 1.0)
+    _check_pair(a.prior, "--prior", "two numbers A0,B0 > 0", 0.0, None, lo_open=True)
+    for flag, v in (("--capacity", a.capacity), ("--gen-batch-size", a.gen_batch_size)):
+        if v is not None:
+            check_int(v, flag, 1)
+    check_schedule(a.probe, a.increment, k)  # --probe / --increment in [0, k]
+    check_ints(a, max_rounds=1, eb_window=1, max_num_gen_batches=0, max_skip=0)
+    check_choice(a.rule, "--rule", RULES)
+    check_float(a.rho, "--rho", 0.0, 1.0, lo_open=True)  # 0 would forget everything
+    check_float(a.kappa, "--kappa", 0.0, lo_open=True)
+    check_float(a.explore, "--explore", 0.0, 1.0)
+    check_float(a.selector_ratio, "--selector-ratio", 1.0)
+    check_float(a.selector_target, "--selector-target", 0.0, 1.0)
+
+
+def check_ints(obj, **lowest) -> None:
+    """`obj.<name>` is an integer >= lowest[name] for each name (the error names its flag)."""
+    for name, lo in lowest.items():
+        check_int(getattr(obj, name), flag_of(name), lo)
+
+
+def _check_pair(v, flag: str, what: str, lo, hi, lo_open=False, hi_open=False) -> None:
+    if not isinstance(v, tuple | list) or len(v) != 2:
+        raise ParameterError(flag, f"must be {what}, got {v!r}")
+    for x in v:
+        check_float(x, flag, lo, hi, lo_open=lo_open, hi_open=hi_open)
 
 
 def check_task_files(task: str, task_path=None, eval_path=None) -> None:
@@ -145,12 +179,6 @@ def check_task_files(task: str, task_path=None, eval_path=None) -> None:
             raise ParameterError(flag, f"{path} is a directory, not a JSONL file")
         if path and not Path(path).is_file():
             raise ParameterError(flag, f"no such file: {path}")
-
-
-def allocator_options(cfg) -> dict:
-    """The allocator's own settings in a Config, as make_collector (and SaraRollout) take them."""
-    names = ("tau_low", "tau_high", "prior", "capacity", "gen_batch_size", "max_num_gen_batches")
-    return {n: getattr(cfg, n) for n in names}
 
 
 def _task(cfg):
@@ -188,10 +216,11 @@ def check_memory(cfg, task) -> None:
     if cfg.force:
         return
     tokens = cfg.max_tokens or task.max_tokens
-    per_round = cfg.capacity or (cfg.gen_batch_size or cfg.groups) * cfg.k
+    per_round = cfg.alloc.capacity or (cfg.alloc.gen_batch_size or cfg.groups) * cfg.k
     longest_prompt = max(len(p.prompt) for p in task.eval_problems())  # chars >= tokens
     pool = 2 * per_round * tokens * 200  # a step holds about two rounds' worth
-    seqs = min(cfg.micro_batch or cfg.groups * cfg.k, cfg.groups * cfg.k)
+    micro = cfg.grpo.micro_batch
+    seqs = min(micro or cfg.groups * cfg.k, cfg.groups * cfg.k)
     train = 3 * seqs * (longest_prompt + tokens) * _vocab(cfg.model) * 4
     if cfg.device not in ("cpu", "auto") or _cuda_for_auto(cfg.device):
         train = 0
@@ -200,7 +229,7 @@ def check_memory(cfg, task) -> None:
         raise ParameterError(
             "--k",
             f"k={cfg.k} x groups={cfg.groups} (max-tokens {tokens}, micro-batch "
-            f"{cfg.micro_batch or 'all'}) needs ~{need / 2**30:.1f} GiB, over 70 % of this "
+            f"{micro or 'all'}) needs ~{need / 2**30:.1f} GiB, over 70 % of this "
             f"machine's {_ram_bytes() / 2**30:.0f} GiB; lower them, set --micro-batch, or --force",
         )
 
@@ -236,148 +265,6 @@ def _vocab(model) -> int:
         return int(json.loads(cfg_file.read_text()).get("vocab_size", 0)) or 32000
     except (OSError, ValueError):
         raise ParameterError("--model", f"{cfg_file} is not a readable model config") from None
-
-
-# ---------------------------------------------------------------- the run folder
-
-
-def check_writable(path: Path, flag: str) -> None:
-    """`path` (a folder, existing or not) can be created and written, without creating it."""
-    import tempfile
-
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ParameterError(flag, f"{path} is a file, not a folder")
-    probe = path
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ParameterError(flag, f"cannot create {path}: {probe} is a file")
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as e:
-        raise ParameterError(flag, f"cannot write in {probe} ({e.strerror})") from None
-
-
-def has_checkpoint(folder: Path, trainer: str = "native") -> bool:
-    """A run in `folder` that --resume can continue (TRL keeps its own checkpoint-N folders)."""
-    if trainer == "trl":
-        return any(Path(folder, "trl").glob("checkpoint-*"))
-    return Path(folder, "checkpoint.pt").is_file()
-
-
-def holds_run(folder: Path) -> bool:
-    return any((Path(folder) / f).exists() for f in RUN_FILES)
-
-
-def check_run_folder(cfg, flag: str = "--out") -> None:
-    """The used-folder rule, resume compatibility and the lock (see the module docstring)."""
-    out = Path(cfg.out)
-    check_writable(out, flag)
-    if cfg.resume and cfg.overwrite:
-        raise ParameterError("--resume", "--resume and --overwrite exclude each other")
-    from real.runlog import lock_holder
-
-    pid = lock_holder(out)
-    if pid is not None:
-        raise ParameterError(flag, f"{out} is being written by another run (pid {pid})")
-    if not cfg.resume:
-        if holds_run(out) and not cfg.overwrite:
-            raise ParameterError(
-                flag, f"{out} already holds a run; pass --resume to continue it or --overwrite"
-            )
-        return
-    if cfg.trainer == "trl":
-        return _check_trl_resume(cfg, out)
-    if (out / "trl").is_dir():
-        raise ParameterError("--resume", f"{out} holds a --trainer trl run; resume it with that")
-    ckpt = out / "checkpoint.pt"
-    if not ckpt.is_file():
-        raise ParameterError(
-            "--resume", f"no checkpoint in {out} to resume (start the run without --resume)"
-        )
-    saved = read_checkpoint_config(ckpt)
-    check_same_run(saved["config"], cfg)
-    if cfg.steps < saved["step"] + 1:
-        raise ParameterError(
-            "--steps", f"the run in {out} has done {saved['step'] + 1} steps; give at least that"
-        )
-
-
-def _check_trl_resume(cfg, out: Path) -> None:
-    """A TRL run resumes from TRL's own OUT/trl/checkpoint-N; its settings are in config.json."""
-    import json
-
-    if not list((out / "trl").glob("checkpoint-*")):
-        if (out / "checkpoint.pt").is_file():
-            raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
-        raise ParameterError(
-            "--resume", f"no TRL checkpoint in {out}/trl to resume (start without --resume)"
-        )
-    saved = out / "config.json"
-    try:
-        check_same_run(json.loads(saved.read_text()), cfg)
-    except (OSError, ValueError) as e:
-        if isinstance(e, ParameterError):
-            raise
-        raise ParameterError("--resume", f"{saved} is missing or unreadable ({e})") from None
-
-
-def read_checkpoint_config(ckpt: Path) -> dict:
-    """{"step", "config"} of a checkpoint, or a one-line error naming the file when it is torn
-    or corrupted (every zip record's CRC is checked; tensors are memory-mapped, not read)."""
-    import zipfile
-
-    bad = None
-    try:
-        with zipfile.ZipFile(ckpt) as z:
-            bad = z.testzip()
-    except (zipfile.BadZipFile, OSError) as e:
-        bad = str(e)
-    if bad is None:
-        import torch
-
-        try:
-            ck = torch.load(ckpt, map_location="cpu", weights_only=False, mmap=True)
-            return {"step": int(ck["step"]), "config": dict(ck["config"])}
-        except Exception as e:  # unpickling a damaged file can raise almost anything
-            bad = f"{type(e).__name__}: {e}"
-    raise ParameterError(
-        "--resume", f"{ckpt} is corrupted or truncated ({bad}); use --overwrite to start over"
-    )
-
-
-def check_same_run(saved: dict, cfg) -> None:
-    """Resuming with another allocator, k, lr, temperature... would silently splice two runs."""
-    from dataclasses import fields
-
-    changed = []
-    for f in fields(cfg):
-        if f.name in RESUMABLE:
-            continue
-        now, then = getattr(cfg, f.name), saved.get(f.name, f.default)
-        if f.name == "model":
-            now, then = _model_key(now), _model_key(then)
-        if isinstance(now, tuple | list):
-            now, then = list(now), list(then) if isinstance(then, tuple | list) else then
-        if now != then:
-            changed.append(f"{f.name}={then!r} (now {now!r})")
-    if changed:
-        raise ParameterError(
-            "--resume",
-            f"the checkpoint in {cfg.out} was written with {', '.join(changed)}; only "
-            f"{', '.join(RESUMABLE[:4])} may change on resume",
-        )
-
-
-def _model_key(model) -> str | None:
-    if model is None:
-        from real.tiny import default_dir
-
-        return str(default_dir().resolve())
-    p = Path(model).expanduser()
-    return str(p.resolve()) if p.exists() else str(model)
 
 
 # ---------------------------------------------------------------- the model

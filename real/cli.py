@@ -4,8 +4,9 @@
     sara-real validate --allocator sara --k 8 --groups 16 --steps 20 --out runs/sara
     sara-real compare --allocators uniform,ds,sara --steps 20 --out runs/cmp
 
-The flags of `validate` / `compare` are the fields of `real.train.Config` (dashes for underscores),
-with the field's docstring as help and its default shown — one place for every default. Every
+The flags of `validate` / `compare` are the leaf fields of `real.train.Config` and of its GRPO and
+allocator sections (`real/config.py`; dashes for underscores), with the field's docstring as help
+and its default shown — one place for every default. Every
 argument is checked before torch or vLLM starts: a bad one exits with status 2 and one line naming
 the parameter, its value and the allowed range."""
 
@@ -15,10 +16,8 @@ import types
 import typing
 
 from real import _env  # noqa: F401  (first: env vars before any torch/vllm import)
+from real.config import FLAG_NAMES, flag_of  # noqa: F401  (one rule for flag names)
 
-# A field whose flag is not --<name> (kept from earlier releases); booleans that default to True
-# are switched off by --no-<name>.
-FLAG_NAMES = {"std_norm": "--no-std"}
 NOT_FLAGS = ("allocator", "out")  # set per subcommand (validate: --allocator; compare: a list)
 
 
@@ -115,12 +114,11 @@ def _value_parser(tp, name: str):
 
 def _add_flag(p, f, doc: str, choices=None) -> None:
     default = f.default
+    flag = flag_of(f.name, default)
     if f.type is bool:
-        flag = FLAG_NAMES.get(f.name) or ("--no-" if default else "--") + f.name.replace("_", "-")
         action = "store_false" if default else "store_true"
         p.add_argument(flag, dest=f.name, action=action, default=default, help=doc)
         return
-    flag = FLAG_NAMES.get(f.name, "--" + f.name.replace("_", "-"))
     extra = f"; one of {', '.join(choices)}" if choices else ""
     p.add_argument(
         flag,
@@ -133,18 +131,27 @@ def _add_flag(p, f, doc: str, choices=None) -> None:
 
 
 def _config_flags(p) -> None:
-    from dataclasses import fields
+    """One flag per leaf field of Config; each section (a dataclass field) is its own help group,
+    titled by its docstring."""
+    from dataclasses import fields, is_dataclass
 
     from real.checks import DTYPES
     from real.tasks import TASKS
     from real.train import Config
+    from sara_sim.informed import RULES
 
-    docs = field_docs(Config)
     choices = {"task": TASKS, "dtype": DTYPES, "old_logprobs": ("engine", "recompute")}
-    choices["trainer"] = ("native", "trl")
-    for f in fields(Config):
-        if f.name not in NOT_FLAGS:
-            _add_flag(p, f, docs.get(f.name, ""), choices.get(f.name))
+    choices |= {"trainer": ("native", "trl"), "rule": RULES}
+
+    def add(group, cls):
+        docs = field_docs(cls)
+        for f in fields(cls):
+            if is_dataclass(f.type):
+                add(p.add_argument_group(docs.get(f.name, f.name)), f.type)
+            elif f.name not in NOT_FLAGS:
+                _add_flag(group, f, docs.get(f.name, ""), choices.get(f.name))
+
+    add(p, Config)
 
 
 def build_parser():
@@ -185,12 +192,12 @@ def build_parser():
 
 
 def _config(a, allocator):
-    from dataclasses import fields
-
     from real.train import Config
 
-    kw = {f.name: getattr(a, f.name) for f in fields(Config) if hasattr(a, f.name)}
-    return Config(**{**kw, "allocator": allocator})
+    names = set(Config().flat())
+    return Config.from_dict(
+        {**{n: v for n, v in vars(a).items() if n in names}, "allocator": allocator}
+    )
 
 
 # ---------------------------------------------------------------- commands

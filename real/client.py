@@ -39,7 +39,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from real import _env
-from real.engine import Completion, PromptResult
+from real.engine import Completion, PromptResult, Sampler
 from sara_sim.errors import ParameterError
 
 
@@ -110,7 +110,7 @@ def _seed_runs(seeds: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-class ServerEngine:
+class ServerEngine(Sampler):
     """Engine-compatible client of one or more vLLM servers serving the same model."""
 
     def __init__(
@@ -246,31 +246,14 @@ class ServerEngine:
 
     # ------------------------------------------------------------ the Engine interface
 
-    def check_fits(self, prompts: list[str], max_tokens: int) -> None:
-        """One clear line, before training, instead of an HTTP 400 mid-run."""
-        longest = max(len(self._ids(p)) for p in prompts)
-        if longest + max_tokens > self.max_model_len:
-            raise ParameterError(
-                "--max-tokens",
-                f"prompts of up to {longest} tokens + {max_tokens} new tokens exceed the "
-                f"server's context of {self.max_model_len} (its --max-model-len)",
-            )
+    context = "server's context"
 
-    def generate(
-        self,
-        prompts: list[str],
-        n_per_prompt: list[int],
-        *,
-        max_tokens: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seeds: list[list[int]] | None = None,
-    ) -> list[PromptResult]:
-        """Sample n_per_prompt[i] completions of prompts[i] (see `Engine.generate`), all requests
-        of the round in flight at once over every server."""
-        if len(prompts) != len(n_per_prompt):
-            raise ValueError("prompts and n_per_prompt differ in length")
-        settings = (int(max_tokens), float(temperature), float(top_p))
+    def n_tokens(self, prompt: str) -> int:
+        return len(self._ids(prompt))
+
+    def _generate(self, prompts, n_per_prompt, settings, seeds) -> list[PromptResult]:
+        """All requests of the round in flight at once over every server (see
+        Sampler.generate)."""
         results = [PromptResult(p, self._ids(p)) for p in prompts]
         wires = []
         for i, n in enumerate(n_per_prompt):
@@ -280,8 +263,6 @@ class ServerEngine:
             if seeds is None:
                 wires.append(_Wire(i, ids, int(n), None, ()))
                 continue
-            if len(seeds[i]) != n:
-                raise ValueError(f"prompt {i}: {n} samples but {len(seeds[i])} seeds")
             for sd, length in _seed_runs(seeds[i]):
                 wires.append(_Wire(i, ids, length, sd, (tuple(ids), sd, length, settings)))
         answers = self._run(wires, settings)

@@ -1,11 +1,12 @@
 """One training step's collection: the core allocator decides, the vLLM engine samples.
 
 `sara_sim.allocator` collectors are pure state machines: each round they hand us a list of
-requests (prompt id, n more rollouts) and want n binary rewards back per request. Here one round
-is one batched `Engine.generate` call. Because a group's rollouts span several rounds — and, for
-committed groups carried over, several steps — we keep every prompt's completions in the order
-their rewards were returned; a committed group's GRPO batch is that list cut to k, which is exactly
-the reward list the collector reports for it (checked, not assumed).
+requests (prompt id, n more rollouts, visit) and want n binary rewards back per request. Here one
+round is one batched `Engine.generate` call. Because a group's rollouts span several rounds — and,
+for committed groups carried over, several steps — `RolloutPool` keeps every visit's completions
+(once, keyed by `Request.visit`) in the order their rewards were returned; a committed group's GRPO
+batch is its visit's list cut to k (the collector names each group's visit: `group_visits`), and
+the rollouts of every visit the collector no longer holds are dropped after the step.
 
 Sampling seeds are drawn per request from (run seed, call counter) and run consecutively over the
 request's rollouts, so a resumed run samples what an uninterrupted one would have, independent of
@@ -55,8 +56,47 @@ class StepBatch:
         return max(0.0, self.collect_s - self.gen_s - self.reward_s)
 
 
+class RolloutPool:
+    """Every rollout of the visits a collector still holds, keyed by `Request.visit` (one copy:
+    the GRPO batch is cut from it). An entry is a dict: whatever the caller stores about the
+    visit's prompt, plus "samples", in the order the rewards went to the collector."""
+
+    def __init__(self):
+        self.entries: dict[int, dict] = {}
+
+    def entry(self, req, make) -> dict:
+        """The visit's entry; `make(req)` builds it (without "samples") at the first request."""
+        e = self.entries.get(req.visit)
+        if e is None:  # first round of this visit: look the prompt up once
+            e = self.entries[req.visit] = {**make(req), "samples": []}
+        return e
+
+    def claim(self, col, res, k: int, reward=lambda s: s.reward) -> list[dict]:
+        """The entries of the step's committed groups, in `res.groups` order (popped); each
+        group's first k rewards are checked against what the collector reports."""
+        out = []
+        for (pid, rewards), visit in zip(res.groups, col.group_visits, strict=True):
+            e = self.entries.pop(visit, None)
+            if e is None or len(e["samples"]) < k:
+                raise RuntimeError(f"allocator returned group {pid} without {k} rollouts")
+            if [reward(s) for s in e["samples"][:k]] != list(rewards)[:k]:
+                raise RuntimeError(f"group {pid}: rewards differ from the rollouts recorded")
+            out.append(e)
+        return out
+
+    def unheld(self, col) -> list[int]:
+        """Visits whose rollouts the collector no longer holds (abandoned, saturated, DS waste)."""
+        held = col.held_visits()
+        return [v for v in self.entries if v not in held]
+
+    def prune(self, col) -> None:
+        """Drop every unheld visit; keep in-progress prompts and carried groups."""
+        for v in self.unheld(col):
+            del self.entries[v]
+
+
 class RolloutCollector:
-    """Drives a `make_collector` object with an Engine; owns the per-prompt rollout pool."""
+    """Drives a `make_collector` object with an Engine; owns the run's rollout pool."""
 
     def __init__(
         self,
@@ -74,28 +114,19 @@ class RolloutCollector:
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         self.max_tokens = max_tokens or task.max_tokens
         self.guard = RewardGuard(task.reward)
-        self.pool: dict[int, dict] = {}  # prompt id -> visit, problem, prompt_ids, samples
+        self.pool = RolloutPool()  # visit -> prompt id, problem, prompt_ids, samples
         self.calls = 0  # engine calls so far: the sampling-seed counter
         self._step: StepBatch | None = None
 
     # ---------------------------------------------------------------- one round
-    def _entry(self, req) -> dict:
-        entry = self.pool.get(req.prompt_id)
-        if entry is None:  # first visit: look the problem up once, not once per round
-            entry = self.pool[req.prompt_id] = {
-                "visit": req.visit,
-                "problem": self.task.problem(req.prompt_id),
-                "prompt_ids": None,
-                "samples": [],
-            }
-        elif entry["visit"] != req.visit:  # two open visits of one id would mix their groups
-            raise RuntimeError(f"prompt id {req.prompt_id} requested by two open visits")
-        return entry
+    def _new_entry(self, req) -> dict:
+        problem = self.task.problem(req.prompt_id)
+        return {"prompt_id": req.prompt_id, "problem": problem, "prompt_ids": None}
 
     def _sample(self, requests) -> list[list[int]]:
         t0 = time.perf_counter()
         st = self._step
-        entries = [self._entry(r) for r in requests]
+        entries = [self.pool.entry(r, self._new_entry) for r in requests]
         ns = [int(r.n) for r in requests]
         # Each request's rollouts get consecutive seeds base, base + 1, ...: vLLM seeds the
         # i-th child of an n-sample request with seed + i, so a server client sends the whole
@@ -139,37 +170,25 @@ class RolloutCollector:
         res = self.col.collect_step(stream, self._sample)
         st.collect_s = time.perf_counter() - t0
         st.result = res
-        for pid, rewards in res.groups:
-            entry = self.pool.pop(pid, None)
-            if entry is None or len(entry["samples"]) < self.k:
-                raise RuntimeError(f"allocator returned group {pid} without {self.k} rollouts")
-            samples = entry["samples"][: self.k]
-            if [s.reward for s in samples] != list(rewards)[: self.k]:
-                raise RuntimeError(f"group {pid}: rewards differ from the rollouts recorded")
-            st.groups.append(Group(pid, entry["prompt_ids"], samples))
-        # Drop every rollout the allocator no longer holds (abandoned, saturated, DS waste);
-        # keep in-progress prompts and carried groups, whose completions the next step needs.
-        live = live_prompts(self.col)
-        for pid in [p for p in self.pool if p not in live]:
-            del self.pool[pid]
+        for e in self.pool.claim(self.col, res, self.k):
+            st.groups.append(Group(e["prompt_id"], e["prompt_ids"], e["samples"][: self.k]))
+        self.pool.prune(self.col)
         self._step = None
         return st
 
     def state_dict(self) -> dict:
         return {
-            "pool": self.pool,
+            "pool": self.pool.entries,
             "calls": self.calls,
             "reward_errors": self.guard.errors,
             "allocator": self.col.state_dict(),
         }
 
     def load_state_dict(self, d: dict) -> None:
-        self.pool, self.calls, self.guard.errors = d["pool"], d["calls"], d["reward_errors"]
-        self.col.load_state_dict(d["allocator"])
-
-
-def live_prompts(col) -> set:
-    """Prompt ids whose rollouts the collector still holds: open prompts and carried groups."""
-    live = {p.pid for p in getattr(col, "open", {}).values()}
-    live.update(pid for pid, _ in getattr(col, "done_groups", []))
-    return live
+        pool, col = d["pool"], dict(d["allocator"])
+        if any("visit" in e for e in pool.values()):  # older checkpoints: keyed by prompt id
+            visit = {pid: e["visit"] for pid, e in pool.items()}  # ids were unique in a run
+            col.setdefault("done_visits", [visit[pid] for pid, _ in col.get("done_groups", [])])
+            pool = {e.pop("visit"): {**e, "prompt_id": pid} for pid, e in pool.items()}
+        self.pool.entries, self.calls, self.guard.errors = pool, d["calls"], d["reward_errors"]
+        self.col.load_state_dict(col)

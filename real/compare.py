@@ -13,20 +13,16 @@ from real import _env  # noqa: F401
 from real.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
 
 
-def check_compare(cfg, allocators: list[str]) -> None:
-    """All of a compare's arguments, before the first (long) run starts.
+def check_compare(cfg, allocators: list[str]) -> dict:
+    """All of a compare's arguments, before the first (long) run starts; returns each run's
+    `real.checks.check_config` result (its task and collector: built once, used by the run).
 
     The folder rule of `validate`, per allocator: a folder that holds a compare needs --resume
     (same allocator list; each run resumes from its checkpoint, a run that never wrote one starts
     fresh) or --overwrite (every run of the earlier compare, listed in compare_config.json, is
     started over or removed — never left stale beside the new table)."""
-    from real.checks import (
-        check_allocator,
-        check_config,
-        check_run_folder,
-        has_checkpoint,
-        holds_run,
-    )
+    from real.checks import check_allocator, check_config
+    from real.runfolder import check_run_folder, has_checkpoint, holds_run
     from sara_sim.errors import ParameterError
 
     if not allocators:
@@ -55,9 +51,11 @@ def check_compare(cfg, allocators: list[str]) -> None:
             raise ParameterError(
                 "--out", f"{used[0]} already holds a run; pass --resume or --overwrite"
             )
+    checked = {}
     for a in allocators:
         resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)
-        check_config(_run_cfg(cfg, a, resume))
+        checked[a] = check_config(_run_cfg(cfg, a, resume))
+    return checked
 
 
 def _run_cfg(cfg, allocator: str, resume: bool):
@@ -81,15 +79,16 @@ def run_compare(cfg, allocators: list[str], engine=None):
     """Train one run per allocator under cfg.out/<allocator>; returns (table, curves) frames."""
     from real.runlog import RunLock
 
-    check_compare(cfg, allocators)
+    checked = check_compare(cfg, allocators)
     with RunLock(cfg.out):
-        return _run_compare(cfg, allocators, engine)
+        return _run_compare(cfg, allocators, engine, checked)
 
 
-def _run_compare(cfg, allocators, engine):
+def _run_compare(cfg, allocators, engine, checked):
     import pandas as pd
 
-    from real.checks import RUN_FILES, has_checkpoint, resolve_model
+    from real.checks import resolve_model
+    from real.runfolder import RUN_FILES, has_checkpoint
     from real.runlog import atomic_write
     from real.train import read_metrics, train
 
@@ -112,7 +111,8 @@ def _run_compare(cfg, allocators, engine):
     rows, curves = [], []
     for a in allocators:
         resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)
-        s = train(replace(_run_cfg(cfg, a, resume), model=str(model_dir)), engine=engine)
+        run_cfg = replace(_run_cfg(cfg, a, resume), model=str(model_dir))
+        s = train(run_cfg, engine=engine, checked=checked[a])
         rows.append({c: s.get(c) for c in COLUMNS})
         # the curve in optimizer steps done: 0 = the start model, before any training
         curves.append(_point(a, 0, 0, 0, s["eval_initial"]))

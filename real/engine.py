@@ -35,8 +35,54 @@ class PromptResult:
     completions: list[Completion] = field(default_factory=list)
 
 
-class Engine:
+class Sampler:
+    """What the collectors call: one batched, seeded sampling call per round. `Engine` samples
+    in-process, `real.client.ServerEngine` on running vLLM servers; a subclass gives
+    `_generate(prompts, n_per_prompt, settings, seeds)`, `n_tokens(prompt)`, `max_model_len`
+    and `context` (whose context, for the message)."""
+
+    def generate(
+        self,
+        prompts: list[str],
+        n_per_prompt: list[int],
+        *,
+        max_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seeds: list[list[int]] | None = None,
+    ) -> list[PromptResult]:
+        """Sample n_per_prompt[i] completions of prompts[i], the whole round at once.
+
+        `seeds[i]` (n_per_prompt[i] ints) seeds each rollout on its own. vLLM gives the n children
+        of one seeded request the same seed — identical samples — so seeded prompts are fanned out
+        as n single-sample requests (prefix caching shares their prompt). Seeding makes a round
+        reproducible whatever the batch composition: a resumed run samples what the original did."""
+        if len(prompts) != len(n_per_prompt):
+            raise ValueError("prompts and n_per_prompt differ in length")
+        for i, n in enumerate(n_per_prompt):
+            if seeds is not None and n > 0 and len(seeds[i]) != n:
+                raise ValueError(f"prompt {i}: {n} samples but {len(seeds[i])} seeds")
+        settings = (int(max_tokens), float(temperature), float(top_p))
+        return self._generate(prompts, n_per_prompt, settings, seeds)
+
+    def check_fits(self, prompts: list[str], max_tokens: int) -> None:
+        """One clear line before training instead of an error mid-run: the longest prompt plus
+        the completion budget must fit the engine's context."""
+        from sara_sim.errors import ParameterError
+
+        longest = max(self.n_tokens(p) for p in prompts)
+        if longest + max_tokens > self.max_model_len:
+            raise ParameterError(
+                "--max-tokens",
+                f"prompts of up to {longest} tokens + {max_tokens} new tokens exceed the "
+                f"{self.context} of {self.max_model_len} (--max-model-len)",
+            )
+
+
+class Engine(Sampler):
     """Offline vLLM engine for one HF-format model directory (or a hub id already cached)."""
+
+    context = "model's context"
 
     def __init__(
         self,
@@ -87,40 +133,16 @@ class Engine:
         self.max_model_len = int(llm.llm_engine.model_config.max_model_len)
         return self
 
-    def check_fits(self, prompts: list[str], max_tokens: int) -> None:
-        """One clear line, before training, instead of a vLLM traceback mid-run."""
-        from sara_sim.errors import ParameterError
-
-        longest = max(len(self.tokenizer(p)["input_ids"]) for p in prompts)
-        if longest + max_tokens > self.max_model_len:
-            raise ParameterError(
-                "--max-tokens",
-                f"prompts of up to {longest} tokens + {max_tokens} new tokens exceed the "
-                f"model's context of {self.max_model_len} (--max-model-len)",
-            )
+    def n_tokens(self, prompt: str) -> int:
+        return len(self.tokenizer(prompt)["input_ids"])
 
     # ------------------------------------------------------------ sampling
 
-    def generate(
-        self,
-        prompts: list[str],
-        n_per_prompt: list[int],
-        *,
-        max_tokens: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seeds: list[list[int]] | None = None,
-    ) -> list[PromptResult]:
-        """Sample n_per_prompt[i] completions of prompts[i], all in one engine call.
-
-        `seeds[i]` (n_per_prompt[i] ints) seeds each rollout on its own. vLLM gives the n children
-        of one seeded request the same seed — identical samples — so seeded prompts are fanned out
-        as n single-sample requests (prefix caching shares their prompt). Seeding makes a round
-        reproducible whatever the batch composition: a resumed run samples what the original did."""
+    def _generate(self, prompts, n_per_prompt, settings, seeds) -> list[PromptResult]:
+        """All in one engine call (see Sampler.generate)."""
         from vllm import SamplingParams
 
-        if len(prompts) != len(n_per_prompt):
-            raise ValueError("prompts and n_per_prompt differ in length")
+        max_tokens, temperature, top_p = settings
         results = [PromptResult(p, []) for p in prompts]
         owner, texts, params = [], [], []
         for i, n in enumerate(n_per_prompt):
@@ -139,8 +161,6 @@ class Engine:
                     )
                 )
                 continue
-            if len(seeds[i]) != n:
-                raise ValueError(f"prompt {i}: {n} samples but {len(seeds[i])} seeds")
             for sd in seeds[i]:
                 owner.append(i)
                 texts.append(prompts[i])

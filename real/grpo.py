@@ -13,27 +13,9 @@ pass, but the ratio is then exactly 1 at the first minibatch under the trainer's
 the right choice on a GPU with bf16, where vLLM's and torch's kernels differ by ~1e-2 per token and
 that mismatch would otherwise be clipped as if it were policy change."""
 
-from dataclasses import dataclass
-
 import torch
 
-
-@dataclass
-class GRPOConfig:
-    lr: float = 1e-4  # AdamW learning rate
-    betas: tuple[float, float] = (0.9, 0.99)  # AdamW betas
-    weight_decay: float = 0.0  # AdamW weight decay
-    eps_low: float = 0.2  # lower clip: ratio >= 1 - eps_low
-    eps_high: float = 0.2  # upper clip: ratio <= 1 + eps_high (clip-higher: e.g. 0.28)
-    kl_coef: float = 0.0  # weight of the k3 KL to the initial policy; 0 = no reference model
-    std_norm: bool = True  # divide advantages by the group std (False: Dr.GRPO)
-    max_grad_norm: float = 1.0  # gradient clipping (global L2 norm)
-    old_logprobs: str = "engine"  # "engine" (sampling logprobs) or "recompute" (torch, no grad)
-    epochs: int = 1  # passes over the step's batch
-    minibatches: int = 1  # optimizer updates per pass
-    temperature: float = 1.0  # sampling temperature (logits are divided by it here too)
-    micro_batch: int = 0  # sequences per forward/backward (gradient accumulation); 0 = all
-    autocast_bf16: bool = False  # bf16 autocast for forward passes (GPU); fp32 master weights
+from real.config import GRPOConfig  # the settings, documented there (one place)
 
 
 def group_advantages(
@@ -120,8 +102,9 @@ def grpo_loss(
 class GRPO:
     """Owns the optimizer (and the reference model when kl_coef > 0)."""
 
-    def __init__(self, model, cfg: GRPOConfig, pad_id: int = 0):
-        self.model, self.cfg, self.pad_id = model, cfg, pad_id
+    def __init__(self, model, cfg: GRPOConfig, pad_id: int = 0, temperature: float = 1.0):
+        # temperature: the sampling one (logits are divided by it here too); a run setting
+        self.model, self.cfg, self.pad_id, self.temperature = model, cfg, pad_id, temperature
         self.opt = torch.optim.AdamW(
             model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay
         )
@@ -149,7 +132,7 @@ class GRPO:
                 self.model,
                 [r[0] for r in rows],
                 [r[1] for r in rows],
-                cfg.temperature,
+                self.temperature,
                 chunk=cfg.micro_batch,
             )
             rows = [(p, c, lp, a) for (p, c, _, a), lp in zip(rows, fresh, strict=True)]
@@ -190,12 +173,12 @@ class GRPO:
                 old[j, len(p) : len(p) + len(c)] = torch.tensor(lp)
                 adv[j, len(p) : len(p) + len(c)] = a
             ids, mask, old, adv = ids.to(dev), mask.to(dev), old.to(dev), adv.to(dev)
-            with torch.autocast(dev.type, torch.bfloat16, enabled=cfg.autocast_bf16):
-                logp = logprobs_of(self.model, ids, cfg.temperature)
+            with torch.autocast(dev.type, torch.bfloat16, enabled=cfg.bf16_autocast):
+                logp = logprobs_of(self.model, ids, self.temperature)
                 ref = None
                 if self.ref is not None:
                     with torch.no_grad():
-                        ref = logprobs_of(self.ref, ids, cfg.temperature)
+                        ref = logprobs_of(self.ref, ids, self.temperature)
             loss, s = grpo_loss(
                 logp, old, adv, mask, cfg.eps_low, cfg.eps_high, ref, cfg.kl_coef, denom=denom
             )

@@ -11,10 +11,11 @@ sampling-seed counter."""
 import io
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from real import _env  # noqa: F401  (before torch / vllm)
+from real.config import Config  # noqa: F401  (real.train.Config: the run's settings)
 from real.runlog import (
     RunLock,
     append_metrics,
@@ -23,103 +24,6 @@ from real.runlog import (
     summarize,
     truncate_metrics,
 )
-
-
-@dataclass
-class Config:
-    """One run; each field is a `sara-real validate` flag (dashes for underscores)."""
-
-    model: str | None = None
-    """HF-format model dir or cached hub id; None = the tiny default"""
-    task: str = "arithmetic"
-    """arithmetic | countdown | math"""
-    task_path: str | None = None
-    """JSONL file for the math task (default: the shipped sample)"""
-    eval_path: str | None = None
-    """JSONL held-out set for the math task (default: every 5th row of task_path)"""
-    allocator: str = "sara"
-    """one of real.checks.ALLOCATORS"""
-    task_size: int | None = None
-    """arithmetic, countdown: a finite pool of N training problems (history allocators need one)"""
-    k: int = 8
-    """rollouts per group"""
-    groups: int = 16
-    """effective groups per step (fixed yield; uniform: groups per step)"""
-    steps: int = 20
-    """optimizer steps"""
-    seed: int = 0
-    """seeds the prompt stream, every rollout's sampling and minibatch order"""
-    out: str = "runs/validate"
-    """run directory: metrics.jsonl, summary.json, checkpoint.pt"""
-    resume: bool = False
-    """continue from out/checkpoint.pt"""
-    overwrite: bool = False
-    """start over in an out dir that already holds a run"""
-    tau_low: float = 0.2
-    """SARA abandonment threshold on p_eff"""
-    tau_high: float | None = None
-    """optional early-commit threshold (off)"""
-    prior: tuple[float, float] = (1.0, 1.0)
-    """SARA Beta prior (sara-eb/auto fit theirs)"""
-    capacity: int | None = None
-    """rollouts per round (default groups * k)"""
-    gen_batch_size: int | None = None
-    """DS prompts per generation batch (default groups)"""
-    max_num_gen_batches: int = 10
-    """DS cap on generation batches per step"""
-    max_tokens: int | None = None
-    """completion budget (default: the task's)"""
-    temperature: float = 1.0
-    """sampling temperature (training and evaluation)"""
-    lr: float = 1e-4
-    """AdamW learning rate (tiny model: 1e-3 collapses it, 1e-4 improves it)"""
-    eps_low: float = 0.2
-    """PPO clip below"""
-    eps_high: float = 0.28
-    """PPO clip above (clip-higher; = eps_low for symmetric)"""
-    kl_coef: float = 0.0
-    """KL to the initial policy (off)"""
-    std_norm: bool = True
-    """group advantages divided by std (False: Dr.GRPO)"""
-    max_grad_norm: float = 1.0
-    """gradient clipping"""
-    old_logprobs: str = "engine"
-    """engine | recompute (see grpo.py)"""
-    epochs: int = 1
-    """passes over each step's batch"""
-    minibatches: int = 2
-    """optimizer updates per pass"""
-    eval_every: int = 5
-    """held-out evaluation every E steps (and after the last)"""
-    eval_samples: int = 4
-    """samples per held-out problem (pass@1 = mean success)"""
-    eval_problems: int | None = 64
-    """held-out problems used (none = all of the task's held-out set)"""
-    ckpt_every: int = 1
-    """checkpoint every C steps (and after the last)"""
-    dtype: str = "float32"
-    """engine dtype (torch keeps float32 master weights)"""
-    max_model_len: int | None = None
-    """engine context (default: the model's)"""
-    gpu_memory_utilization: float | None = None
-    """engine's GPU share (colocated training: ~0.3)"""
-    device: str = "auto"
-    """torch device for training: auto = cuda if available, else cpu"""
-    micro_batch: int = 0
-    """sequences per forward/backward (gradient accumulation); 0 = all"""
-    grad_checkpointing: bool = False
-    """recompute activations in backward (long GPU sequences)"""
-    bf16_autocast: bool = False
-    """bf16 autocast in torch forward passes (GPU)"""
-    progress: bool = True
-    """progress bar"""
-    force: bool = False
-    """run a request beyond this machine's memory bound (real.checks.check_memory)"""
-    engine_url: str | None = None
-    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
-    trainer: str = "native"
-    """native (real/grpo.py) | trl (TRL's GRPOTrainer via real/trl_adapter.py; needs .[trl])"""
-
 
 # ------------------------------------------------------------------ helpers
 
@@ -144,11 +48,6 @@ def make_engine(cfg: Config, model_dir):
         logprobs_mode="raw_logprobs" if cfg.temperature == 1.0 else "processed_logprobs",
         **kw,
     )
-
-
-def task_options(cfg: Config) -> dict:
-    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
-    return {k: v for k, v in opts.items() if v}
 
 
 def evaluate(engine, task, cfg: Config, tag: int) -> float:
@@ -180,78 +79,64 @@ def evaluate(engine, task, cfg: Config, tag: int) -> float:
 # ------------------------------------------------------------------ the loop
 
 
-def train(cfg: Config, engine=None) -> dict:
-    """Run (or resume) one training run; returns the summary dict (also in out/summary.json)."""
+def train(cfg: Config, engine=None, checked=None) -> dict:
+    """Run (or resume) one training run; returns the summary dict (also in out/summary.json).
+    `checked`: what `real.checks.check_config(cfg)` returned, when the caller has checked `cfg`
+    already (compare checks every run before the first); its collector is the run's."""
     from real.checks import check_config
 
-    check_config(cfg)
+    checked = checked or check_config(cfg)
     out = Path(cfg.out)
     with RunLock(out):  # one writer per run folder; the OS releases it if we are killed
         if cfg.trainer == "trl":  # the same experiment through TRL's GRPOTrainer
             from real.trl_run import train_trl
 
-            return train_trl(cfg, engine=engine)
-        return _train(cfg, out, engine)
+            return train_trl(cfg, checked, engine=engine)
+        return _train(cfg, checked, out, engine)
 
 
-def _train(cfg: Config, out: Path, engine) -> dict:
-    from real.checks import INFORMED, allocator_options, resolve_model
-
-    model_dir = resolve_model(cfg.model, progress=cfg.progress)
-    metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
-
-    import numpy as np
+def load_policy(cfg: Config, model_dir):
+    """The fp32 master weights on the training device."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from real.collect import RolloutCollector
-    from real.grpo import GRPO, GRPOConfig
-    from real.tasks import PromptStream, make_task
-    from sara_sim.allocator import make_collector
-
-    # ---------------- setup: task, policy, optimizer, engine, allocator, stream
-    torch.manual_seed(cfg.seed)  # nothing below draws from global RNGs; belt and braces
-    task = make_task(cfg.task, seed=cfg.seed, **task_options(cfg))
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)  # fp32 master
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     if cfg.device == "auto":
         model.to("cuda" if torch.cuda.is_available() else "cpu")
     else:
         model.to(cfg.device)
     if cfg.grad_checkpointing:
         model.gradient_checkpointing_enable()
+    return model
+
+
+def _train(cfg: Config, checked, out: Path, engine) -> dict:
+    from real.checks import resolve_model
+
+    model_dir = resolve_model(cfg.model, progress=cfg.progress)
+    metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
+
+    import numpy as np
+    import torch
+
+    from real.collect import RolloutCollector
+    from real.grpo import GRPO
+    from real.tasks import PromptStream
+
+    # ---------------- setup: task, policy, optimizer, engine, allocator, stream
+    torch.manual_seed(cfg.seed)  # nothing below draws from global RNGs; belt and braces
+    task = checked.task
+    model = load_policy(cfg, model_dir)
     pad_id = model.config.pad_token_id or 0
-    gcfg = GRPOConfig(
-        lr=cfg.lr,
-        eps_low=cfg.eps_low,
-        eps_high=cfg.eps_high,
-        kl_coef=cfg.kl_coef,
-        std_norm=cfg.std_norm,
-        max_grad_norm=cfg.max_grad_norm,
-        old_logprobs=cfg.old_logprobs,
-        epochs=cfg.epochs,
-        minibatches=cfg.minibatches,
-        temperature=cfg.temperature,
-        micro_batch=cfg.micro_batch,
-        autocast_bf16=cfg.bf16_autocast,
-    )
-    trainer = GRPO(model, gcfg, pad_id=pad_id)
+    trainer = GRPO(model, cfg.grpo, pad_id=pad_id, temperature=cfg.temperature)
     if engine is None:
         engine = make_engine(cfg, model_dir)
     probe = task.eval_problems()[:64] + [task.problem(i) for i in range(64)]
     engine.check_fits([p.prompt for p in probe], cfg.max_tokens or task.max_tokens)
-    allocator = make_collector(
-        cfg.allocator,
-        k=cfg.k,
-        groups=cfg.groups,
-        seed=cfg.seed,
-        **allocator_options(cfg),
-        # history allocators: stream ids are epoch * size + index; defaults cross-validated
-        epoch_size=task.size if cfg.allocator in INFORMED else None,
-    )
     rc = RolloutCollector(
         engine,
         task,
-        allocator,
+        checked.collector,  # built once, by check_config
         cfg.k,
         seed=cfg.seed,
         temperature=cfg.temperature,

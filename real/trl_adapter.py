@@ -36,19 +36,20 @@ import math
 import time
 from pathlib import Path
 
+from real.collect import RolloutPool
+from real.config import AllocatorConfig, build_collector
 from real.tasks.base import PromptStream
 from real.trl_backends import (
     SaveCallback,
+    check_reward_values,
     check_trl_args,
     generate,
     load_state,
     save_state,
     tokenize,
 )
-from sara_sim.allocator import STRATEGIES, make_collector
+from sara_sim.allocator import STRATEGIES
 from sara_sim.errors import ParameterError
-
-INFORMED = ("sara-history", "sara-mopps", "sara-dps")
 
 
 def _key(prompt) -> str:
@@ -68,7 +69,9 @@ class SaraRollout:
 
     Pass the trainer's own `args` (GRPOConfig) and `train_dataset`; everything is checked here,
     before any trainer or engine exists: G >= 2, whole groups per process, the allocator name and
-    its options (tau_low in [0, 1], ...), reward functions that are callables."""
+    its options (`real.config.AllocatorConfig` fields: tau_low in [0, 1], probe, rho, ...),
+    reward functions that are callables. `collector`: one already built for k = G, groups = B
+    (`sara-real --trainer trl` passes the one its checks built) instead of the options."""
 
     def __init__(
         self,
@@ -81,6 +84,7 @@ class SaraRollout:
         engine=None,
         seed: int | None = None,
         eval_dataset=None,
+        collector=None,
         **collector_options,
     ):
         self.G, self.B, self.user_funcs, self.weights = check_trl_args(args, reward_funcs)
@@ -111,13 +115,23 @@ class SaraRollout:
         self.rank = int(getattr(args, "process_index", 0))
         self.seed = (args.seed if seed is None else seed) + 1_000_003 * self.rank
         self.name = allocator
-        if allocator in INFORMED:  # stream ids are epoch * size + row (see make_collector)
-            collector_options.setdefault("epoch_size", self.size)
-        self.col = make_collector(
-            allocator, k=self.G, groups=self.B, seed=self.seed, **collector_options
-        )
+        if collector is None:
+            known = AllocatorConfig.__dataclass_fields__
+            bad = sorted(set(collector_options) - set(known))
+            if bad:
+                raise ParameterError(bad[0], f"unknown option; choose from {', '.join(known)}")
+            alloc = AllocatorConfig(**collector_options)
+            # history allocators: stream ids are epoch * size + row (see make_collector)
+            collector = build_collector(
+                allocator, alloc, k=self.G, groups=self.B, seed=self.seed, epoch_size=self.size
+            )
+        elif collector_options or (collector.k, collector.groups) != (self.G, self.B):
+            raise ParameterError(
+                "collector", f"give a collector for k={self.G}, groups={self.B} or options"
+            )
+        self.col = collector
         self.stream = PromptStream(_Rows(self.size), seed=self.seed)
-        self.pool = {}  # visit -> {"row", "pid", "prompt_ids", "samples": [(ids, lps, r, pass)]}
+        self.pool = RolloutPool()  # visit -> row, prompt_ids, samples [(ids, lps, scores, pass)]
         self.calls = 0  # generation calls so far: the sampling-seed counter
         self.last = {}  # the last step's metrics (logged by the pass-through reward function)
         self.history = []  # per training call: metrics + the rows used (for callers and tests)
@@ -142,7 +156,7 @@ class SaraRollout:
                 raise
             except Exception:  # judged on the first real rollouts instead
                 continue
-            self._check_values(f, vals, len(rows))
+            check_reward_values(f, vals, len(rows))
 
     # ------------------------------------------------------------ TRL's hook
     def __call__(self, prompts, trainer):
@@ -167,9 +181,9 @@ class SaraRollout:
         self._stats = {"tokens": 0, "gen_s": 0.0, "reward_s": 0.0, "round_s": [], "passes": []}
         t0, pos0 = time.perf_counter(), self.stream.pos
         res = self.col.collect_step(itertools.chain(handed, self.stream), self._sample)
-        groups = [self._claim(pid, r) for pid, r in res.groups]
+        groups = self.pool.claim(self.col, res, self.G, reward=lambda s: s[3])
         padded = self._pad(groups, handed)
-        self._drop_dead()
+        self.pool.prune(self.col)
         self.last = self._metrics(res, groups, padded, time.perf_counter() - t0)
         self.last["sync_s"] = sync_s
         rows = [g["row"] for g in groups]
@@ -183,21 +197,17 @@ class SaraRollout:
         return row
 
     # ------------------------------------------------------------ one round
+    def _new_entry(self, req) -> dict:
+        row = int(req.prompt_id) % self.size
+        ids = tokenize(self.trainer, self.dataset[row]["prompt"])
+        return {"row": row, "prompt_id": req.prompt_id, "prompt_ids": ids}
+
     def _sample(self, requests):
         import numpy as np
 
         st = self._stats
         t0 = time.perf_counter()
-        entries = []
-        for r in requests:
-            e = self.pool.get(r.visit)
-            if e is None:
-                row = int(r.prompt_id) % self.size
-                prompt = self.dataset[row]["prompt"]
-                ids = tokenize(self.trainer, prompt)
-                e = self.pool[r.visit] = {"row": row, "pid": r.prompt_id, "prompt_ids": ids}
-                e["samples"] = []
-            entries.append(e)
+        entries = [self.pool.entry(r, self._new_entry) for r in requests]
         ns = [int(r.n) for r in requests]
         draws = np.random.default_rng([self.seed, 0x7A1, self.calls]).integers(
             0, 2**31 - 1, sum(ns)
@@ -237,7 +247,7 @@ class SaraRollout:
         per_func = []
         for f in self.user_funcs:
             vals = self._call(f, records, completions, completion_ids, self.trainer.state)
-            per_func.append(self._check_values(f, vals, len(records)))
+            per_func.append(check_reward_values(f, vals, len(records)))
         return [list(s) for s in zip(*per_func)]
 
     def _call(self, f, records, completions, completion_ids, state):
@@ -247,62 +257,23 @@ class SaraRollout:
         kw["log_metric"] = lambda name, value: self._pending.append((name, value))
         return f(prompts=prompts, completions=completions, completion_ids=completion_ids, **kw)
 
-    @staticmethod
-    def _check_values(f, vals, n) -> list:
-        name = getattr(f, "__name__", repr(f))
-        vals = list(vals) if isinstance(vals, list | tuple) else vals
-        if not isinstance(vals, list) or len(vals) != n:
-            raise ParameterError("reward_funcs", f"{name} must return a list of {n} rewards")
-        for v in vals:
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
-                raise ParameterError(
-                    "reward_funcs", f"{name} must return numbers (or None), got {v!r}"
-                )
-        return [None if v is None else float(v) for v in vals]
-
     # ------------------------------------------------------------ assembling the batch
-    def _claim(self, pid, rewards):
-        """The pool entry behind a committed group (oldest open visit of that prompt whose first
-        G pass bits are the group's rewards: the collector reports groups by prompt id)."""
-        live = {p.visit for p in getattr(self.col, "open", {}).values()}
-        for visit in sorted(self.pool):
-            e = self.pool[visit]
-            bits = [s[3] for s in e["samples"][: self.G]]
-            if e["pid"] == pid and visit not in live and bits == list(rewards)[: self.G]:
-                return self.pool.pop(visit)
-        raise RuntimeError(f"allocator returned group {pid} without {self.G} recorded rollouts")
-
     def _pad(self, groups, handed) -> int:
         """DS capped or SARA out of rounds: fewer than B groups.  TRL needs B; fill with full
         saturated groups already drawn (zero advantage), else fresh uniform groups.  Counted."""
         need = self.B - len(groups)
         if need <= 0:
             return 0
-        keep = self._live_visits()
-        for v in [v for v, e in self.pool.items() if v not in keep and len(e["samples"]) >= self.G]:
+        entries = self.pool.entries
+        for v in [v for v in self.pool.unheld(self.col) if len(entries[v]["samples"]) >= self.G]:
             if len(groups) < self.B:
-                groups.append(self.pool.pop(v))
+                groups.append(entries.pop(v))
         for uid in handed[: self.B - len(groups)]:
             from sara_sim.collect_base import Request
 
             self._sample([Request(uid, self.G, -1)])
-            groups.append(self.pool.pop(-1))
+            groups.append(entries.pop(-1))
         return need
-
-    def _live_visits(self) -> set:
-        """Visits whose rollouts the collector still holds: open prompts and carried groups."""
-        keep = {p.visit for p in getattr(self.col, "open", {}).values()}
-        for pid, r in getattr(self.col, "done_groups", []):
-            for v in sorted(self.pool):
-                e = self.pool[v]
-                if v not in keep and e["pid"] == pid and [s[3] for s in e["samples"]] == list(r):
-                    keep.add(v)
-                    break
-        return keep
-
-    def _drop_dead(self):
-        keep = self._live_visits()
-        self.pool = {v: e for v, e in self.pool.items() if v in keep}
 
     def _output(self, groups) -> dict:
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "sara_prompt": []}
@@ -398,7 +369,7 @@ class SaraRollout:
     # ------------------------------------------------------------ checkpoint state
     def state_dict(self) -> dict:
         return {
-            "pool": self.pool,
+            "pool": self.pool.entries,
             "calls": self.calls,
             "stream": self.stream.state_dict(),
             "allocator": self.col.state_dict(),
@@ -414,7 +385,7 @@ class SaraRollout:
                 f"saved by allocator={d['name']} G={d['G']} B={d['B']}, "
                 f"not {self.name} G={self.G} B={self.B}",
             )
-        self.pool, self.calls = d["pool"], d["calls"]
+        self.pool.entries, self.calls = d["pool"], d["calls"]
         self.stream.load_state_dict(d["stream"])
         self.col.load_state_dict(d["allocator"])
         self._loaded = True

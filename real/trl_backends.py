@@ -16,6 +16,21 @@ from sara_sim.errors import ParameterError, check_k
 STATE_FILE = "sara_rollout_rank{rank}.pt"  # one per process, inside TRL's checkpoint-N folder
 
 
+def cpu_grpo_config(output_dir, *, G: int, B: int, steps: int, seed: int = 0, **overrides):
+    """TRL's GRPOConfig for a short offline CPU run with transformers `generate` (the TRL tests,
+    benchmarks/trl_compare.py): B groups of G rows per step, 8 new tokens, constant lr 1e-4,
+    a log entry per step, no checkpoints, no reporting; `overrides` are GRPOConfig fields."""
+    from trl import GRPOConfig
+
+    base = dict(
+        output_dir=str(output_dir), num_generations=G, per_device_train_batch_size=G * B,
+        max_completion_length=8, max_steps=steps, learning_rate=1e-4, lr_scheduler_type="constant",
+        logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, seed=seed,
+        disable_tqdm=True,
+    )  # fmt: skip
+    return GRPOConfig(**{**base, **overrides})
+
+
 def check_trl_args(args, reward_funcs):
     """(G, B, reward functions, weights) from a GRPOConfig, or a ParameterError naming the field.
     Each process collects whole groups, so its rows (per_device_train_batch_size x
@@ -44,6 +59,18 @@ def check_trl_args(args, reward_funcs):
     if args.use_vllm and args.vllm_enable_sleep_mode:
         raise ParameterError("vllm_enable_sleep_mode", "is not supported by SaraRollout")
     return G, rows // G, funcs, [float(x) for x in w]
+
+
+def check_reward_values(f, vals, n) -> list:
+    """A reward function's answer for n rollouts: a list of n numbers or None (as floats)."""
+    name = getattr(f, "__name__", repr(f))
+    vals = list(vals) if isinstance(vals, list | tuple) else vals
+    if not isinstance(vals, list) or len(vals) != n:
+        raise ParameterError("reward_funcs", f"{name} must return a list of {n} rewards")
+    for v in vals:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise ParameterError("reward_funcs", f"{name} must return numbers (or None), got {v!r}")
+    return [None if v is None else float(v) for v in vals]
 
 
 def tokenize(trainer, prompt) -> list[int]:

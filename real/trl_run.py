@@ -3,14 +3,14 @@
 The run is the native loop's (`real/train.py`) with TRL doing the optimisation: same task, model,
 allocator, k, groups, seed and engine (our vLLM engine samples, `real.trl_adapter.SaraRollout`
 allocates), and the same run-folder contract — one fsynced metrics.jsonl line per collection step
-with the native keys, summary.json from `real.runlog.summarize`.  Config mapping: one collection
-step = one TRL generation batch of `groups` x `k` rows, split into `minibatches` optimizer steps
+with the native keys, summary.json from `real.runlog.summarize`. Config mapping: one collection step
+= one TRL generation batch of `groups` x `k` rows, split into `minibatches` optimizer steps
 (`steps_per_generation`), so TRL's `global_step` = step x minibatches; lr -> learning_rate
-(constant), eps_low/eps_high -> epsilon/epsilon_high, kl_coef -> beta, epochs -> num_iterations,
-std_norm -> scale_rewards ("group" | "none"), max_tokens -> max_completion_length.  TRL's own
-checkpoints (and the adapter's state inside them) live in OUT/trl/checkpoint-N; `--resume`
-continues from the newest one.  `train_s` is the step's wall time minus collection, weight push
-and evaluation (TRL's logprob passes, loss and optimizer step)."""
+(constant), betas -> adam_beta1/2, weight_decay, eps_low/eps_high -> epsilon/epsilon_high, kl_coef
+-> beta, epochs -> num_iterations, std_norm -> scale_rewards ("group" | "none"), max_tokens ->
+max_completion_length. TRL's own checkpoints (and the adapter's state inside them) live in
+OUT/trl/checkpoint-N; `--resume` continues from the newest one. `train_s` is the step's wall time
+minus collection, weight push and evaluation (TRL's logprob passes, loss and optimizer step)."""
 
 import importlib.util
 import json
@@ -31,7 +31,7 @@ def check_trl_config(cfg) -> None:
     if importlib.util.find_spec("trl") is None:
         raise ParameterError("--trainer", "trl is not installed: pip install '.[trl]'")
     rows = cfg.k * cfg.groups
-    if rows % cfg.minibatches:
+    if rows % cfg.grpo.minibatches:
         raise ParameterError("--minibatches", f"must divide groups x k = {rows} for --trainer trl")
 
 
@@ -57,29 +57,31 @@ def _reward(task, guard):
 def _grpo_args(cfg, out: Path, max_tokens: int):
     from trl import GRPOConfig
 
+    g = cfg.grpo
     return GRPOConfig(
         output_dir=str(out / "trl"),
         num_generations=cfg.k,
-        per_device_train_batch_size=cfg.k * cfg.groups // cfg.minibatches,
-        steps_per_generation=cfg.minibatches,
-        max_steps=cfg.steps * cfg.minibatches,
+        per_device_train_batch_size=cfg.k * cfg.groups // g.minibatches,
+        steps_per_generation=g.minibatches,
+        max_steps=cfg.steps * g.minibatches,
         max_completion_length=max_tokens,
         temperature=cfg.temperature,
-        learning_rate=cfg.lr,
+        learning_rate=g.lr,
         lr_scheduler_type="constant",
-        weight_decay=0.0,
-        adam_beta2=0.99,  # real.grpo's AdamW betas
-        epsilon=cfg.eps_low,
-        epsilon_high=cfg.eps_high,
-        beta=cfg.kl_coef,
-        num_iterations=cfg.epochs,
-        scale_rewards="group" if cfg.std_norm else "none",
-        max_grad_norm=cfg.max_grad_norm,
+        weight_decay=g.weight_decay,
+        adam_beta1=g.betas[0],
+        adam_beta2=g.betas[1],
+        epsilon=g.eps_low,
+        epsilon_high=g.eps_high,
+        beta=g.kl_coef,
+        num_iterations=g.epochs,
+        scale_rewards="group" if g.std_norm else "none",
+        max_grad_norm=g.max_grad_norm,
         gradient_checkpointing=cfg.grad_checkpointing,
-        bf16=cfg.bf16_autocast,
+        bf16=g.bf16_autocast,
         use_cpu=cfg.device == "cpu" or (cfg.device == "auto" and not _cuda()),
         logging_steps=1,
-        save_steps=cfg.ckpt_every * cfg.minibatches,
+        save_steps=cfg.ckpt_every * g.minibatches,
         save_total_limit=2,  # the newest and, while it is being written, the one before
         report_to="none",
         disable_tqdm=not cfg.progress,
@@ -93,14 +95,14 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def train_trl(cfg, engine=None) -> dict:
+def train_trl(cfg, checked, engine=None) -> dict:
     """Run (or resume) one run through TRL; returns the summary (also OUT/summary.json).
-    Called by `real.train.train`, which has checked `cfg` (check_trl_config included) and holds
-    the run folder's lock."""
+    Called by `real.train.train`, which has checked `cfg` (check_trl_config included; `checked`
+    holds the task and the collector built then) and holds the run folder's lock."""
     import os
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from real.checks import allocator_options, resolve_model
+    from real.checks import resolve_model
 
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     out = Path(cfg.out)
@@ -111,12 +113,12 @@ def train_trl(cfg, engine=None) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from real.tasks import RewardGuard, make_task
-    from real.train import evaluate, make_engine, task_options
+    from real.tasks import RewardGuard
+    from real.train import evaluate, make_engine
     from real.trl_adapter import SaraRollout
 
     torch.manual_seed(cfg.seed)
-    task = make_task(cfg.task, seed=cfg.seed, **task_options(cfg))
+    task = checked.task
     max_tokens = cfg.max_tokens or task.max_tokens
     args = _grpo_args(cfg, out, max_tokens)
     ckpts = sorted((out / "trl").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
@@ -134,16 +136,11 @@ def train_trl(cfg, engine=None) -> dict:
     if engine is None:
         engine = make_engine(cfg, model_dir)
     sara = SaraRollout(
-        args,
-        ds,
-        [_reward(task, guard)],
-        cfg.allocator,
-        engine=engine,
-        **allocator_options(cfg),
+        args, ds, [_reward(task, guard)], cfg.allocator, engine=engine, collector=checked.collector
     )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(model_dir)
-    start = int(ckpts[-1].name.split("-")[1]) // cfg.minibatches if resume else 0
+    start = int(ckpts[-1].name.split("-")[1]) // cfg.grpo.minibatches if resume else 0
     rows = truncate_metrics(metrics_path, start)
     if resume:
         eval_initial = json.loads((out / "eval_initial.json").read_text())["eval_initial"]
@@ -198,9 +195,10 @@ class _RunLog(_callback_base()):
         if not logs or "loss" not in logs:
             return
         self.losses.append(logs)
-        if state.global_step % self.cfg.minibatches:
+        per_step = self.cfg.grpo.minibatches  # optimizer steps per collection step
+        if state.global_step % per_step:
             return
-        cfg, m, step = self.cfg, self.sara.last, state.global_step // self.cfg.minibatches - 1
+        cfg, m, step = self.cfg, self.sara.last, state.global_step // per_step - 1
         eval_acc, eval_s = None, 0.0
         if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
             t0 = time.perf_counter()

@@ -23,14 +23,6 @@ def _bad(argv, capsys) -> str:
     return err
 
 
-def _parse_error(argv, capsys) -> str:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    err = capsys.readouterr().err.strip()
-    assert e.value.code == 2 and len(err.splitlines()) == 1, err
-    return err
-
-
 VALIDATE_BAD = [
     (["--seed", "-1"], "--seed"),
     (["--lr", "nan"], "--lr"),
@@ -71,6 +63,28 @@ VALIDATE_BAD = [
     (["--max-tokens", "0"], "--max-tokens"),
     (["--max-model-len", "0"], "--max-model-len"),
     (["--old-logprobs", "bogus"], "--old-logprobs"),
+    (["--betas", "0.9,1"], "--betas"),
+    (["--betas", "0.9"], "--betas"),
+    (["--weight-decay", "-1"], "--weight-decay"),
+    (["--probe", "9"], "--probe"),  # in [0, k=8]
+    (["--increment", "-1"], "--increment"),
+    (["--max-rounds", "0"], "--max-rounds"),
+    (["--eb-window", "0"], "--eb-window"),
+    (["--rule", "magic"], "--rule"),
+    (["--rho", "0"], "--rho"),
+    (["--rho", "1.5"], "--rho"),
+    (["--kappa", "0"], "--kappa"),
+    (["--explore", "2"], "--explore"),
+    (["--max-skip", "-1"], "--max-skip"),
+    (["--selector-ratio", "0.5"], "--selector-ratio"),
+    (["--selector-target", "nan"], "--selector-target"),
+    (["--tau-high", "0.1"], "--tau-high"),  # the collector's rule: above tau_low (0.2)
+    (["--capacity", "4"], "--capacity"),  # the collector's rule: >= k
+    (["--allocator", "ds", "--probe", "9"], "--probe"),  # checked whichever allocator runs
+    (
+        ["--allocator", "sara-dps", "--task-size", "8", "--selector-ratio", "0.9"],
+        "--selector-ratio",
+    ),
     (["--task", "bogus"], "--task"),
     (["--allocator", "bogus"], "--allocator"),
     (["--task-size", "0"], "--task-size"),
@@ -90,20 +104,6 @@ def test_validate_bad_input_is_one_line(args, flag, tmp_path, capsys):
     err = _bad(["validate", *out, *args], capsys)
     assert flag in err
     assert not (tmp_path / "run").exists()  # nothing written
-
-
-@pytest.mark.parametrize(
-    "args,flag",
-    [
-        (["validate", "--k", "1e20"], "--k"),
-        (["validate", "--k", "2.5"], "--k"),
-        (["validate", "--seed", "x"], "--seed"),
-        (["validate", "--prior", "a,b"], "--prior"),
-        (["validate", "--bogus-flag"], "--bogus-flag"),
-    ],
-)
-def test_unparseable_values_are_one_line(args, flag, capsys):
-    assert flag in _parse_error(args, capsys)
 
 
 def test_paths_that_are_dirs_or_files(tmp_path, capsys):
@@ -228,49 +228,135 @@ def test_no_torch_or_vllm_before_a_bad_flag_is_reported():
 
 
 def test_help_is_derived_from_the_config():
-    """Every Config field is a flag whose help is the field's docstring and shows its default;
-    every allocator is listed."""
-    from dataclasses import fields
+    """Every leaf field of Config and its sections is a flag whose help is the field's docstring
+    and shows its default (written once, in real/config.py); every allocator is listed."""
+    from dataclasses import fields, is_dataclass
 
     from real.checks import ALLOCATORS
-    from real.cli import FLAG_NAMES, NOT_FLAGS, field_docs
+    from real.cli import NOT_FLAGS, field_docs
+    from real.config import AllocatorConfig, GRPOConfig, flag_of
     from real.train import Config
 
     ap = build_parser()
     sub = ap._subparsers._group_actions[0].choices
+    leaves = []
+    for cls in (Config, GRPOConfig, AllocatorConfig):
+        docs = field_docs(cls)
+        for f in fields(cls):
+            assert f.name in docs, f"{cls.__name__}.{f.name} has no docstring"
+            if not is_dataclass(f.type) and f.name not in NOT_FLAGS:
+                leaves.append((f, docs[f.name]))
+    assert len({f.name for f, _ in leaves}) == len(leaves)  # leaf names (flags) are unique
     for cmd in ("validate", "compare"):
-        text = sub[cmd].format_help()
+        text = " ".join(sub[cmd].format_help().split())
         for name in ALLOCATORS:
             assert name in text, (cmd, name)
-        docs = field_docs(Config)
-        for f in fields(Config):
-            if f.name in NOT_FLAGS:
-                continue
-            assert f.name in docs, f"Config.{f.name} has no docstring"
-            flag = FLAG_NAMES.get(f.name) or (
-                "--no-" + f.name.replace("_", "-")
-                if f.default is True
-                else "--" + f.name.replace("_", "-")
-            )
-            assert flag in text, (cmd, flag)
+        for f, doc in leaves:
+            assert flag_of(f.name, f.default) in text, (cmd, f.name)
+            assert " ".join(doc.split()[:4]) in text, (cmd, f.name)
+    assert "--no-std" in text and "--bf16-autocast" in text and "--no-progress" in text
     validate = sub["validate"]
-    a = validate.parse_args([])
-    assert a.eps_high == Config.eps_high and a.tau_low == Config.tau_low and a.lr == Config.lr
+    cfg = Config.from_dict({k: v for k, v in vars(validate.parse_args([])).items()})
+    assert cfg == Config(out=cfg.out)  # every parsed default is the dataclass default
     assert "(default: 0.28)" in " ".join(validate.format_help().split())
 
 
-@pytest.mark.parametrize(
-    "args,flag",
-    [
-        (["audit", "--seed", "-1"], "--seed"),
-        (["audit", "--out", "/proc/nope"], "--out"),
-        (["audit", "--prompts", "0"], "--prompts"),
-        (["audit", "--temperature", "nan"], "--temperature"),
-        (["audit", "--engine-url", "localhost"], "--engine-url"),
-        (["serve", "--seed", "-1"], "--seed"),  # checked before the process becomes a server
-        (["serve", "--dtype", "bogus"], "--dtype"),
-        (["serve", "--port", "0"], "--port"),
-    ],
-)
-def test_serve_and_audit_bad_input_is_one_line(args, flag, capsys):
-    assert flag in _bad(args, capsys)
+def test_every_allocator_knob_reaches_the_collector():
+    """Each AllocatorConfig flag lands in the collector check_config builds for the run."""
+    from real.checks import check_config
+    from real.cli import _config
+
+    argv = ["--task-size", "16", "--probe", "2", "--increment", "3", "--max-rounds", "7"]
+    argv += ["--eb-window", "2", "--rule", "tau", "--rho", "0.5", "--kappa", "2", "--explore"]
+    argv += ["0.25", "--max-skip", "5", "--selector-ratio", "2.5", "--selector-target", "0.4"]
+    argv += ["--tau-low", "0.1", "--tau-high", "0.9", "--prior", "2,3", "--capacity", "40"]
+    p = build_parser()
+    a = p.parse_args(["validate", "--allocator", "sara-mopps", "--out", "/tmp/unused", *argv])
+    col = check_config(_config(a, "sara-mopps")).collector
+    assert (col.probe, col.increment, col.max_rounds, col.eb_window) == (2, 3, 7, 2)
+    assert (col.tau_low, col.tau_high, col.prior, col.capacity, col.rule) == (
+        0.1, 0.9, (2.0, 3.0), 40, "tau"
+    )  # fmt: skip
+    h, sel = col.informed, col.selector
+    assert (h.rho, h.kappa, h.explore, h.max_skip) == (0.5, 2.0, 0.25, 5)
+    assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
+    a = p.parse_args(["validate", "--allocator", "ds", "--out", "/tmp/unused",
+                      "--gen-batch-size", "5", "--max-num-gen-batches", "3"])  # fmt: skip
+    col = check_config(_config(a, "ds")).collector
+    assert (col.gen_batch_size, col.max_num_gen_batches) == (5, 3)
+
+
+def test_config_doctests():
+    import doctest
+
+    import real.config
+
+    assert doctest.testmod(real.config).failed == 0
+
+
+OTHER_BAD = [
+    # values argparse cannot parse: its own one-line error
+    (["validate", "--k", "1e20"], "--k"),
+    (["validate", "--k", "2.5"], "--k"),
+    (["validate", "--seed", "x"], "--seed"),
+    (["validate", "--prior", "a,b"], "--prior"),
+    (["validate", "--bogus-flag"], "--bogus-flag"),
+    # audit and serve
+    (["audit", "--seed", "-1"], "--seed"),
+    (["audit", "--out", "/proc/nope"], "--out"),
+    (["audit", "--prompts", "0"], "--prompts"),
+    (["audit", "--train-steps", "-1"], "--train-steps"),
+    (["audit", "--temperature", "nan"], "--temperature"),
+    (["audit", "--engine-url", "localhost"], "--engine-url"),
+    (["serve", "--seed", "-1"], "--seed"),  # checked before the process becomes a server
+    (["serve", "--dtype", "bogus"], "--dtype"),
+    (["serve", "--port", "0"], "--port"),
+]
+
+
+@pytest.mark.parametrize("args,flag", OTHER_BAD, ids=[" ".join(a) for a, _ in OTHER_BAD])
+def test_other_bad_input_is_one_line(args, flag, capsys):
+    try:
+        rc = main(args)
+    except SystemExit as e:  # argparse's own error (also one line: real.cli._Parser)
+        rc = e.code
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert flag in err
+
+
+def test_resume_compares_nested_and_older_flat_configs(tmp_path, capsys):
+    """A checkpoint's config is asdict(Config) (nested) — or flat, as written before Config had
+    sections: both are compared setting by setting; a changed one is named, one line."""
+    from dataclasses import asdict
+
+    import torch
+
+    from real.runfolder import check_same_run
+    from real.train import Config
+
+    cfg = Config.from_dict({"out": str(tmp_path / "run"), "lr": 5e-4, "probe": 2})
+    new = {"betas", "weight_decay", "probe", "increment", "max_rounds", "eb_window", "rule"}
+    new |= {"rho", "kappa", "explore", "max_skip", "selector_ratio", "selector_target"}
+    flat_old = {k: v for k, v in cfg.flat().items() if k not in new}  # as older runs wrote it
+    for saved in (asdict(cfg), flat_old | {"probe": 2}, json_like(asdict(cfg))):
+        check_same_run(saved, cfg)  # the same experiment: no error
+    with pytest.raises(Exception, match=r"lr=0\.0005 \(now 0\.001\)"):
+        check_same_run(flat_old, Config.from_dict({**cfg.flat(), "lr": 1e-3}))
+    with pytest.raises(Exception, match=r"probe=0 \(now 2\)"):
+        check_same_run(flat_old, cfg)  # an older run had no probe setting: the default, 0
+    with pytest.raises(Exception, match="unknown settings bogus"):
+        check_same_run({**asdict(cfg), "bogus": 1}, cfg)
+    # through the CLI: a checkpoint of an older (flat) run, resumed with another --eps-high
+    out = tmp_path / "run"
+    out.mkdir()
+    torch.save({"step": 0, "config": flat_old}, out / "checkpoint.pt")
+    base = ["validate", "--resume", "--out", str(out), "--lr", "5e-4", "--probe", "2"]
+    err = _bad([*base, "--eps-high", "0.2"], capsys)
+    assert "--resume" in err and "eps_high=0.28 (now 0.2)" in err
+
+
+def json_like(d):
+    import json
+
+    return json.loads(json.dumps(d))  # tuples become lists, as in config.json

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from real.collect import RolloutCollector, live_prompts
+from real.collect import RolloutCollector
 from real.engine import Completion, PromptResult
 from real.tasks import Problem, PromptStream, Task
 from sara_sim.allocator import make_collector
@@ -36,17 +36,19 @@ def _u(seed):
 
 
 class FakeEngine:
-    def __init__(self):
+    """Prompt "q<u>" passes with rate(u); a rollout's first logprob is minus its seed (unique)."""
+
+    def __init__(self, rate=lambda u: (u * 7 % 11) / 10):
         self.log = {}  # prompt -> every completion produced, in order
-        self.calls = 0
+        self.calls, self.rate = 0, rate
 
     def generate(self, prompts, ns, *, max_tokens, temperature, top_p, seeds):
         self.calls += 1
         out = []
         for p, n, sd in zip(prompts, ns, seeds, strict=True):
-            rate = (int(p[1:]) * 7 % 11) / 10
+            rate = self.rate(int(p[1:]))
             cs = [Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1],
-                             [-0.5, -0.1]) for s in sd]  # fmt: skip
+                             [-float(s), -0.1]) for s in sd]  # fmt: skip
             assert len(cs) == n
             self.log.setdefault(p, []).extend(cs)
             out.append(PromptResult(p, [2, 3], cs))
@@ -69,7 +71,7 @@ def test_groups_are_the_first_k_rollouts_of_their_prompt(name):
             assert [s.reward for s in g.samples] == [int(c.text == "1") for c in first_k]
             assert g.prompt_id not in seen  # a group is trained on once
             seen.add(g.prompt_id)
-        assert set(rc.pool) <= live_prompts(rc.col)  # nothing kept that cannot be used
+        assert set(rc.pool.entries) <= rc.col.held_visits()  # nothing kept that cannot be used
         if name != "uniform":
             assert all(0 < sum(s.reward for s in g.samples) < 8 for g in batch.groups)
         assert batch.tokens == 2 * batch.result.rollouts
@@ -93,6 +95,36 @@ def test_state_survives_a_pickle_round_trip_and_continues_identically():
         return ids
 
     assert run(split=3) == run(split=-1)
+
+
+@pytest.mark.parametrize("name", ["uniform", "ds", "sara"])
+def test_a_prompt_open_in_two_visits_keeps_two_groups(name):
+    """The stream hands every prompt twice in a row, so with room for both in one round two
+    visits of one prompt id are open at once: each group is still exactly its own visit's first
+    k rollouts (rollouts are keyed by visit, not by prompt id), and none is trained on twice."""
+    eng, task = FakeEngine(), CoinTask()
+    col = make_collector(
+        name, k=4, groups=4, seed=0, **({"capacity": 64} if name == "sara" else {})
+    )
+    rc = RolloutCollector(eng, task, col, 4, seed=3)
+    stream = (u for i in range(10**6) for u in (i, i))
+    used, twice = set(), 0
+    for _ in range(5):
+        batch = rc.collect(stream)
+        ids = [g.prompt_id for g in batch.groups]
+        twice += len(ids) - len(set(ids))
+        for g in batch.groups:
+            seeds = [-s.logprobs[0] for s in g.samples]
+            assert len(seeds) == 4 and not used & set(seeds)  # k rollouts, each used once
+            used.update(seeds)
+            log = {-c.logprobs[0]: c for c in eng.log[f"q{g.prompt_id}"]}
+            assert [s.reward for s in g.samples] == [int(log[x].text == "1") for x in seeds]
+            # a request's rollouts have consecutive seeds: uniform and ds draw a group in one
+            # request, so a group mixing two visits of its prompt would break the run
+            if name != "sara":
+                assert seeds == [seeds[0] + i for i in range(4)]
+        assert set(rc.pool.entries) <= rc.col.held_visits()
+    assert twice > 0  # some step trained both visits of a prompt
 
 
 def test_inconsistent_allocator_rewards_are_caught():
@@ -122,24 +154,10 @@ class PoolTask(CoinTask):
         return Problem(prompt=f"q{uid}", answer="1", meta={})
 
 
-class PoolEngine(FakeEngine):
-    def generate(self, prompts, ns, *, max_tokens, temperature, top_p, seeds):
-        self.calls += 1
-        out = []
-        for p, n, sd in zip(prompts, ns, seeds, strict=True):
-            rate = (int(p[1:]) % 30 * 7 % 11) / 10
-            cs = [Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1],
-                             [-0.5, -0.1]) for s in sd]  # fmt: skip
-            assert len(cs) == n
-            self.log.setdefault(p, []).extend(cs)
-            out.append(PromptResult(p, [2, 3], cs))
-        return out
-
-
 @pytest.mark.parametrize("name", ["sara-history", "sara-mopps", "sara-dps"])
 def test_history_allocators_learn_per_prompt_and_resume_identically(name):
     def build():
-        eng, task = PoolEngine(), PoolTask()
+        eng, task = FakeEngine(rate=lambda u: (u % 30 * 7 % 11) / 10), PoolTask()
         col = make_collector(name, k=8, groups=4, seed=0, epoch_size=task.size)
         return eng, task, RolloutCollector(eng, task, col, 8, seed=1), PromptStream(task)
 

@@ -50,7 +50,7 @@ def _cfg(tiny_dir, out, **kw):
         lr=5e-4,
     )
     base.update(kw)
-    return Config(**base)
+    return Config.from_dict(base)  # flat names: lr lands in cfg.grpo
 
 
 @pytest.fixture(scope="module")

@@ -39,25 +39,9 @@ def _truth(prompt: str) -> str:
 
 
 def _args(out, steps=3, **kw):
-    from trl import GRPOConfig
+    from real.trl_backends import cpu_grpo_config
 
-    base = dict(
-        output_dir=str(out),
-        num_generations=G,
-        per_device_train_batch_size=G * B,
-        max_completion_length=8,
-        max_steps=steps,
-        learning_rate=1e-4,
-        lr_scheduler_type="constant",
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=0,
-        disable_tqdm=True,
-    )
-    base.update(kw)
-    return GRPOConfig(**base)
+    return cpu_grpo_config(out, G=G, B=B, steps=steps, **kw)
 
 
 class Spy:
@@ -256,9 +240,9 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     assert json.loads((t_out / "summary.json").read_text())["steps"] == 4
     # a run folder is resumed only by the trainer that wrote it (no silent fresh start)
     with pytest.raises(ParameterError, match="^--resume: .* holds a --trainer trl run"):
-        real.train.train(Config(**{**s_trl["config"], "trainer": "native", "resume": True}))
+        real.train.train(Config.from_dict({**s_trl["config"], "trainer": "native", "resume": True}))
     with pytest.raises(ParameterError, match="^--resume: .* holds a --trainer native run"):
-        real.train.train(Config(**{**s_native["config"], "trainer": "trl", "resume": True}))
+        real.train.train(Config.from_dict({**s_native["config"], "trainer": "trl", "resume": True}))
     assert len(read_metrics(n_out / "metrics.jsonl")) == 2  # nothing was deleted
     cmp = ["compare", *common(), "--trainer", "trl", "--allocators", "ds,sara"]
     assert main([*cmp, "--out", str(tmp_path / "c")]) == 0

@@ -1,0 +1,166 @@
+"""The run folder's rules, checked before anything heavy starts (real.checks.check_config calls
+`check_run_folder` last); the files themselves are written by `real/runlog.py`.
+
+* a used `--out` (metrics, checkpoint or summary present) needs `--resume` or `--overwrite`;
+* `--resume` needs a readable checkpoint written with the same experiment: only the settings in
+  `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ; the saved config may
+  be nested (`asdict(Config)`) or flat (runs written before Config had sections);
+* a folder another live run is writing (its `.lock` is held) is refused."""
+
+from pathlib import Path
+
+from real.config import Config
+from sara_sim.errors import ParameterError
+
+# Settings a --resume may change: they change how a run is watched, not what it computes.
+# A server address is where the weights are pushed, not part of the experiment.
+RESUMABLE = (
+    "steps", "eval_every", "ckpt_every", "progress",
+    "resume", "overwrite", "force", "out", "engine_url",
+)  # fmt: skip
+RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """`path` (a folder, existing or not) can be created and written, without creating it."""
+    import tempfile
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ParameterError(flag, f"{path} is a file, not a folder")
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ParameterError(flag, f"cannot create {path}: {probe} is a file")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        raise ParameterError(flag, f"cannot write in {probe} ({e.strerror})") from None
+
+
+def has_checkpoint(folder: Path, trainer: str = "native") -> bool:
+    """A run in `folder` that --resume can continue (TRL keeps its own checkpoint-N folders)."""
+    if trainer == "trl":
+        return any(Path(folder, "trl").glob("checkpoint-*"))
+    return Path(folder, "checkpoint.pt").is_file()
+
+
+def holds_run(folder: Path) -> bool:
+    return any((Path(folder) / f).exists() for f in RUN_FILES)
+
+
+def check_run_folder(cfg, flag: str = "--out") -> None:
+    """The used-folder rule, resume compatibility and the lock (see the module docstring)."""
+    out = Path(cfg.out)
+    check_writable(out, flag)
+    if cfg.resume and cfg.overwrite:
+        raise ParameterError("--resume", "--resume and --overwrite exclude each other")
+    from real.runlog import lock_holder
+
+    pid = lock_holder(out)
+    if pid is not None:
+        raise ParameterError(flag, f"{out} is being written by another run (pid {pid})")
+    if not cfg.resume:
+        if holds_run(out) and not cfg.overwrite:
+            raise ParameterError(
+                flag, f"{out} already holds a run; pass --resume to continue it or --overwrite"
+            )
+        return
+    if cfg.trainer == "trl":
+        return _check_trl_resume(cfg, out)
+    if (out / "trl").is_dir():
+        raise ParameterError("--resume", f"{out} holds a --trainer trl run; resume it with that")
+    ckpt = out / "checkpoint.pt"
+    if not ckpt.is_file():
+        raise ParameterError(
+            "--resume", f"no checkpoint in {out} to resume (start the run without --resume)"
+        )
+    saved = read_checkpoint_config(ckpt)
+    check_same_run(saved["config"], cfg)
+    if cfg.steps < saved["step"] + 1:
+        raise ParameterError(
+            "--steps", f"the run in {out} has done {saved['step'] + 1} steps; give at least that"
+        )
+
+
+def _check_trl_resume(cfg, out: Path) -> None:
+    """A TRL run resumes from TRL's own OUT/trl/checkpoint-N; its settings are in config.json."""
+    import json
+
+    if not list((out / "trl").glob("checkpoint-*")):
+        if (out / "checkpoint.pt").is_file():
+            raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
+        raise ParameterError(
+            "--resume", f"no TRL checkpoint in {out}/trl to resume (start without --resume)"
+        )
+    saved = out / "config.json"
+    try:
+        check_same_run(json.loads(saved.read_text()), cfg)
+    except (OSError, ValueError) as e:
+        if isinstance(e, ParameterError):
+            raise
+        raise ParameterError("--resume", f"{saved} is missing or unreadable ({e})") from None
+
+
+def read_checkpoint_config(ckpt: Path) -> dict:
+    """{"step", "config"} of a checkpoint, or a one-line error naming the file when it is torn
+    or corrupted (every zip record's CRC is checked; tensors are memory-mapped, not read)."""
+    import zipfile
+
+    bad = None
+    try:
+        with zipfile.ZipFile(ckpt) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError) as e:
+        bad = str(e)
+    if bad is None:
+        import torch
+
+        try:
+            ck = torch.load(ckpt, map_location="cpu", weights_only=False, mmap=True)
+            return {"step": int(ck["step"]), "config": dict(ck["config"])}
+        except Exception as e:  # unpickling a damaged file can raise almost anything
+            bad = f"{type(e).__name__}: {e}"
+    raise ParameterError(
+        "--resume", f"{ckpt} is corrupted or truncated ({bad}); use --overwrite to start over"
+    )
+
+
+def check_same_run(saved: dict, cfg) -> None:
+    """Resuming with another allocator, k, lr, temperature... would silently splice two runs."""
+    try:
+        then_cfg = Config.from_dict(saved)
+    except (TypeError, ValueError) as e:  # a setting this version does not know
+        raise ParameterError(
+            "--resume",
+            f"the run in {cfg.out} was written with other settings ({e}); "
+            "use --overwrite to start over",
+        ) from None
+    then_all, changed = then_cfg.flat(), []
+    for name, now in cfg.flat().items():
+        if name in RESUMABLE:
+            continue
+        then = then_all[name]
+        if name == "model":
+            now, then = _model_key(now), _model_key(then)
+        if isinstance(now, tuple | list):
+            now, then = list(now), list(then) if isinstance(then, tuple | list) else then
+        if now != then:
+            changed.append(f"{name}={then!r} (now {now!r})")
+    if changed:
+        raise ParameterError(
+            "--resume",
+            f"the checkpoint in {cfg.out} was written with {', '.join(changed)}; only "
+            f"{', '.join(RESUMABLE[:4])} may change on resume",
+        )
+
+
+def _model_key(model) -> str | None:
+    if model is None:
+        from real.tiny import default_dir
+
+        return str(default_dir().resolve())
+    p = Path(model).expanduser()
+    return str(p.resolve()) if p.exists() else str(model)
