@@ -181,11 +181,17 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
     assert ref["rollouts"] == rows[-1]["cum_rollouts"]
 
 
-def test_compare_table_and_plots(tiny_dir, engine, tmp_path):
+def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
+    import sara_sim.allocator
     from real.compare import format_table, plot_compare, run_compare
 
+    built, make = [], sara_sim.allocator.make_collector
+    monkeypatch.setattr(
+        sara_sim.allocator, "make_collector", lambda *a, **kw: built.append(a) or make(*a, **kw)
+    )
     cfg = _cfg(tiny_dir, tmp_path, steps=2)
     table, curves = run_compare(cfg, ["ds", "sara"], engine=engine)
+    assert built == [("ds",), ("sara",)]  # one collector per run: checked, then used
     assert list(table["allocator"]) == ["ds", "sara"]
     assert table.loc[0, "rollouts_vs_ds"] == 1.0 and table["rollouts_vs_ds"].notna().all()
     assert set(curves["allocator"]) == {"ds", "sara"}
