@@ -63,6 +63,7 @@ VALIDATE_BAD = [
     (["--max-tokens", "0"], "--max-tokens"),
     (["--max-model-len", "0"], "--max-model-len"),
     (["--old-logprobs", "bogus"], "--old-logprobs"),
+    (["--trainer", "trl", "--minibatches", "0"], "--minibatches"),  # checked before the trl rule
     (["--betas", "0.9,1"], "--betas"),
     (["--betas", "0.9"], "--betas"),
     (["--weight-decay", "-1"], "--weight-decay"),
