@@ -15,18 +15,10 @@ from pathlib import Path
 
 from real.tasks import TASKS
 from sara_sim.errors import ParameterError, check_choice, check_float, check_int, check_k
+from sara_sim.registry import names, row
 
-ALLOCATORS = (
-    "uniform",
-    "ds",
-    "sara",
-    "sara-eb",
-    "sara-auto",
-    "sara-history",
-    "sara-mopps",
-    "sara-dps",
-)
-INFORMED = ("sara-history", "sara-mopps", "sara-dps")  # need a finite task: ids revisit prompts
+ALLOCATORS = names("real")  # sara_sim.registry: the one list of strategies
+INFORMED = names("real", needs_history=True)  # need a finite task: ids revisit prompts
 FINITE_OPTION = ("arithmetic", "countdown")  # generated tasks that take --task-size
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 # Settings a --resume may change: they change how a run is watched, not what it computes.
@@ -40,11 +32,7 @@ SEED_MAX = 2**63 - 1
 
 
 def check_allocator(name: str, flag: str = "--allocator") -> str:
-    if name not in ALLOCATORS:
-        raise ParameterError(
-            flag, f"unknown allocator {name!r}; choose from {', '.join(ALLOCATORS)}"
-        )
-    return name
+    return row(name, "real", flag).name
 
 
 # ---------------------------------------------------------------- the whole config

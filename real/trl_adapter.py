@@ -47,8 +47,9 @@ from real.trl_backends import (
 )
 from sara_sim.allocator import STRATEGIES, make_collector
 from sara_sim.errors import ParameterError
+from sara_sim.registry import names
 
-INFORMED = ("sara-history", "sara-mopps", "sara-dps")
+INFORMED = names("collector", needs_history=True)
 
 
 def _key(prompt) -> str:
