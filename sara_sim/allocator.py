@@ -129,7 +129,6 @@ def make_collector(
     0.3
     """
     meta = row(name, "collector", "allocator")
-    name = meta.name  # an alias names its strategy
     if epoch_size is not None:
         epoch_size = check_int(epoch_size, "epoch_size", 1)
     params = collector_params(name, params, **knobs)

@@ -95,7 +95,6 @@ class Row:
     sim_defaults: dict = field(default_factory=dict)
     sources: str = ""
     selector: str | None = None  # sara-select: the ``selectors.Selector`` kind
-    aliases: tuple = ()
 
     def defaults_of(self, implementation):
         """The defaults an implementation starts from (kernel: its parameters; collector: the
@@ -156,7 +155,7 @@ ROWS = (
 # the Python parameter object of each collector family (uniform has no knobs)
 PARAMS = {"sara": SaraParams, "sara-history": SaraParams, "sara-select": SaraParams}
 PARAMS["dynamic-sampling"] = DSParams
-_BY_NAME = {r.name: r for r in ROWS} | {a: r for r in ROWS for a in r.aliases}
+_BY_NAME = {r.name: r for r in ROWS}
 
 
 def names(implementation=None, *, needs_history=None, fixed_budget=None):
@@ -180,8 +179,8 @@ def names(implementation=None, *, needs_history=None, fixed_budget=None):
 
 
 def row(name, implementation=None, flag="--strategy"):
-    """The row of `name` (or of one of its aliases); a ParameterError naming `flag` lists the
-    choices when the name is unknown or lacks `implementation`."""
+    """The row of `name`; a ParameterError naming `flag` lists the choices when the name is
+    unknown or lacks `implementation`."""
     choices = names(implementation)
     r = _BY_NAME.get(name) if isinstance(name, str) else None
     if r is None or r.name not in choices:

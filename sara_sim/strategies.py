@@ -1,5 +1,6 @@
-"""The strategies of the harness (DESIGN §3): names, documented parameters and defaults, and the
-per-step planning that stays in Python (the empirical-Bayes fit and the Bayes-optimal plan).
+"""The simulator's strategies (DESIGN §3; names, defaults and their sources: ``registry.py``):
+their parameters checked and encoded for the kernels, and the per-step planning that stays in
+Python (the empirical-Bayes fit and the Bayes-optimal plan).
 
 =============== ======================================================================== =========
 strategy        what it does (parameters, defaults)                                      kernel
@@ -97,7 +98,7 @@ ADAPTIVE = tuple(s.name for s in _INFO if "eb_window" in s.defaults)  # refit a 
 
 
 def info(name):
-    """The simulator's row of `name` (a registry alias resolves to its strategy)."""
+    """The simulator's row of `name` (unknown: a ParameterError listing the choices)."""
     return _BY_NAME[row(name, "kernel").name]
 
 
