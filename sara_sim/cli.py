@@ -23,6 +23,8 @@ from .cli_common import (
     _Parser,
     add_law_args,
 )
+from .cli_replay import add_replay_command
+from .cli_sim import add_sim_commands
 from .difficulty import BetaLaw
 from .errors import ParameterError, check_budget, check_int
 
@@ -118,12 +120,8 @@ def build_parser():
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed of the simulated parts")
     p.add_argument("--history", default=None, help="outcome histories CSV (default: shared)")
     p.set_defaults(func=cmd_figures)
-    from .cli_sim import add_sim_commands  # simulate | compare | verify | bench
-
-    add_sim_commands(sub)
-    from .cli_replay import add_replay_command  # informed strategies on recorded histories
-
-    add_replay_command(sub, _int, _float)
+    add_sim_commands(sub)  # simulate | compare | verify | bench
+    add_replay_command(sub, _int, _float)  # informed strategies on recorded histories
     return parser
 
 

@@ -50,7 +50,7 @@ def test_cross_validated_replay_numbers(history_path):
     the defaults it chose — the same calls, so the README's line is what the code gives."""
     ds, sara, hist, pct, dps, mopps = _facts(
         rf"ds {NUM}, sara {NUM}, sara-history {NUM} \(-{NUM} %\), sara-dps {NUM}, "
-        rf"sara-mopps {NUM}\."
+        rf"sara-mopps {NUM}"
     )
     frame = load_history(history_path)
     pids = np.array(sorted(frame.prompt_id.unique()))
