@@ -9,6 +9,7 @@ import pytest
 
 from real import checks as real_checks
 from sara_sim import allocator, cli_replay, informed, registry, strategies
+from sara_sim import simulate as sim_module
 from sara_sim.cli import build_parser
 from sara_sim.errors import ParameterError
 from sara_sim.laws import parse_sim_law
@@ -41,7 +42,7 @@ def test_no_module_spells_out_a_list_of_strategy_names():
 
 
 def test_defaults_are_written_once():
-    sim = inspect.signature(__import__("sara_sim.simulate", fromlist=["_"])._simulate).parameters
+    sim = inspect.signature(sim_module._simulate).parameters
     assert sim["tau_low"].default == SARA.tau_low and sim["max_rounds"].default == SARA.max_rounds
     args = build_parser().parse_args(["simulate", "--strategy", "sara", "--difficulty", "x"] + [
         "--k", "8"])  # fmt: skip
