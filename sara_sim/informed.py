@@ -77,11 +77,11 @@ class PromptHistory:
 
     def __init__(
         self,
-        rho=0.7,
-        kappa=1.0,
+        rho=HISTORY.rho,  # defaults: registry.HistoryParams (cross-validated)
+        kappa=HISTORY.kappa,
         pop_prior=(1.0, 1.0),
-        explore=0.05,
-        max_skip=2,
+        explore=HISTORY.explore,
+        max_skip=HISTORY.max_skip,
         seed=0,
         key=None,
         epoch_of=None,

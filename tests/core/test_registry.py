@@ -56,6 +56,9 @@ def test_defaults_are_written_once():
         "rho": HISTORY.rho, "kappa": HISTORY.kappa, "explore": HISTORY.explore,
         "max_skip": HISTORY.max_skip, "rule": HISTORY.rule}  # fmt: skip
     assert informed.SELECTOR_RATIO == HISTORY.ratio
+    h = informed.PromptHistory()
+    assert (h.rho, h.kappa, h.explore, h.max_skip) == (
+        HISTORY.rho, HISTORY.kappa, HISTORY.explore, HISTORY.max_skip)  # fmt: skip
     hist = strategies.default_params("sara-history", 8)
     assert all(hist[key] == val for key, val in informed.INFORMED_DEFAULTS.items())
     assert inspect.signature(informed.PromptHistory.plan).parameters["tau_low"].default is (
