@@ -106,6 +106,6 @@ def run(out, only=None, seed=0, history=None, learning=None, verbose=True):
                 print(f"\n{name}_{suffix}.md\n{markdown(table)}\n", flush=True)
     total = time.perf_counter() - t_all
     if verbose:
-        print(f"{'total':<28} {total:6.2f} s  ({len(names)} figures in {out})", flush=True)
+        print(f"{'total':<28} {total:6.2f} s  ({len(timings)} figures in {out})", flush=True)
     timings["total"] = total
     return timings

@@ -15,7 +15,9 @@ over seeds (n - 1 degrees of freedom).  Allocator a and DS share a seed's start 
 stream and evaluation seeds, so ratios and differences are paired by seed: the ratio is the
 geometric mean of the per-seed ratios with the t-interval on their logs.  A run that never
 reaches the target has no cost: its seed is listed in `not_reached` and left out of the ratio,
-whose row says on how many seeds it rests (never silently dropped)."""
+whose row says on how many seeds it rests (never silently dropped); so is a seed whose start
+already meets the target (its cost is 0, no ratio), named in `note`.  If DS did not gain at all
+there is no target and no ratio (`note` says so)."""
 
 import math
 
@@ -150,14 +152,20 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds") -> pd.Dat
     """
     out = []
     for k in sorted(df["k"].unique()):
-        target = target_accuracy(df, k, frac, ref)
+        target, gain = target_accuracy(df, k, frac, ref), target_accuracy(df, k, 1.0, ref)
+        gain -= target_accuracy(df, k, 0.0, ref)
         done = set(runs(df))
         for a in _order(df[df["k"] == k], ref):
             have = sorted(s for b, kk, s in done if b == a and kk == k)
             for m in MEASURES:
                 cost = {s: reach(*curve(df, a, k, s, m), target) for s in have}
                 base = {s: reach(*curve(df, ref, k, s, m), target) for s in have}
-                ok = [s for s in have if not math.isnan(cost[s]) and not math.isnan(base[s])]
+                # a seed whose start already meets the target (either side) has no finite ratio
+                ok = [s for s in have if cost[s] > 0 and base[s] > 0]  # nan > 0 is False
+                at_start = [s for s in have if cost[s] == 0 or base[s] == 0]
+                note = f"paired seeds exclude {at_start}: start at target" if at_start else ""
+                if gain <= 0:
+                    ok, note = [], f"{ref} did not gain ({gain:+.3f}): no target"
                 ratio, lo, hi = ratio_ci([cost[s] / base[s] for s in ok])
                 out.append(
                     {
@@ -172,6 +180,7 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds") -> pd.Dat
                         "ratio": ratio,
                         "ci_low": lo,
                         "ci_high": hi,
+                        "note": note,
                     }
                 )
     return pd.DataFrame(out)

@@ -130,3 +130,21 @@ def test_check_names_what_is_wrong():
         ls.check(pd.concat([df, df]))
     with pytest.raises(ValueError, match="no ds runs at k=8"):
         ls.target_table(df.assign(allocator="sara"))
+
+
+def test_a_start_at_the_target_or_no_ds_gain_gives_no_ratio():
+    # target 0.4 + 0.9 x 0.2 = 0.58; sara seed 1 starts at 0.6 (its eval seeds differ)
+    df = frame(
+        {
+            ("ds", 0): [(0, 0.4), (200, 0.6)],
+            ("ds", 1): [(0, 0.4), (200, 0.6)],
+            ("sara", 0): [(0, 0.4), (100, 0.6)],
+            ("sara", 1): [(0, 0.6), (100, 0.7)],
+        }
+    )
+    row = ls.target_table(df).set_index(["allocator", "measure"]).loc["sara", "rollouts"]
+    assert row["paired_seeds"] == 1 and row["ratio"] == pytest.approx(0.5)
+    assert row["note"] == "paired seeds exclude [1]: start at target"
+    flat = frame({("ds", 0): [(0, 0.5), (100, 0.45)], ("sara", 0): [(0, 0.5), (100, 0.6)]})
+    t = ls.target_table(flat)
+    assert t["ratio"].isna().all() and t["note"].str.startswith("ds did not gain (-0.050)").all()
