@@ -22,6 +22,7 @@ import importlib.util
 import json
 import sys
 from dataclasses import replace
+from importlib.metadata import version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -69,6 +70,7 @@ def main(argv=None) -> int:
     meta_path = out / "learning.meta.json"
     meta = json.loads(meta_path.read_text())
     meta["command"] = " ".join(["python benchmarks/trl_learning.py", *argv])
+    meta["packages"].update({p: version(p) for p in ("trl", "accelerate", "datasets")})
     meta_path.write_text(json.dumps(meta, indent=1))
     text = tables(out / "learning.csv")
     (out / "learning_tables.md").write_text(text + "\n")

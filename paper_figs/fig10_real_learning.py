@@ -36,7 +36,10 @@ def verdict(row) -> str:
     if np.isnan(row.ratio):
         return "no ratio (target not reached on any paired seed)"
     if np.isnan(row.ci_high):
-        return f"x{row.ratio:.2f} DS's {row.measure} (one paired seed, no interval)"
+        return (
+            f"x{row.ratio:.2f} DS's {row.measure} (one paired seed, no interval; reached "
+            f"{row.reached})"
+        )
     span = (
         f"x{row.ratio:.2f} DS's {row.measure} (95 % CI {row.ci_low:.2f}-{row.ci_high:.2f}, "
         f"paired seeds {row.paired_seeds}, reached {row.reached})"
