@@ -58,6 +58,14 @@ def check_config(cfg) -> None:
         raise ParameterError(
             "--task-size", f"{cfg.allocator} learns from revisits: give a finite pool (>= 1)"
         )
+    if cfg.eval_size is not None:
+        check_int(cfg.eval_size, "--eval-size", 1)
+        if cfg.task not in FINITE_OPTION:
+            raise ParameterError(
+                "--eval-size", f"only {' and '.join(FINITE_OPTION)} generate a held-out set"
+            )
+    if cfg.task_seed is not None:
+        check_int(cfg.task_seed, "--task-seed", 0, SEED_MAX)
     check_k(cfg.k, "--k")
     for flag, v, lo in (
         ("--groups", cfg.groups, 1),
@@ -69,6 +77,7 @@ def check_config(cfg) -> None:
         ("--epochs", cfg.epochs, 1),
         ("--micro-batch", cfg.micro_batch, 0),
         ("--max-num-gen-batches", cfg.max_num_gen_batches, 0),
+        ("--audit-abandoned", cfg.audit_abandoned, 0),
     ):
         check_int(v, flag, lo)
     check_int(cfg.seed, "--seed", 0, SEED_MAX)
@@ -142,11 +151,10 @@ def allocator_options(cfg) -> dict:
 
 
 def _task(cfg):
-    from real.tasks import make_task
+    from real.train import make_run_task
 
-    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
     try:
-        return make_task(cfg.task, seed=cfg.seed, **{k: v for k, v in opts.items() if v})
+        return make_run_task(cfg)
     except (OSError, ValueError, KeyError) as e:  # a malformed JSONL file
         if isinstance(e, ParameterError):
             raise

@@ -111,12 +111,12 @@ def train_trl(cfg, engine=None) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from real.tasks import RewardGuard, make_task
-    from real.train import evaluate, make_engine, task_options
+    from real.tasks import RewardGuard
+    from real.train import evaluate, make_engine, make_run_task
     from real.trl_adapter import SaraRollout
 
     torch.manual_seed(cfg.seed)
-    task = make_task(cfg.task, seed=cfg.seed, **task_options(cfg))
+    task = make_run_task(cfg)
     max_tokens = cfg.max_tokens or task.max_tokens
     args = _grpo_args(cfg, out, max_tokens)
     ckpts = sorted((out / "trl").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
