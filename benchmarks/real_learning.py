@@ -23,7 +23,8 @@ learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.
   cum_effective        effective (mixed, trained-on) groups so far
   wall_s               cumulative wall seconds of the training steps (collect + train + sync),
                        without the held-out evaluations (their cost is the benchmark's, not the
-                       allocator's)
+                       allocator's); with the audit's one extra engine call per step (SARA family,
+                       --audit > 0), which slightly overstates their time
   eval_accuracy        held-out pass@1 (mean success over eval_problems x eval_samples samples);
                        empty where the step was not evaluated
   eval_se              its standard error over problems (clustered: per-problem success rates are
@@ -37,7 +38,9 @@ learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.
   effective_fraction   effective_groups / groups (uniform: < 1; the others: 1 by construction)
   rounds               engine calls (rounds) this step's collection took
   abandoned            prompts abandoned this step (SARA family; 0 for uniform and ds)
-  audited              abandoned prompts whose groups were completed to k off-budget (audit)
+  audited              abandoned prompts whose groups were completed to k off-budget (audit:
+                       up to --audit per step, drawn among those abandoned after >= 1 rollout,
+                       sampled before the step's update; not counted in rollouts / tokens)
   audit_mixed          ... of which the completed group would have been mixed
   false_abandon_rate   audit_mixed / audited (empty when nothing was audited)
   reward_mean          mean reward of every rollout sampled this step

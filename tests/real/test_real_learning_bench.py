@@ -92,3 +92,32 @@ def test_bad_arguments_exit_2_before_any_engine(tmp_path, capsys):
     ):
         assert bench.main([*argv, "--out", str(tmp_path / "o")]) == 2
         assert flag in capsys.readouterr().err
+
+
+def test_graded_curriculum_targets():
+    """The graded model's SFT targets: a pure function of (seed, uid), right with probability
+    graded_q(problem), otherwise the near miss (last digit said twice); exact builds keep their
+    cache key, so adding the curriculum rebuilt no earlier model."""
+    import hashlib
+    from dataclasses import asdict
+
+    import numpy as np
+
+    from real.tasks.arithmetic import ArithmeticTask
+    from real.tiny import FORMAT_VERSION, TinySettings, graded_q, near_miss, sft_target
+
+    s, task = TinySettings.graded(), ArithmeticTask(seed=0)
+    probs = [task.problem(u) for u in range(4000)]
+    targets = [sft_target(p, s, u) for u, p in enumerate(probs)]
+    assert targets == [sft_target(p, s, u) for u, p in enumerate(probs)]
+    assert all(t in (p.answer, near_miss(p.answer)) for t, p in zip(targets, probs, strict=True))
+    right = np.array([t == p.answer for t, p in zip(targets, probs, strict=True)])
+    q = np.array([graded_q(p) for p in probs])
+    assert abs(right.mean() - q.mean()) < 3 * np.sqrt(q.mean() * (1 - q.mean()) / len(q))
+    assert right[q >= 0.8].mean() > right[q <= 0.4].mean() + 0.3  # graded by difficulty
+    assert all(sft_target(p, TinySettings(), u) == p.answer for u, p in enumerate(probs[:50]))
+    assert s.digest() != TinySettings().digest()
+    # the digest of an exact build is what it was before the curriculum field existed
+    legacy = {k: v for k, v in asdict(TinySettings.test()).items() if k != "curriculum"}
+    blob = json.dumps({"v": FORMAT_VERSION, **legacy}, sort_keys=True)
+    assert TinySettings.test().digest() == hashlib.sha1(blob.encode()).hexdigest()[:12]
