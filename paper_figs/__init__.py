@@ -1,14 +1,19 @@
 """Every theory / simulation figure of the SARA toolkit by one command.
 
     python -m paper_figs --out DIR [--only NAME[,NAME...]] [--seed S] [--history PATH]
+                         [--learning PATH]
     sara-sim figures --out DIR [--only NAME] [--seed S]
 
 Each figure is one small module ``figN_*.py`` with ``build(seed, history) -> Figure``; this file
 is the registry.  Every figure is written as DIR/NAME.png (caption in the PNG metadata),
-DIR/NAME.csv (the data behind it) and DIR/NAME.txt (the caption).  Same seed -> identical CSVs.
+DIR/NAME.csv (the data behind it) and DIR/NAME.txt (the caption), plus DIR/NAME_T.csv / .md for
+each table T it prints.  Same seed -> identical CSVs.  fig10 draws committed real-run results
+(benchmarks/results/real_learning.csv, or --learning PATH) and trains nothing; without that file
+it is skipped with the reason printed.
 """
 
 import importlib
+import inspect
 import os
 import tempfile
 import time
@@ -16,7 +21,7 @@ from pathlib import Path
 
 from sara_sim.errors import ParameterError
 
-from ._common import HISTORY, history_path, save, setup_style
+from ._common import HISTORY, NoData, history_path, learning_path, markdown, save, setup_style
 
 FIGURES = (
     "fig1_p_eff",
@@ -28,6 +33,7 @@ FIGURES = (
     "fig7_rounds_vs_rollouts",
     "fig8_replay_strategies",
     "fig9_informed_priors",
+    "fig10_real_learning",
 )
 __all__ = ["FIGURES", "HISTORY", "check_out", "run", "select"]
 
@@ -71,24 +77,35 @@ def check_out(out, param: str = "--out") -> Path:
     return out
 
 
-def run(out, only=None, seed=0, history=None, verbose=True):
-    """Build and save the selected figures into `out`; returns {name: seconds}."""
+def run(out, only=None, seed=0, history=None, learning=None, verbose=True):
+    """Build and save the selected figures into `out`; returns {name: seconds} of those drawn."""
     names = select(only)
     if history is not None:
         history_path(history)  # fail before any figure is drawn
+    if learning is not None:
+        learning_path(learning)
     out = check_out(out)
     setup_style()
+    inputs = {"seed": seed, "history": history, "learning": learning}
     timings, t_all = {}, time.perf_counter()
     for name in names:
         t0 = time.perf_counter()
         module = importlib.import_module(f"{__name__}.{name}")
-        result = module.build(seed=seed, history=history)
+        wants = inspect.signature(module.build).parameters  # results-file figures take theirs
+        try:
+            result = module.build(**{k: v for k, v in inputs.items() if k in wants})
+        except NoData as exc:
+            if verbose:
+                print(f"{name:<28} skipped: {exc}", flush=True)
+            continue
         save(result, out, name, seed)
         timings[name] = time.perf_counter() - t0
         if verbose:
             print(f"{name:<28} {timings[name]:6.2f} s  -> {out / name}.png", flush=True)
+            for suffix, table in result.tables.items():
+                print(f"\n{name}_{suffix}.md\n{markdown(table)}\n", flush=True)
     total = time.perf_counter() - t_all
     if verbose:
-        print(f"{'total':<28} {total:6.2f} s  ({len(names)} figures in {out})", flush=True)
+        print(f"{'total':<28} {total:6.2f} s  ({len(timings)} figures in {out})", flush=True)
     timings["total"] = total
     return timings

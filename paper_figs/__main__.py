@@ -20,13 +20,18 @@ def build_parser(parser=None):
     parser.add_argument(
         "--history", default=None, help="outcome histories CSV (default ../shared/data/...)"
     )
+    parser.add_argument(
+        "--learning",
+        default=None,
+        help="learning-curve CSV for fig10 (default benchmarks/results/real_learning.csv)",
+    )
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        run(args.out, only=args.only, seed=args.seed, history=args.history)
+        run(args.out, only=args.only, seed=args.seed, history=args.history, learning=args.learning)
     except ParameterError as exc:
         print(f"paper_figs: error: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ from sara_sim.errors import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
 HISTORY = REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv"
+LEARNING = REPO / "benchmarks" / "results" / "real_learning.csv"  # benchmarks/real_learning.py
 DPI = 130
 
 # Colours and labels used across figures, so one law / strategy looks the same everywhere.
@@ -36,6 +37,11 @@ class Figure:
     data: pd.DataFrame
     caption: str
     notes: dict = field(default_factory=dict)  # extra key: value lines for the sidecar
+    tables: dict = field(default_factory=dict)  # {suffix: DataFrame} -> NAME_suffix.csv / .md
+
+
+class NoData(Exception):
+    """A figure drawn from committed results whose file is absent: skipped, with this reason."""
 
 
 def history_path(path=None) -> Path:
@@ -47,6 +53,14 @@ def history_path(path=None) -> Path:
             f"history file not found: {p} (expected ../shared/data/deepscaler_pass_history.csv "
             "beside the repository)",
         )
+    return p
+
+
+def learning_path(path=None) -> Path:
+    """The learning-curve CSV; an explicit --learning must exist, the default may be absent."""
+    p = Path(path) if path is not None else LEARNING
+    if path is not None and not p.is_file():
+        raise ParameterError("--learning", f"learning CSV not found: {p}")
     return p
 
 
@@ -112,4 +126,21 @@ def save(result: Figure, out: Path, name: str, seed: int) -> list[Path]:
     ]
     lines += [f"{key}: {val}" for key, val in result.notes.items()]
     txt.write_text("\n".join(lines) + "\n")
-    return [png, csv, txt]
+    written = [png, csv, txt]
+    for suffix, table in result.tables.items():
+        path = out / f"{name}_{suffix}"
+        table.to_csv(path.with_suffix(".csv"), index=False, float_format="%.10g")
+        path.with_suffix(".md").write_text(markdown(table) + "\n")
+        written += [path.with_suffix(".csv"), path.with_suffix(".md")]
+    return written
+
+
+def markdown(table: pd.DataFrame) -> str:
+    return table.to_markdown(index=False, floatfmt=".4g")
+
+
+def lines(ax, data, x, y, hue, **kwargs):
+    """One seaborn line per `hue` value, a dot on every data point."""
+    import seaborn as sns
+
+    return sns.lineplot(data=data, x=x, y=y, hue=hue, marker="o", ax=ax, **kwargs)

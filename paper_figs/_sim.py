@@ -2,6 +2,7 @@
 (``sara_sim.simulate``), with one seed per simulated cell derived from the figure seed."""
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +20,28 @@ def run(strategy, law, seed, **kwargs):
     """simulate(...) -> (per-step frame, summary dict)."""
     res = simulate(strategy, law, seed=seed, **kwargs)
     return res.frame, summarize(res)
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The simulated cells of one figure: its number (for the cell seeds) and the simulator's
+    sizes, so each cell is one call with only what varies."""
+
+    figure: int
+    k: int
+    groups: int
+    steps: int
+    replicates: int
+
+    def run(self, strategy, law, seed, cell, **kwargs):
+        """Simulate cell `cell` (its indices within the figure) -> (per-step frame, summary)."""
+        sizes = {
+            "k": self.k,
+            "groups": self.groups,
+            "steps": self.steps,
+            "replicates": self.replicates,
+        }
+        return run(strategy, law, cell_seed(seed, self.figure, *cell), **sizes, **kwargs)
 
 
 def sums(frame, *cols):

@@ -7,7 +7,7 @@ import seaborn as sns
 
 from sara_sim.beta import p_eff
 
-from ._common import Figure
+from ._common import Figure, lines
 
 KS = (4, 8, 16, 32)
 PRIORS = ((1.0, 1.0), (0.3, 0.3), (0.5, 2.0))
@@ -48,15 +48,14 @@ def build(seed=0, history=None):
         for c, prior in enumerate(priors):
             ax = axes[r, c]
             sub = df[(df["side"] == side) & (df["prior"] == prior)]
-            sns.lineplot(
-                data=sub,
-                x="n",
-                y="p_eff",
-                hue="k",
+            lines(
+                ax,
+                sub,
+                "n",
+                "p_eff",
+                "k",
                 palette=palette,
-                marker="o",
                 markersize=4,
-                ax=ax,
                 legend=(r == 0 and c == 2),
             )
             if prior == "Beta(1,1)":

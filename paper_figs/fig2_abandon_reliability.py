@@ -9,7 +9,7 @@ from sara_sim.policy import ABANDON, threshold_plan
 from sara_sim.theory import sequential_law
 
 from ._common import Figure, wilson
-from ._sim import cell_seed, run
+from ._sim import Cells
 
 K = 16
 SCENARIOS = (  # (title, law, prior)
@@ -20,6 +20,7 @@ SCENARIOS = (  # (title, law, prior)
 TAU_EXACT = np.round(np.linspace(0.005, 0.995, 199), 4)
 TAU_SIM = (0.03, 0.06, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 SIM_STEPS, SIM_GROUPS, SIM_REPS = 12, 128, 2
+SIM = Cells(figure=2, k=K, groups=SIM_GROUPS, steps=SIM_STEPS, replicates=SIM_REPS)
 
 
 def data(seed):
@@ -46,17 +47,7 @@ def data(seed):
         for j, tau in enumerate(TAU_SIM):
             if threshold_plan(K, tau, np.inf, *prior)[0] == ABANDON:
                 continue  # every prompt is skipped unseen: nothing to simulate
-            df, _ = run(
-                "sara",
-                law,
-                cell_seed(seed, 2, i, j),
-                k=K,
-                groups=SIM_GROUPS,
-                steps=SIM_STEPS,
-                replicates=SIM_REPS,
-                tau_low=tau,
-                prior=prior,
-            )
+            df, _ = SIM.run("sara", law, seed, (i, j), tau_low=tau, prior=prior)
             ab, fa = int(df["decided_abandoned"].sum()), int(df["decided_false_abandons"].sum())
             lo, hi = wilson(fa, ab) if ab else (np.nan, np.nan)
             rows.append(

@@ -8,13 +8,14 @@ import seaborn as sns
 from sara_sim.difficulty import parse_law
 from sara_sim.theory import sequential_law
 
-from ._common import LAW_COLORS, LAW_LABELS, Figure, history_spec
-from ._sim import cell_seed, ratio_ci, run
+from ._common import LAW_COLORS, LAW_LABELS, Figure, history_spec, lines
+from ._sim import Cells, ratio_ci
 
 LAWS = ("beta:1,1", "beta:0.3,0.3", "beta:0.2,0.8", "history")
 KS = (4, 8, 16, 32)
 TAUS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 SIM_K, SIM_TAUS, SIM_STEPS, SIM_GROUPS, SIM_REPS = 8, (0.2, 0.5), 40, 64, 4
+SIM = Cells(figure=5, k=SIM_K, groups=SIM_GROUPS, steps=SIM_STEPS, replicates=SIM_REPS)
 
 
 def data(seed, history=None):
@@ -41,16 +42,7 @@ def data(seed, history=None):
                     }
                 )
         for j, tau in enumerate(SIM_TAUS):
-            df, _ = run(
-                "sara",
-                law,
-                cell_seed(seed, 5, i, j),
-                k=SIM_K,
-                groups=SIM_GROUPS,
-                steps=SIM_STEPS,
-                replicates=SIM_REPS,
-                tau_low=tau,
-            )
+            df, _ = SIM.run("sara", law, seed, (i, j), tau_low=tau)
             k = SIM_K
             eff, _ = ratio_ci(df, "decided_effective", "decided_rollouts")
             proxy, half = ratio_ci(df, "decided_proxy", "decided_rollouts")
@@ -115,16 +107,7 @@ def build(seed=0, history=None):
     ax.set_title("every policy lies above the diagonal")
     ax.legend(loc="lower right", fontsize=8, ncol=2)
     tight = ex[ex["tau_low"] == 0.3]
-    sns.lineplot(
-        data=tight,
-        x="k",
-        y="ratio_proxy_to_bound",
-        hue="law",
-        hue_order=hue_order,
-        palette=LAW_COLORS,
-        marker="o",
-        ax=ax2,
-    )
+    lines(ax2, tight, "k", "ratio_proxy_to_bound", "law", hue_order=hue_order, palette=LAW_COLORS)
     ax2.set_xscale("log", base=2)
     ax2.set_xticks(KS, [str(k) for k in KS])
     ax2.axhline(1, color="black", ls="--", lw=1)

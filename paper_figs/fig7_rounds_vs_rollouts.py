@@ -9,7 +9,7 @@ from sara_sim.policy import threshold_plan
 from sara_sim.theory import best_tau, plan_law
 
 from ._common import Figure
-from ._sim import Z95, cell_seed, run
+from ._sim import Z95, Cells
 
 LAW, K, PRIOR = "beta:0.3,0.3", 16, (0.3, 0.3)
 PROBES = (1, 2, 3, 4, 6, 8, 12, 16)
@@ -19,6 +19,11 @@ SCHEDULES = (  # (label, increment)
 )
 GROUPS, STEPS, REPS = 64, 50, 4
 COLORS = ("#0173b2", "#de8f05")
+PANELS = (  # first two panels: (exact, dashed), (simulated, dots), its 95 % half-width, marker
+    ("exact_cost_per_effective_group", "sim_cost_per_effective_group", "sim_cost_ci95", "o"),
+    ("exact_rounds_per_prompt", "sim_rounds_per_step", "sim_rounds_ci95", "o-"),
+)
+SIM = Cells(figure=7, k=K, groups=GROUPS, steps=STEPS, replicates=REPS)
 
 
 def data(seed):
@@ -29,18 +34,8 @@ def data(seed):
     for i, (label, inc) in enumerate(SCHEDULES):
         for j, probe in enumerate(PROBES):
             ex = plan_law(law, K, plan, probe, inc)
-            _, sim = run(
-                "sara",
-                law,
-                cell_seed(seed, 7, i, j),
-                k=K,
-                groups=GROUPS,
-                steps=STEPS,
-                replicates=REPS,
-                tau_low=tau,
-                prior=PRIOR,
-                probe=probe,
-                increment=inc,
+            _, sim = SIM.run(
+                "sara", law, seed, (i, j), tau_low=tau, prior=PRIOR, probe=probe, increment=inc
             )
             cm, ch = sim["cost_per_effective_group"], Z95 * sim["cost_per_effective_group_se"]
             rm, rh = sim["rounds_per_step"], Z95 * sim["rounds_per_step_se"]
@@ -58,12 +53,9 @@ def data(seed):
                     "sim_rounds_ci95": rh,
                     "sim_cost_per_effective_group": cm,
                     "sim_cost_ci95": ch,
-                    "groups_per_step": GROUPS,
-                    "steps": STEPS,
-                    "replicates": REPS,
                 }
             )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).assign(groups_per_step=GROUPS, steps=STEPS, replicates=REPS)
 
 
 def build(seed=0, history=None):
@@ -71,26 +63,11 @@ def build(seed=0, history=None):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     for (label, _), color in zip(SCHEDULES, COLORS):
         s = df[df["schedule"] == label]
-        axes[0].plot(s["probe"], s["exact_cost_per_effective_group"], color=color, lw=1.5, ls="--")
-        axes[0].errorbar(
-            s["probe"],
-            s["sim_cost_per_effective_group"],
-            yerr=s["sim_cost_ci95"],
-            fmt="o",
-            color=color,
-            capsize=3,
-            label=label,
-        )
-        axes[1].plot(s["probe"], s["exact_rounds_per_prompt"], color=color, lw=1.5, ls="--")
-        axes[1].errorbar(
-            s["probe"],
-            s["sim_rounds_per_step"],
-            yerr=s["sim_rounds_ci95"],
-            fmt="o-",
-            color=color,
-            capsize=3,
-            label=label,
-        )
+        for ax, (exact, sim, ci, fmt) in zip(axes, PANELS):
+            ax.plot(s["probe"], s[exact], color=color, lw=1.5, ls="--")
+            ax.errorbar(
+                s["probe"], s[sim], yerr=s[ci], fmt=fmt, color=color, capsize=3, label=label
+            )
         ax = axes[2]
         ax.plot(
             s["exact_rounds_per_prompt"],

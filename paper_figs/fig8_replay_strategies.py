@@ -9,9 +9,10 @@ from sara_sim.laws import TokenModel
 from sara_sim.strategies import STRATEGIES, info
 
 from ._common import Figure, history_spec
-from ._sim import Z95, cell_seed, run
+from ._sim import Z95, Cells
 
 K, GROUPS, STEPS, REPS = 8, 64, 120, 4
+SIM = Cells(figure=8, k=K, groups=GROUPS, steps=STEPS, replicates=REPS)
 EXTRA = (("sara", "sara (τ_low = 0.5)", {"tau_low": 0.5}),)  # besides every strategy's defaults
 
 
@@ -24,9 +25,7 @@ def data(seed, history=None):
     law = parse_law(history_spec(history))
     rows = []
     for i, (name, label, kw) in enumerate(variants()):
-        _, s = run(
-            name, law, cell_seed(seed, 8, i), k=K, groups=GROUPS, steps=STEPS, replicates=REPS, **kw
-        )
+        _, s = SIM.run(name, law, seed, (i,), **kw)
         row = {
             "strategy": name,
             "label": label,

@@ -15,8 +15,10 @@ import math
 
 import numpy as np
 
+from sara_sim.registry import names
+
 TAU_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
-INFORMED = ("sara-history", "sara-mopps", "sara-dps")
+INFORMED = names("replay", needs_history=True)
 
 
 def outcome_counts(law, k, res) -> tuple[float, float]:

@@ -23,28 +23,16 @@ from sara_sim.errors import (
     check_k,
     check_schedule,
 )
+from sara_sim.registry import names, row
 
-ALLOCATORS = (
-    "uniform",
-    "ds",
-    "sara",
-    "sara-eb",
-    "sara-auto",
-    "sara-history",
-    "sara-mopps",
-    "sara-dps",
-)
+ALLOCATORS = names("real")  # sara_sim.registry: the one list of strategies
 FINITE_OPTION = ("arithmetic", "countdown")  # generated tasks that take --task-size
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 SEED_MAX = 2**63 - 1
 
 
 def check_allocator(name: str, flag: str = "--allocator") -> str:
-    if name not in ALLOCATORS:
-        raise ParameterError(
-            flag, f"unknown allocator {name!r}; choose from {', '.join(ALLOCATORS)}"
-        )
-    return name
+    return row(name, "real", flag).name
 
 
 class Checked(NamedTuple):
@@ -74,8 +62,17 @@ def check_config(cfg) -> Checked:
         raise ParameterError(
             "--task-size", f"{cfg.allocator} learns from revisits: give a finite pool (>= 1)"
         )
+    if cfg.eval_size is not None:
+        check_int(cfg.eval_size, "--eval-size", 1)
+        if cfg.task not in FINITE_OPTION:
+            raise ParameterError(
+                "--eval-size", f"only {' and '.join(FINITE_OPTION)} generate a held-out set"
+            )
+    if cfg.task_seed is not None:
+        check_int(cfg.task_seed, "--task-seed", 0, SEED_MAX)
     check_k(cfg.k, "--k")
     check_ints(cfg, groups=1, steps=1, eval_every=1, eval_samples=1, ckpt_every=1)
+    check_ints(cfg, audit_abandoned=0)
     check_int(cfg.seed, "--seed", 0, SEED_MAX)
     for flag, v in (
         ("--max-tokens", cfg.max_tokens),
@@ -182,11 +179,10 @@ def check_task_files(task: str, task_path=None, eval_path=None) -> None:
 
 
 def _task(cfg):
-    from real.tasks import make_task
+    from real.train import make_run_task
 
-    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
     try:
-        return make_task(cfg.task, seed=cfg.seed, **{k: v for k, v in opts.items() if v})
+        return make_run_task(cfg)
     except (OSError, ValueError, KeyError) as e:  # a malformed JSONL file
         if isinstance(e, ParameterError):
             raise

@@ -49,6 +49,8 @@ class StepBatch:
     collect_s: float = 0.0  # wall time of the whole collection
     round_s: list[float] = field(default_factory=list)  # wall time of each round
     reward_errors: int = 0  # verifier exceptions isolated during the step
+    audited: int = 0  # abandoned prompts whose groups were completed off-budget (audit)
+    audit_mixed: int = 0  # ... of which the completed group would have been mixed
 
     @property
     def alloc_s(self) -> float:
@@ -109,8 +111,10 @@ class RolloutCollector:
         temperature: float = 1.0,
         top_p: float = 1.0,
         max_tokens: int | None = None,
+        audit: int = 0,
     ):
         self.engine, self.task, self.col, self.k = engine, task, allocator, k
+        self.audit = audit  # abandoned prompts per step to complete off-budget (0: no audit)
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         self.max_tokens = max_tokens or task.max_tokens
         self.guard = RewardGuard(task.reward)
@@ -135,17 +139,9 @@ class RolloutCollector:
         bases = np.random.default_rng([self.seed, 0x5A4A, self.calls]).integers(
             0, 2**31 - 1 - max(ns, default=0), size=len(ns)
         )
-        seeds = [b + np.arange(n) for b, n in zip(bases, ns, strict=True)]
         self.calls += 1
         tg = time.perf_counter()
-        results = self.engine.generate(
-            [e["problem"].prompt for e in entries],
-            ns,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            seeds=[x.tolist() for x in seeds],
-        )
+        results = self._generate(entries, ns, bases)
         st.gen_s += time.perf_counter() - tg
         out = []
         tr = time.perf_counter()
@@ -163,6 +159,17 @@ class RolloutCollector:
         st.round_s.append(time.perf_counter() - t0)
         return out
 
+    def _generate(self, entries, ns, bases):
+        """One engine call: n_i rollouts of entry i with seeds base_i, base_i + 1, ..."""
+        return self.engine.generate(
+            [e["problem"].prompt for e in entries],
+            ns,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seeds=[(b + np.arange(n)).tolist() for b, n in zip(bases, ns, strict=True)],
+        )
+
     # ---------------------------------------------------------------- one step
     def collect(self, stream: PromptStream) -> StepBatch:
         self._step = st = StepBatch(groups=[], result=None)
@@ -172,9 +179,34 @@ class RolloutCollector:
         st.result = res
         for e in self.pool.claim(self.col, res, self.k):
             st.groups.append(Group(e["prompt_id"], e["prompt_ids"], e["samples"][: self.k]))
+        if self.audit and res.abandoned:
+            self._audit(st, res.abandoned)
         self.pool.prune(self.col)
         self._step = None
         return st
+
+    def _audit(self, st: StepBatch, abandoned) -> None:
+        """False-abandon audit: complete a sample of this step's abandoned groups to k rollouts,
+        off-budget (not in st.tokens / rollouts, own seeds: the run samples what it would without
+        the audit), and count those that would have been mixed (0 < successes < k)."""
+        rng = np.random.default_rng([self.seed, 0xAD17, self.calls])
+        # res.abandoned names prompt ids; a stream's ids are unique within a run, so each names
+        # the one visit the collector no longer holds (skipped prompts have no rollouts)
+        entries = self.pool.entries
+        short = {entries[v]["prompt_id"]: v for v in self.pool.unheld(self.col)}
+        short = {p: v for p, v in short.items() if len(entries[v]["samples"]) < self.k}
+        pids = [p for p in abandoned if p in short]
+        pids = [pids[i] for i in sorted(rng.permutation(len(pids))[: self.audit])]
+        if not pids:
+            return
+        chosen = [entries[short[p]] for p in pids]
+        ns = [self.k - len(e["samples"]) for e in chosen]
+        results = self._generate(chosen, ns, rng.integers(0, 2**31 - 1 - self.k, size=len(ns)))
+        for e, r in zip(chosen, results, strict=True):
+            wins = sum(s.reward for s in e["samples"])
+            wins += sum(self.guard(c.text, e["problem"]) for c in r.completions)
+            st.audited += 1
+            st.audit_mixed += int(0 < wins < self.k)
 
     def state_dict(self) -> dict:
         return {

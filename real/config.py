@@ -19,7 +19,9 @@ True
 
 from dataclasses import dataclass, field, fields
 
-from sara_sim.informed import INFORMED_DEFAULTS, SELECTOR_RATIO
+from sara_sim.registry import HISTORY, SARA, DSParams, names
+
+_DS = DSParams()
 
 
 @dataclass
@@ -57,39 +59,40 @@ class GRPOConfig:
 @dataclass
 class AllocatorConfig:
     """The allocator's own settings (sara_sim.allocator.make_collector and the history / selector
-    objects it runs with); a setting the chosen allocator does not use is ignored."""
+    objects it runs with; defaults from sara_sim.registry); a setting the chosen allocator does
+    not use is ignored."""
 
-    tau_low: float = 0.2
+    tau_low: float = SARA.tau_low
     """SARA abandonment threshold on p_eff"""
-    tau_high: float | None = None
+    tau_high: float | None = SARA.tau_high
     """optional early-commit threshold (off)"""
-    prior: tuple[float, float] = (1.0, 1.0)
+    prior: tuple[float, float] = SARA.prior
     """SARA Beta prior (sara-eb/auto fit theirs)"""
-    capacity: int | None = None
+    capacity: int | None = SARA.capacity
     """rollouts per round (default groups * k)"""
-    probe: int = 0
+    probe: int = SARA.probe
     """sara: rollouts of a fresh prompt's first round, in [0, k] (0 = the plan's own)"""
-    increment: int = 0
+    increment: int = SARA.increment
     """sara: rollouts per later round of a prompt, in [0, k] (0 = the plan's own)"""
-    max_rounds: int = 100
+    max_rounds: int = SARA.max_rounds
     """sara: rounds per step before the step ends short (reported as capped)"""
-    eb_window: int = 4
+    eb_window: int = SARA.eb_window
     """sara-eb/auto/history: steps of decided prompts the empirical-Bayes prior is fitted on"""
-    gen_batch_size: int | None = None
+    gen_batch_size: int | None = _DS.gen_batch_size
     """DS prompts per generation batch (default groups)"""
-    max_num_gen_batches: int = 10
+    max_num_gen_batches: int = _DS.max_num_gen_batches
     """DS cap on generation batches per step"""
-    rule: str = INFORMED_DEFAULTS["rule"]
+    rule: str = HISTORY.rule
     """history allocators: price (Bayes-optimal at the running cost) | tau (tau_low rule)"""
-    rho: float = INFORMED_DEFAULTS["rho"]
+    rho: float = HISTORY.rho
     """history allocators: evidence kept per epoch of age, in (0, 1]"""
-    kappa: float = INFORMED_DEFAULTS["kappa"]
+    kappa: float = HISTORY.kappa
     """history allocators: pull toward the population prior, > 0"""
-    explore: float = INFORMED_DEFAULTS["explore"]
+    explore: float = HISTORY.explore
     """history allocators: chance a skip is overridden, in [0, 1]"""
-    max_skip: int = INFORMED_DEFAULTS["max_skip"]
+    max_skip: int = HISTORY.max_skip
     """history allocators: skips in a row before a prompt must be probed"""
-    selector_ratio: float = SELECTOR_RATIO
+    selector_ratio: float = HISTORY.ratio
     """sara-mopps/dps: candidates pulled per prompt probed, >= 1"""
     selector_target: float = 0.5
     """sara-mopps: the success rate candidates are ranked toward, in [0, 1]"""
@@ -172,6 +175,12 @@ class Config:
     """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
     trainer: str = "native"
     """native (real/grpo.py) | trl (TRL's GRPOTrainer via real/trl_adapter.py; needs .[trl])"""
+    task_seed: int | None = None
+    """seeds the task's problems and held-out set (default: --seed; fix it: one dataset)"""
+    eval_size: int | None = None
+    """held-out problems the arithmetic/countdown task generates (default: the task's 64)"""
+    audit_abandoned: int = 0
+    """abandoned prompts per step completed off-budget to count false abandons (0 = off)"""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """GRPO settings"""
     alloc: AllocatorConfig = field(default_factory=AllocatorConfig)
@@ -220,7 +229,7 @@ def _tuples(cls, d: dict) -> dict:
 # ---------------------------------------------------------------- the run's collector
 
 # The history allocators learn from revisits: their stream ids are epoch * size + index.
-INFORMED = ("sara-history", "sara-mopps", "sara-dps")
+INFORMED = names("real", needs_history=True)
 # Where a history / selector object names a setting differently from AllocatorConfig.
 _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
 

@@ -6,15 +6,25 @@ build a character-level tokenizer and a ~0.5 M-parameter Qwen2 (head_dim 32: vLL
 rejects 16), train it by supervised learning on generated problems, and stop as soon as sampling
 at temperature 1 gives a spread: >= 30 % of held-out problems mixed at k = 8 and mean success in
 [0.2, 0.8]. The result is an ordinary HF directory that vLLM and transformers both load offline.
-Builds are cached by a hash of the settings, so the second call returns at once."""
+Builds are cached by a hash of the settings, so the second call returns at once.
+
+`TinySettings.graded()` is the start model of `benchmarks/real_learning.py`: the same network,
+2000 SFT steps (cosine-decayed lr) on targets that are right with probability `graded_q(problem)`
+(0.95 for a 1-digit sum without carry, falling with digits and carries) and otherwise a near miss
+(the last digit said twice). It learns the digits of most answers but hedges on whether to stop,
+with a difficulty-dependent rate — a spread from all-pass to all-fail, and a policy GRPO improves
+by 10-20 points within 30 steps (see the benchmark), unlike the exact model's few points."""
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from real import _env  # noqa: F401  (cache folders and offline flags before torch)
 
@@ -22,6 +32,8 @@ FORMAT_VERSION = 1  # bump when the recipe changes, so old cached builds are not
 SPECIALS = ["<pad>", "<eos>", "<unk>"]
 CHARS = [chr(i) for i in range(32, 127)] + ["\n"]  # printable ASCII: every task's prompts encode
 STAMP = ".sara-tiny-stamp"
+GRADED_STEPS = 2000  # SFT steps of the graded model (fixed: its spread is met from early on)
+GRADED_HELD_OUT = 512  # arithmetic held-out problems (task seed 0) kept out of its SFT data
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,10 @@ class TinySettings:
     stop_mean: float = 0.35  # training stops at mean >= this (margin above mean_low) ...
     mean_high: float = 0.80  # ... and at most this
     min_steps: int = 100  # never stop before this many steps (the random init can look mixed)
+    # "exact": every SFT target is the right answer. "graded": it is right with a probability
+    # q(problem) falling with digits and carries, else a near miss (graded_q, near_miss), so the
+    # model learns the right answer *and* a hedge: GRPO can sharpen it within minutes.
+    curriculum: str = "exact"
     max_steps: int = 3000  # stop here if the spread is never met (deterministic, unlike time)
     # Safety cap on wall time. The model must not depend on machine load, so stopping is decided
     # by steps and spread checks only; a build that runs past this fails (nothing is saved).
@@ -57,8 +73,17 @@ class TinySettings:
             min_mixed=0.15, mean_low=0.03, stop_mean=0.05, max_steps=1000, time_cap_s=900.0,
         )  # fmt: skip
 
+    @classmethod
+    def graded(cls) -> "TinySettings":
+        """The graded-curriculum model (the benchmark default): long enough SFT that the model
+        knows most answers (min_steps), with success held down by the hedge."""
+        return cls(curriculum="graded", min_steps=GRADED_STEPS, max_steps=GRADED_STEPS)
+
     def digest(self) -> str:
-        blob = json.dumps({"v": FORMAT_VERSION, **asdict(self)}, sort_keys=True)
+        d = asdict(self)
+        if d["curriculum"] == "exact":  # builds from before the field keep their cache key
+            del d["curriculum"]
+        blob = json.dumps({"v": FORMAT_VERSION, **d}, sort_keys=True)
         return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
@@ -120,13 +145,51 @@ def make_model(s: TinySettings):
     return Qwen2ForCausalLM(cfg).float()
 
 
-def _batch(task, uids, v, torch):
+def graded_q(p) -> float:
+    """P(the graded SFT target is right): 0.9 for 1-digit sums, lower with digits and carries.
+
+    >>> from real.tasks.base import Problem
+    >>> graded_q(Problem("3+4=", "7", {"op": "+", "digits": 2, "carries": 0}))
+    0.95
+    >>> round(graded_q(Problem("99+1=", "100", {"op": "+", "digits": 3, "carries": 2})), 2)
+    0.5
+    """
+    m = p.meta
+    if m["op"] == "+":
+        q = 0.95 - 0.15 * (m["digits"] - 2) - 0.15 * m["carries"]
+    else:
+        q = 0.6 - 0.2 * (m["digits"] - 2)
+    return max(0.1, q)
+
+
+def near_miss(answer: str) -> str:
+    """The right answer with its last digit said twice: every digit right, then no stop.
+
+    The whole difference is one token — <eos> or one more digit after the last one — so the hedge
+    lives in one decision that GRPO can move for every problem at once, and the digits' own
+    training is untouched by the wrong targets.
+
+    >>> near_miss("522"), near_miss("7")
+    ('5222', '77')
+    """
+    return answer + answer[-1]
+
+
+def sft_target(p, s: TinySettings, uid: int) -> str:
+    if s.curriculum == "exact":
+        return p.answer
+    # a pure function of (seed, uid): the build stays deterministic
+    u = np.random.default_rng([s.seed, 0x9AD, int(uid)]).random()
+    return p.answer if u < graded_q(p) else near_miss(p.answer)
+
+
+def _batch(task, uids, v, torch, s: TinySettings):
     """Right-padded SFT batch; loss only on answer characters and <eos>."""
     seqs, starts = [], []
     for uid in uids:
         p = task.problem(uid)
         prompt = encode(p.prompt, v)
-        seqs.append(prompt + encode(p.answer, v) + [v["<eos>"]])
+        seqs.append(prompt + encode(sft_target(p, s, uid), v) + [v["<eos>"]])
         starts.append(len(prompt))
     width = max(map(len, seqs))
     ids = torch.zeros(len(seqs), width, dtype=torch.long)
@@ -209,7 +272,9 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
 
     from real.tasks.arithmetic import ArithmeticTask
 
-    task = ArithmeticTask(seed=s.seed, n_eval=max(256, s.check_problems))
+    # held-out problems never trained on: the graded model's benchmark evaluates on GRADED_HELD_OUT
+    n_held = GRADED_HELD_OUT if s.curriculum == "graded" else 256
+    task = ArithmeticTask(seed=s.seed, n_eval=max(n_held, s.check_problems))
     model, tokenizer, v = make_model(s), make_tokenizer(s.max_len), vocab()
     opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01, betas=(0.9, 0.98))
     bar = _bar(progress, s.max_steps)
@@ -219,9 +284,11 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
     while True:
         # ---- one SFT step on fresh generated problems
         lr = s.lr * min(1.0, (step + 1) / 50)  # short warm-up: a tiny model diverges without it
+        if s.curriculum == "graded":  # noisy targets: a decaying rate fits their distribution
+            lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / s.max_steps)))
         for g in opt.param_groups:
             g["lr"] = lr
-        ids, labels = _batch(task, range(step * s.batch, (step + 1) * s.batch), v, torch)
+        ids, labels = _batch(task, range(step * s.batch, (step + 1) * s.batch), v, torch, s)
         loss = model(input_ids=ids, labels=labels, use_cache=False).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -50,8 +50,28 @@ def make_engine(cfg: Config, model_dir):
     )
 
 
+def task_options(cfg: Config) -> dict:
+    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
+    opts["n_eval"] = cfg.eval_size
+    return {k: v for k, v in opts.items() if v}
+
+
+def make_run_task(cfg: Config):
+    """The run's task: problems seeded by --task-seed (default --seed), options from cfg."""
+    from real.tasks import make_task
+
+    seed = cfg.seed if cfg.task_seed is None else cfg.task_seed
+    return make_task(cfg.task, seed=seed, **task_options(cfg))
+
+
 def evaluate(engine, task, cfg: Config, tag: int) -> float:
     """pass@1 on held-out problems: mean success over eval_samples samples each."""
+    wins = eval_wins(engine, task, cfg, tag)
+    return sum(wins) / (len(wins) * cfg.eval_samples)
+
+
+def eval_wins(engine, task, cfg: Config, tag: int) -> list[int]:
+    """Successes out of eval_samples per held-out problem (their spread gives the eval's SE)."""
     import numpy as np
 
     probs = task.eval_problems()[: cfg.eval_problems or None]
@@ -66,14 +86,14 @@ def evaluate(engine, task, cfg: Config, tag: int) -> float:
         temperature=cfg.temperature,
         seeds=seeds,
     )
-    wins = 0
-    for p, r in zip(probs, res, strict=True):
+    wins = [0] * len(probs)
+    for i, (p, r) in enumerate(zip(probs, res, strict=True)):
         for c in r.completions:
             try:
-                wins += int(bool(task.reward(c.text, p)))
+                wins[i] += int(bool(task.reward(c.text, p)))
             except Exception:  # a verifier error is a failed sample here too
                 pass
-    return wins / (len(probs) * cfg.eval_samples)
+    return wins
 
 
 # ------------------------------------------------------------------ the loop
@@ -141,6 +161,7 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
         seed=cfg.seed,
         temperature=cfg.temperature,
         max_tokens=cfg.max_tokens,
+        audit=cfg.audit_abandoned,
     )
     stream = PromptStream(task, seed=cfg.seed)
     totals = {
@@ -171,8 +192,10 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
             p.unlink(missing_ok=True)
     truncate_metrics(metrics_path, start)  # drop lines of steps after the checkpoint
     engine.push_weights(model)  # the engine may hold another run's weights (compare)
+    initial_wins = None
     if eval_initial is None:
-        eval_initial = evaluate(engine, task, cfg, tag=0)
+        initial_wins = eval_wins(engine, task, cfg, tag=0)
+        eval_initial = sum(initial_wins) / (len(initial_wins) * cfg.eval_samples)
 
     bar = None
     if cfg.progress:
@@ -197,10 +220,11 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
         sync_s = time.perf_counter() - t0
 
         # ---------------- evaluate: held-out pass@1 every E steps and after the last
-        eval_acc, eval_s = None, 0.0
+        eval_acc, eval_s, wins = None, 0.0, None
         if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
             t0 = time.perf_counter()
-            eval_acc = evaluate(engine, task, cfg, tag=step + 1)
+            wins = eval_wins(engine, task, cfg, tag=step + 1)
+            eval_acc = sum(wins) / (len(wins) * cfg.eval_samples)
             eval_s = time.perf_counter() - t0
 
         # ---------------- log: one metrics line per step (fsynced before the checkpoint)
@@ -251,9 +275,14 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
             "cum_rollouts": totals["rollouts"],
             "cum_tokens": totals["tokens"],
             "cum_effective": totals["effective"],
+            "audited": batch.audited,
+            "audit_mixed": batch.audit_mixed,
         }
         if eval_acc is not None:
             row["eval_accuracy"] = eval_acc
+            row["eval_wins"] = wins  # per held-out problem, out of eval_samples
+        if initial_wins is not None and step == start:
+            row["eval_initial_wins"] = initial_wins
         append_metrics(metrics_path, row)
 
         # ---------------- checkpoint: atomically, after the line it covers

@@ -25,22 +25,16 @@ and the vLLM loop in ``real/``.
 (True, True)
 """
 
+from dataclasses import replace
+
 from .collect_base import Request, StepResult, _Base, check_call
 from .errors import ParameterError, check_int
+from .registry import HISTORY, DSParams, collector_params, names, row
 from .sara_collector import SaraCollector
 
 __all__ = ["Request", "StepResult", "SaraCollector", "make_collector", "STRATEGIES"]
 
-STRATEGIES = (
-    "uniform",
-    "ds",
-    "sara",
-    "sara-eb",
-    "sara-auto",
-    "sara-history",
-    "sara-mopps",
-    "sara-dps",
-)
+STRATEGIES = names("collector")  # registry order
 
 
 class UniformCollector(_Base):
@@ -70,18 +64,22 @@ class UniformCollector(_Base):
 class DSCollector(_Base):
     """DAPO dynamic sampling with verl semantics."""
 
-    def __init__(self, name, k, groups, budget, seed, gen_batch_size=None, max_num_gen_batches=10):
+    def __init__(self, name, *, k, groups=None, budget=None, seed=0, params=None):
         super().__init__(name, k, groups, None, seed)
         if budget is not None:
             raise ParameterError("budget", "ds is a fixed-yield strategy; use groups")
-        gbs = self.groups if gen_batch_size is None else gen_batch_size
+        p = DSParams() if params is None else params
+        if not isinstance(p, DSParams):
+            raise ParameterError("params", f"must be a registry.DSParams, got {p!r}")
+        self.params = p
+        gbs = self.groups if p.gen_batch_size is None else p.gen_batch_size
         self.gen_batch_size = check_int(gbs, "gen_batch_size", 1)
         try:
-            self.max_num_gen_batches = check_int(max_num_gen_batches, "max_num_gen_batches", 0)
+            self.max_num_gen_batches = check_int(p.max_num_gen_batches, "max_num_gen_batches", 0)
         except ParameterError:
             raise ParameterError(
                 "max_num_gen_batches",
-                f"must be an integer >= 0 (0 = no cap), got {max_num_gen_batches!r}",
+                f"must be an integer >= 0 (0 = no cap), got {p.max_num_gen_batches!r}",
             ) from None
 
     def collect_step(self, stream, sample):
@@ -116,72 +114,43 @@ class DSCollector(_Base):
 
 
 def make_collector(
-    name,
-    k=8,
-    groups=None,
-    budget=None,
-    tau_low=0.2,
-    tau_high=None,
-    prior=(1.0, 1.0),
-    capacity=None,
-    probe=0,
-    increment=0,
-    gen_batch_size=None,
-    max_num_gen_batches=10,
-    seed=0,
-    eb_window=4,
-    max_rounds=100,
-    history=None,
-    epoch_size=None,
-    rule="tau",
-    selector=None,
-):
+    name, *, k=8, groups=None, budget=None, seed=0, params=None, history=None, epoch_size=None,
+    selector=None, **knobs,
+):  # fmt: skip
     """One collector object per run; it carries state (surplus, in-progress prompts, fitted prior,
-    per-prompt histories) from step to step.  sara-history needs `history`
-    (an ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
+    per-prompt histories) from step to step.
+
+    Its knobs are one frozen parameter object (``registry.SaraParams`` for the SARA family,
+    ``registry.DSParams`` for ds; uniform has none): `params`, or its defaults with the `knobs`
+    given by name (``tau_low=0.3``, ``gen_batch_size=8``, ...; knobs of another family are
+    ignored, so one options dict serves every allocator).  sara-history needs `history` (an
+    ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
     sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``).  Given only
     `epoch_size`, the stream's ids are taken as `epoch * epoch_size + index` and the
-    cross-validated defaults are built.  Every argument is validated here (ParameterError naming
-    it), before any rollout is requested."""
-    if not isinstance(name, str) or name not in STRATEGIES:
-        raise ParameterError(
-            "allocator", f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"
-        )
+    cross-validated defaults (``registry.HistoryParams``) are built.  Every argument is validated
+    here (ParameterError naming it), before any rollout is requested.
+
+    >>> make_collector("sara", k=8, groups=4, tau_low=0.3).params.tau_low
+    0.3
+    """
+    meta = row(name, "collector", "allocator")
     if epoch_size is not None:
         epoch_size = check_int(epoch_size, "epoch_size", 1)
+    params = collector_params(name, params, **knobs)
     if name == "uniform":
         return UniformCollector(name, k, groups, budget, seed)
     if name == "ds":
-        return DSCollector(name, k, groups, budget, seed, gen_batch_size, max_num_gen_batches)
-    if name in ("sara-history", "sara-mopps", "sara-dps") and history is None and epoch_size:
+        return DSCollector(name, k=k, groups=groups, budget=budget, seed=seed, params=params)
+    if meta.needs_history and history is None and epoch_size:
         # integer ids epoch * epoch_size + index (a finite task's stream): build the defaults
-        from .informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory
+        from .informed import PromptHistory
         from .selectors import Selector
 
         history = PromptHistory.for_integer_stream(int(epoch_size), seed)
-        rule = INFORMED_DEFAULTS["rule"]
-        if name != "sara-history" and selector is None:
-            selector = Selector(name.split("-")[1], ratio=SELECTOR_RATIO, seed=seed)
-    if name in ("sara", "sara-eb", "sara-auto", "sara-history", "sara-mopps", "sara-dps"):
-        return SaraCollector(
-            name,
-            k,
-            groups,
-            budget,
-            seed,
-            tau_low,
-            tau_high,
-            prior,
-            capacity,
-            probe,
-            increment,
-            eb_window,
-            max_rounds,
-            history,
-            epoch_size,
-            rule,
-            selector,
-        )
-    raise ParameterError(
-        "allocator", f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"
-    )
+        params = replace(params, rule=HISTORY.rule)
+        if meta.selector is not None and selector is None:
+            selector = Selector(meta.selector, ratio=HISTORY.ratio, seed=seed)
+    return SaraCollector(
+        name, k=k, groups=groups, budget=budget, seed=seed, params=params, history=history,
+        epoch_size=epoch_size, selector=selector,
+    )  # fmt: skip

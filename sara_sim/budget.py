@@ -12,7 +12,7 @@ import math
 
 from .errors import check_budget
 from .metrics import N_METRICS
-from .strategies import info
+from .strategies import ADAPTIVE, info
 
 # What "a few minutes on this machine" means for the simulator (2 cores, 24 GiB, shared): the
 # kernels generate ~25-90 M rollouts/s (`sara-sim bench`), the adaptive strategies pay ~1 ms of
@@ -72,6 +72,6 @@ def check_resources(strategy, law, k, groups, budget, steps, replicates, capacit
     worst = largest_factor(k, groups, budget, steps, replicates)
     check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
     check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts", force)
-    if info(strategy).name in ("sara-eb", "sara-auto", "sara-history"):
+    if info(strategy).name in ADAPTIVE:
         name = "--steps" if steps >= replicates else "--replicates"
         check_budget(rep_steps, ADAPTIVE_STEP_LIMIT, name, "prior fits (steps x replicates)", force)

@@ -12,97 +12,27 @@ error from a single seed.  Requests too big for a few minutes on this machine ar
 line naming the parameter, unless ``--force`` is given.
 """
 
-import argparse
-import json
-import math
 import re
 import sys
 
-from .difficulty import BetaLaw, check_k_for_law, parse_law
-from .errors import ParameterError, check_budget, check_int, check_k, finite_or_none
+from .cli_common import (
+    _emit,
+    _float,
+    _int,
+    _law,
+    _Parser,
+    add_law_args,
+)
+from .cli_replay import add_replay_command
+from .cli_sim import add_sim_commands
+from .difficulty import BetaLaw
+from .errors import ParameterError, check_budget, check_int
 
-JSON_HELP = "print strict JSON (the machine contract; null = undefined or infinite)"
-FORCE_HELP = "run even when the estimated work / memory exceeds a few minutes on this machine"
 # Exact theory costs ~k units of ~1 us (k = 1e6: ~1 s), plus ~100 units per schedule round of its
 # expected-rounds loop (--increment 1: ~2k rounds); below the limit it needs no progress bar.
 # best_tau evaluates ~2k plans of O(k) each (k = 1000: ~0.6 s).
 THEORY_WORK_LIMIT = 5e6
 OPTIMAL_WORK_LIMIT = 2e8  # k^2: k ~ 14000, about two minutes
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line naming the parameter, no usage dump
-        if message.startswith("argument ") and ": " in message:
-            name, _, rest = message[len("argument ") :].partition(": ")
-            raise ParameterError(name.split("/")[-1], rest)
-        raise ParameterError("arguments", message)
-
-
-def _prior(text):
-    try:
-        a, b = (float(x) for x in str(text).split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be 'A0,B0' with finite A0, B0 > 0, got {text!r}"
-        ) from None
-    if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
-        raise argparse.ArgumentTypeError(f"must be 'A0,B0' with finite A0, B0 > 0, got {text!r}")
-    return a, b
-
-
-def _int(name):  # name kept for call-site readability
-    def conv(text):
-        try:
-            return int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-
-    return conv
-
-
-def _float(name):  # name kept for call-site readability
-    def conv(text):
-        try:
-            return float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-
-    return conv
-
-
-def add_law_args(p):
-    p.add_argument(
-        "--difficulty", required=True, help="beta:A,B | mix:W*beta:A,B+... | history:PATH"
-    )
-    p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
-    p.add_argument("--k", type=_int("--k"), required=True, help="group size (>= 2)")
-    p.add_argument("--prior", type=_prior, default=None, help="Beta prior A0,B0 (default 1,1)")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
-
-
-def _law(args):
-    check_k(args.k, "--k")
-    law = parse_law(args.difficulty, epochs=args.epoch)
-    check_k_for_law(args.k, law)
-    return law
-
-
-def dumps(obj) -> str:
-    """Strict JSON of a result: nan / inf become null (see the module docstring)."""
-    return json.dumps(finite_or_none(obj), indent=2, allow_nan=False, default=str)
-
-
-def _emit(args, out, title):
-    if args.json:
-        print(dumps(out))
-        return
-    print(title)
-    width = max(len(key) for key in out)
-    for key, val in out.items():
-        if isinstance(val, float):
-            val = f"{val:.6g}" if math.isfinite(val) else "n/a (undefined or infinite)"
-        print(f"  {key:<{width}}  {val}")
 
 
 def cmd_theory(args):
@@ -190,12 +120,8 @@ def build_parser():
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed of the simulated parts")
     p.add_argument("--history", default=None, help="outcome histories CSV (default: shared)")
     p.set_defaults(func=cmd_figures)
-    from .cli_sim import add_sim_commands  # simulate | compare | verify | bench
-
-    add_sim_commands(sub)
-    from .cli_replay import add_replay_command  # informed strategies on recorded histories
-
-    add_replay_command(sub, _int, _float)
+    add_sim_commands(sub)  # simulate | compare | verify | bench
+    add_replay_command(sub, _int, _float)  # informed strategies on recorded histories
     return parser
 
 

@@ -12,24 +12,18 @@ import sys
 
 import numpy as np
 
-from .cli import FORCE_HELP, JSON_HELP, dumps
+from .cli_common import FORCE_HELP, JSON_HELP, dumps
 from .difficulty import HistoryLaw, check_k_for_law
-from .errors import ParameterError, check_budget, check_int, check_k, check_unit
+from .errors import check_budget, check_int, check_k, check_unit
+from .registry import names, row
 
 # The README's replay (epochs 26-52: 16k records x 5 strategies x 2 seeds = 163k visits) takes
 # ~50 s of CPU here; 6e5 visits is about three minutes.
 REPLAY_VISIT_LIMIT = 6e5
 
-REPLAY_STRATEGIES = (
-    "ds",
-    "uniform",
-    "sara",
-    "sara-eb",
-    "sara-auto",
-    "sara-history",
-    "sara-mopps",
-    "sara-dps",
-)
+REPLAY_STRATEGIES = names("replay")
+# the default: the reference, paper-faithful SARA and every strategy that learns from revisits
+DEFAULT_REPLAY = ",".join(("ds", "sara", *names("replay", needs_history=True)))
 
 
 def cmd_replay(args):
@@ -43,27 +37,23 @@ def cmd_replay(args):
     frame = load_history(args.history, "--history")
     lo, hi = parse_epochs(args.epochs, frame, "--epochs") or (0, int(frame["epoch"].max()))
     check_k_for_law(args.k, HistoryLaw(frame), "--k")  # a visit draws k of a record's samples
-    names = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    for name in names:
-        if name not in REPLAY_STRATEGIES:
-            raise ParameterError(
-                "--strategies", f"unknown {name!r}; choose from {', '.join(REPLAY_STRATEGIES)}"
-            )
-    if "ds" not in names:
-        names = ["ds", *names]  # the reference for savings
+    chosen = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    chosen = [row(name, "replay", "--strategies").name for name in chosen]
+    if "ds" not in chosen:
+        chosen = ["ds", *chosen]  # the reference for savings
     # Python collectors: every record of the range is visited once per (strategy, seed)
     records = int(((frame["epoch"] >= lo) & (frame["epoch"] <= hi)).sum())
-    visits = float(records) * args.seeds * len(names)
+    visits = float(records) * args.seeds * len(chosen)
     name = "--seeds" if args.seeds > 2 else "--strategies"
     check_budget(visits, REPLAY_VISIT_LIMIT, name, "prompt visits to replay", args.force)
     rows = []
-    todo = [(name, seed) for name in names for seed in range(args.seeds)]
+    todo = [(name, seed) for name in chosen for seed in range(args.seeds)]
     bar = None
     if not args.json and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), desc="replay", unit="run", leave=False)
-    for name in names:
+    for name in chosen:
         kw = {"tau_low": args.tau_low} if name in ("sara", "sara-eb") else {}
         costs, reports = [], []
         for seed in range(args.seeds):
@@ -119,7 +109,7 @@ def add_replay_command(sub, int_type, float_type):
     p = sub.add_parser("replay", help="informed strategies on recorded histories (+ starvation)")
     p.add_argument("--history", required=True, help="CSV prompt_id, epoch, correct, samples")
     p.add_argument("--epochs", default=None, help="A-B (default: all)")
-    p.add_argument("--strategies", default="ds,sara,sara-history,sara-mopps,sara-dps")
+    p.add_argument("--strategies", default=DEFAULT_REPLAY)
     p.add_argument("--k", type=int_type("--k"), default=8)
     p.add_argument("--groups", type=int_type("--groups"), default=32)
     p.add_argument("--tau-low", type=float_type("--tau-low"), default=0.5, help="sara / sara-eb")

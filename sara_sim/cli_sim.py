@@ -12,8 +12,9 @@ them to its parser; same one-line ParameterError messages, exit 2 on bad input).
 import math
 import sys
 
-from .cli import FORCE_HELP, JSON_HELP, _emit, _float, _int, _law, add_law_args, dumps
+from .cli_common import FORCE_HELP, JSON_HELP, _emit, _float, _int, _law, add_law_args, dumps
 from .errors import ParameterError, check_budget
+from .registry import SARA
 
 SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
     "strategy",
@@ -99,7 +100,8 @@ def _add_sim_args(p, strategy=True):
     p.add_argument("--epochs", default=None, help="history epochs A-B (same as --epoch A-B)")
     if strategy:
         p.add_argument("--strategy", required=True, help="see `sara_sim.strategies`")
-    p.add_argument("--tau-low", type=_float("--tau-low"), default=0.2, help="in [0, 1] (0.2)")
+    tau = SARA.tau_low  # the one default (registry.SaraParams)
+    p.add_argument("--tau-low", type=_float("--tau-low"), default=tau, help=f"in [0, 1] ({tau:g})")
     p.add_argument("--tau-high", type=_float("--tau-high"), default=None, help="commit side; off")
     p.add_argument("--groups", type=_int("--groups"), default=64, help="N effective groups/step")
     p.add_argument("--steps", type=_int("--steps"), default=100, help="training steps (100)")

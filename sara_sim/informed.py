@@ -39,12 +39,14 @@ from numba import njit
 from .errors import ParameterError, check_int, check_positive, check_prior, check_unit
 from .optimal import beta_predictive, price_plan
 from .policy import ABANDON, CONTINUE, threshold_plan
+from .registry import HISTORY
 
 RULES = ("tau", "price")
 
-# chosen by benchmarks/fit_informed.py on fold A, epochs 0-25 (held-out: fold B, epochs 26-52)
-INFORMED_DEFAULTS = {"rho": 0.8, "kappa": 0.25, "explore": 0.05, "max_skip": 2, "rule": "price"}
-SELECTOR_RATIO = 1.5  # candidates per probed prompt for sara-mopps / sara-dps (same fit)
+# chosen by benchmarks/fit_informed.py (values and their source: registry.HistoryParams)
+_KEYS = ("rho", "kappa", "explore", "max_skip", "rule")
+INFORMED_DEFAULTS = {x: getattr(HISTORY, x) for x in _KEYS}
+SELECTOR_RATIO = HISTORY.ratio  # candidates per probed prompt for sara-mopps / sara-dps
 
 
 @njit(cache=True)
@@ -75,11 +77,11 @@ class PromptHistory:
 
     def __init__(
         self,
-        rho=0.7,
-        kappa=1.0,
+        rho=HISTORY.rho,  # defaults: registry.HistoryParams (cross-validated)
+        kappa=HISTORY.kappa,
         pop_prior=(1.0, 1.0),
-        explore=0.05,
-        max_skip=2,
+        explore=HISTORY.explore,
+        max_skip=HISTORY.max_skip,
         seed=0,
         key=None,
         epoch_of=None,
@@ -123,7 +125,7 @@ class PromptHistory:
         s, f, last, _ = self.evidence.get(self.key(pid), (0.0, 0.0, epoch, 0))
         return informed_prior(s, f, epoch - last, self.rho, *self.pop_prior, self.kappa)
 
-    def plan(self, pid, epoch, k, tau_low=0.3, rule="tau", lam=math.inf):
+    def plan(self, pid, epoch, k, tau_low, rule="tau", lam=math.inf):
         if rule not in RULES:
             raise ParameterError("rule", f"must be one of {RULES}, got {rule!r}")
         a, b = self.prior(pid, epoch)

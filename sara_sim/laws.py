@@ -78,6 +78,27 @@ class SequenceLaw:
     def max_k(self):
         return int(self.rows.shape[1])
 
+    def sampler(self):
+        """`sample(requests)` for a collector fed the same outcomes as the kernel: prompt i's
+        rollouts are rows[i] in order (the collector's stream yields row indices).
+
+        >>> from sara_sim.collect_base import Request
+        >>> sample = SequenceLaw(np.array([[1, 0, 1, 1]])).sampler()
+        >>> sample([Request(0, 2)]), sample([Request(0, 1)])
+        ([[1, 0]], [[1]])
+        """
+        pos = {}
+
+        def sample(requests):
+            out = []
+            for r in requests:
+                i = pos.get(r.prompt_id, 0)
+                out.append([int(x) for x in self.rows[r.prompt_id, i : i + r.n]])
+                pos[r.prompt_id] = i + r.n
+            return out
+
+        return sample
+
 
 def _parse_drift(spec):
     parts = spec.partition(":")[2].split(",")

@@ -20,6 +20,7 @@ from .allocator import make_collector
 from .difficulty import load_history
 from .errors import ParameterError, check_k
 from .informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory  # re-exported
+from .registry import row
 
 
 class ReplaySource:
@@ -66,7 +67,8 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
         )
     src = ReplaySource(frame, epochs, seed, serve)
     hist = selector = None
-    if strategy in ("sara-history", "sara-mopps", "sara-dps"):
+    meta = row(strategy, "replay")
+    if meta.needs_history:
         opts = {**INFORMED_DEFAULTS, **kw}
         kw = {
             "rule": opts.pop("rule"),
@@ -81,12 +83,10 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
             key=lambda v: v[0],
             epoch_of=lambda v: v[1],
         )
-        if strategy != "sara-history":
+        if meta.selector is not None:
             from .selectors import Selector
 
-            selector = Selector(
-                strategy.split("-")[1], ratio=kw.pop("ratio", SELECTOR_RATIO), seed=seed
-            )
+            selector = Selector(meta.selector, ratio=kw.pop("ratio", SELECTOR_RATIO), seed=seed)
     col = make_collector(
         strategy,
         k=k,

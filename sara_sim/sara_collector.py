@@ -39,6 +39,7 @@ from .policy import (
     plan_can_commit,
     threshold_plan,
 )
+from .registry import SaraParams, row
 
 
 @dataclass
@@ -54,27 +55,19 @@ class SaraCollector(_Base):
     """SARA's allocator (fixed-yield: `groups`; fixed-budget: `budget`)."""
 
     def __init__(
-        self,
-        name,
-        k,
-        groups,
-        budget,
-        seed,
-        tau_low=0.2,
-        tau_high=None,
-        prior=(1.0, 1.0),
-        capacity=None,
-        probe=0,
-        increment=0,
-        eb_window=4,
-        max_rounds=100,
-        history=None,
-        epoch_size=None,
-        rule="tau",
-        selector=None,
-    ):
+        self, name, *, k, groups=None, budget=None, seed=0, params=None, history=None,
+        epoch_size=None, selector=None,
+    ):  # fmt: skip
+        """`params`: a ``registry.SaraParams`` (None: its defaults), passed whole; sara-history
+        needs `history` and `epoch_size`, sara-mopps / sara-dps also a `selector`."""
         super().__init__(name, k, groups, budget, seed)
-        self.max_rounds = check_int(max_rounds, "max_rounds", 1)
+        meta = row(name, "collector", "allocator")
+        p = SaraParams() if params is None else params
+        if not isinstance(p, SaraParams):
+            raise ParameterError("params", f"must be a registry.SaraParams, got {p!r}")
+        self.params = p
+        tau_low, tau_high, prior, capacity = p.tau_low, p.tau_high, p.prior, p.capacity
+        self.max_rounds = check_int(p.max_rounds, "max_rounds", 1)
         self.tau_low = check_unit(tau_low, "tau_low")
         self.tau_high = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "tau_high")
         if self.tau_high <= self.tau_low:
@@ -83,15 +76,15 @@ class SaraCollector(_Base):
         default_cap = self.groups * self.k if self.groups else self.budget
         cap = default_cap if capacity is None else capacity
         self.capacity = check_int(cap, "capacity", self.k)
-        self.probe, self.increment = check_schedule(probe, increment, self.k, prefix="")
-        self.eb_window = check_int(eb_window, "eb_window", 1)
+        self.probe, self.increment = check_schedule(p.probe, p.increment, self.k, prefix="")
+        self.eb_window = check_int(p.eb_window, "eb_window", 1)
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
         self.queue = deque()  # selected but not yet probed (never dropped)
-        if name in ("sara-mopps", "sara-dps") and selector is None:
+        if meta.family == "sara-select" and selector is None:
             raise ParameterError("selector", f"{name} needs a selectors.Selector")
-        if name in ("sara-history", "sara-mopps", "sara-dps"):
+        if meta.needs_history:
             if history is None:
                 raise ParameterError("history", "sara-history needs an informed.PromptHistory")
             if epoch_size is None:
@@ -110,9 +103,9 @@ class SaraCollector(_Base):
                 raise ParameterError(
                     "selector", f"must be a selectors.Selector, got {type(selector).__name__}"
                 )
-        if not isinstance(rule, str) or rule not in ("tau", "price"):
-            raise ParameterError("rule", f"must be 'tau' or 'price', got {rule!r}")
-        self.rule = rule
+        if not isinstance(p.rule, str) or p.rule not in ("tau", "price"):
+            raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
+        self.rule = p.rule
         self.epoch_size = None if epoch_size is None else int(epoch_size)
         self.window = deque(maxlen=self.eb_window)  # per step: [(successes, trials)] decided
         self.finished = []  # (successes, trials) of prompts decided during the current step

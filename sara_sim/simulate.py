@@ -38,6 +38,7 @@ from .kernels import N_FIELDS, sara_steps
 from .laws import TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, batch_steps
+from .registry import SARA, names, row
 from .rng import seed_states
 from .sources import init_pool
 from .strategies import SaraPlanner, batch_params, check_params, default_params, info
@@ -71,8 +72,9 @@ def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4
     """Simulate `strategy` (see ``strategies``) on `law` (a law object, see ``laws``).
 
     Fixed-yield (``groups`` = N effective groups per step) unless ``budget`` (rollouts per step)
-    is given — fixed-budget applies to uniform and the SARA family.  Keywords: tau_low (0.2),
-    tau_high, prior ((1, 1)), capacity, probe, increment, max_rounds (100), pool (0), tokens
+    is given — fixed-budget applies to uniform and the SARA family.  Keywords (defaults:
+    ``registry.SaraParams``): tau_low, tau_high, prior, capacity, probe, increment, max_rounds;
+    pool (0), tokens
     (``laws.TokenModel``), progress, log_events; any other keyword overrides a default of the
     strategy (``strategies.default_params``)."""
     for slots in (4, 32, 256):
@@ -96,13 +98,13 @@ def _simulate(
     seed,
     slots,
     *,
-    tau_low=0.2,
-    tau_high=None,
-    prior=(1.0, 1.0),
-    capacity=None,
-    probe=0,
-    increment=0,
-    max_rounds=100,
+    tau_low=SARA.tau_low,
+    tau_high=SARA.tau_high,
+    prior=SARA.prior,
+    capacity=SARA.capacity,
+    probe=SARA.probe,
+    increment=SARA.increment,
+    max_rounds=SARA.max_rounds,
     pool=0,
     tokens=None,
     progress=False,
@@ -133,7 +135,7 @@ def _simulate(
     log_events = check_int(log_events, "log_events", 0)
     if budget is not None:
         budget = _check_int(budget, "--budget", k)
-        if strategy not in ("uniform", "sara", "sara-eb", "sara-auto", "speed"):
+        if strategy not in names("kernel", fixed_budget="kernel"):
             raise ParameterError(
                 "--budget", f"fixed-budget runs: uniform and the SARA family, not {strategy}"
             )
@@ -213,7 +215,7 @@ def _run_sara(strategy, lawt, state, k, groups, budget, cap, steps, replicates, 
     first = int(next_request(0, 0, k, planner.plans[0], probe_p, increment))
     maxo = slots * (cap // max(first, 1)) + 64  # open prompts: ~ one round of probes
     n_pool = pool_x.shape[1]
-    ev = np.zeros((replicates, n_pool if strategy == "sara-history" else 0, 4))
+    ev = np.zeros((replicates, n_pool if row(strategy).needs_history else 0, 4))
     ev[..., 2] = -1.0
     kstate = (
         st, perm, pool_x, trained, ev,

@@ -1,5 +1,6 @@
-"""The strategies of the harness (DESIGN §3): names, documented parameters and defaults, and the
-per-step planning that stays in Python (the empirical-Bayes fit and the Bayes-optimal plan).
+"""The simulator's strategies (DESIGN §3; names, defaults and their sources: ``registry.py``):
+their parameters checked and encoded for the kernels, and the per-step planning that stays in
+Python (the empirical-Bayes fit and the Bayes-optimal plan).
 
 =============== ======================================================================== =========
 strategy        what it does (parameters, defaults)                                      kernel
@@ -49,14 +50,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaln, digamma, polygamma
 
+from . import peers
 from .difficulty import BetaLaw, fit_beta_binomial
 from .errors import ParameterError, check_float, check_int, check_prior
 from .peers import (
-    DPS,
-    DS,
-    GRESO,
-    KNAPSACK,
-    MOPPS,
     N_PRM,
     P_A0,
     P_ALPHA_EASY,
@@ -75,10 +72,9 @@ from .peers import (
     P_ROUND_SIZE,
     P_TARGET,
     P_WEIGHT,
-    RADA,
-    UNIFORM,
 )
 from .policy import CONTINUE, NO_TAU_HIGH, threshold_plan
+from .registry import ROWS, names, row
 
 
 @dataclass(frozen=True)
@@ -90,95 +86,25 @@ class StrategyInfo:
     defaults: dict = field(default_factory=dict)
 
 
-_INFO = (
-    StrategyInfo("uniform", "batch", UNIFORM, "N prompts x k rollouts"),
-    StrategyInfo(
-        "ds",
-        "batch",
-        DS,
-        "dynamic sampling (verl)",
-        {"gen_batch_size": None, "max_num_gen_batches": 10},
-    ),
-    StrategyInfo("sara", "sara", -1, "tau rule, uniform prior", {"plan": None}),
-    StrategyInfo(
-        "sara-eb",
-        "sara",
-        -1,
-        "tau rule, empirical-Bayes prior",
-        {"eb_window": 4, "exact_core_fit": False},
-    ),
-    StrategyInfo(
-        "sara-auto",
-        "sara",
-        -1,
-        "Bayes-optimal plan, EB prior",
-        {"eb_window": 4, "exact_core_fit": False},
-    ),
-    StrategyInfo(
-        "sara-history",
-        "sara",
-        -1,
-        "per-prompt informed prior (informed.py)",
-        {"eb_window": 4, "exact_core_fit": False},  # + replay.INFORMED_DEFAULTS
-    ),
-    StrategyInfo("speed", "sara", -1, "SPEED-RL screen-then-continue", {"n_init": 4}),
-    StrategyInfo(
-        "greso",
-        "batch",
-        GRESO,
-        "GRESO skip + dynamic sampling",
-        {
-            "gen_batch_size": None,
-            "max_num_gen_batches": 10,
-            "p_init": 0.5,
-            "dp": 0.01,
-            "alpha_easy": 1 / 12,
-            "alpha_hard": 1 / 6,
-            "p_min": 0.05,
-        },
-    ),
-    StrategyInfo(
-        "mopps",
-        "batch",
-        MOPPS,
-        "MoPPS Thompson selection",
-        {"ratio": 4.0, "target": 0.5, "decay": 1.0, "mopps_prior": (1.0, 1.0)},
-    ),
-    StrategyInfo("dps", "batch", DPS, "DPS Markov selection", {"ratio": 4.0}),
-    StrategyInfo(
-        "reinforce-ada",
-        "batch",
-        RADA,
-        "Reinforce-Ada adaptive rounds",
-        {"round_size": None, "ada_max_rounds": 4, "exit": "balanced"},
-    ),
-    StrategyInfo(
-        "knapsack",
-        "batch",
-        KNAPSACK,
-        "Knapsack-RL budget-neutral allocation",
-        {"n_min": 2, "n_max": None, "weight": "info"},
-    ),
+# the simulator's view of the registry (its rows with a kernel; defaults and sources there)
+_INFO = tuple(
+    StrategyInfo(r.name, r.kernel, getattr(peers, r.peer_code or "", -1), r.summary, r.sim_defaults)
+    for r in ROWS
+    if r.kernel is not None
 )
-STRATEGIES = tuple(s.name for s in _INFO)
+STRATEGIES = names("kernel")
 _BY_NAME = {s.name: s for s in _INFO}
+ADAPTIVE = tuple(s.name for s in _INFO if "eb_window" in s.defaults)  # refit a prior per step
 
 
 def info(name):
-    if name not in _BY_NAME:
-        raise ParameterError(
-            "--strategy", f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}"
-        )
-    return _BY_NAME[name]
+    """The simulator's row of `name` (unknown: a ParameterError listing the choices)."""
+    return _BY_NAME[row(name, "kernel").name]
 
 
 def default_params(name, k, groups=64):
     """Strategy-specific defaults with the k/N-dependent ones resolved."""
-    out = dict(info(name).defaults)
-    if name == "sara-history":  # the cross-validated defaults of the core (one source)
-        from .replay import INFORMED_DEFAULTS
-
-        out.update(INFORMED_DEFAULTS)
+    out = dict(info(name).defaults)  # sara-history: + the informed priors' (registry.HISTORY)
     if "gen_batch_size" in out and out["gen_batch_size"] is None:
         out["gen_batch_size"] = groups
     if "round_size" in out and out["round_size"] is None:
@@ -225,29 +151,30 @@ def batch_params(name, k, params):
     """The float parameter vector of the batch kernel (validated)."""
     prm = np.zeros(N_PRM)
     p = params
-    if name in ("ds", "greso"):
+    # each block: the strategies that have these parameters (registry.ROWS' sim_defaults)
+    if "gen_batch_size" in p:
         prm[P_GEN_BATCH] = _int_param(p, "gen_batch_size", 1)
         prm[P_MAX_GEN_BATCHES] = _int_param(p, "max_num_gen_batches", 0)
-    if name == "greso":
+    if "p_init" in p:  # greso
         for key in ("p_init", "dp", "alpha_easy", "alpha_hard", "p_min"):
             if not 0.0 <= float(p[key]) <= 1.0:
                 raise ParameterError(f"--{key.replace('_', '-')}", "must be in [0, 1]")
         prm[P_DP], prm[P_P_MIN] = p["dp"], p["p_min"]
         prm[P_ALPHA_EASY], prm[P_ALPHA_HARD] = p["alpha_easy"], p["alpha_hard"]
-    if name in ("mopps", "dps"):
+    if "ratio" in p:  # mopps, dps
         if not float(p["ratio"]) >= 1.0:
             raise ParameterError(
                 "--ratio", f"candidates per batch slot must be >= 1, got {p['ratio']}"
             )
         prm[P_RATIO] = p["ratio"]
-    if name == "mopps":
+    if "target" in p:  # mopps
         if not 0.0 <= float(p["target"]) <= 1.0 or not 0.0 <= float(p["decay"]) <= 1.0:
             raise ParameterError("--target", "target and decay must be in [0, 1]")
         prm[P_TARGET], prm[P_DECAY] = p["target"], p["decay"]
         prm[P_A0], prm[P_B0] = p["mopps_prior"]
     else:
         prm[P_DECAY], prm[P_A0], prm[P_B0] = 1.0, 1.0, 1.0
-    if name == "knapsack":
+    if "n_min" in p:  # knapsack
         n_min = _int_param(p, "n_min", 0)
         n_max = _int_param(p, "n_max", max(n_min, 1))
         if n_min > k or n_max < k:
@@ -256,7 +183,7 @@ def batch_params(name, k, params):
             raise ParameterError("--weight", f"must be 'info' or 'mixed', got {p['weight']!r}")
         prm[P_N_MIN], prm[P_N_MAX] = n_min, n_max
         prm[P_WEIGHT] = 1.0 if p["weight"] == "info" else 0.0
-    if name == "reinforce-ada":
+    if "round_size" in p:  # reinforce-ada
         prm[P_ROUND_SIZE] = _int_param(p, "round_size", 1)
         prm[P_MAX_ROUNDS] = _int_param(p, "ada_max_rounds", 1, "max_rounds")
         if p["exit"] not in ("balanced", "positive"):
@@ -354,7 +281,7 @@ class SaraPlanner:
         self.tau_low = tau_low
         self.tau_high = NO_TAU_HIGH if tau_high is None else tau_high
         self.prior = tuple(prior)
-        self.adaptive = name in ("sara-eb", "sara-auto", "sara-history")
+        self.adaptive = name in ADAPTIVE
         self.exact_core = bool(params.get("exact_core_fit", False))
         window = _int_param(params, "eb_window", 1) if self.adaptive else 1
         self.history = [deque(maxlen=max(window, 1)) for _ in range(replicates)]

@@ -24,6 +24,7 @@ EXPECTED = {
     "theory_vs_simulation.ipynb",
     "real_history_replay.ipynb",
     "real_run_analysis.ipynb",
+    "real_learning.ipynb",
 }
 
 

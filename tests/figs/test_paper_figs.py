@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from paper_figs import FIGURES, select
+import paper_figs._common
+from paper_figs import FIGURES, run, select
+from paper_figs._common import LEARNING
 from sara_sim.cli import main as sara_sim_main
 from sara_sim.errors import ParameterError
 
@@ -42,6 +44,10 @@ def test_every_figure_png_csv_caption(full):
     assert "total" in stdout
     for name in FIGURES:
         assert name in stdout, f"no timing line for {name}"
+        if name == "fig10_real_learning" and not LEARNING.is_file():  # no committed results
+            assert f"{name:<28} skipped: {LEARNING} not found" in stdout
+            assert not list(out.glob(f"{name}*"))
+            continue
         png, data, txt = (out / f"{name}.{ext}" for ext in ("png", "csv", "txt"))
         assert png.is_file() and data.is_file() and txt.is_file(), name
         img = Image.open(png)
@@ -63,6 +69,21 @@ def test_only_selects_and_is_deterministic(full, tmp_path):
     assert {p.stem for p in tmp_path.iterdir()} == chosen
     for name in chosen:  # same seed -> identical data, whatever else was drawn
         assert (tmp_path / f"{name}.csv").read_bytes() == (out / f"{name}.csv").read_bytes()
+
+
+def test_fig10_without_results_is_skipped_with_the_reason(tmp_path, monkeypatch, capsys):
+    """The main job draws fig10 from committed results only; never from made-up data."""
+    monkeypatch.setattr(paper_figs._common, "LEARNING", tmp_path / "absent.csv")
+    timings = run(tmp_path / "figs", only="10,1")
+    assert "fig10_real_learning" not in timings and "fig1_p_eff" in timings
+    assert f"skipped: {tmp_path / 'absent.csv'} not found" in capsys.readouterr().out
+    assert not list((tmp_path / "figs").glob("fig10*"))
+
+
+def test_fig10_missing_learning_csv_is_one_line_exit_2(tmp_path):
+    proc = run_figs(tmp_path, "--only", "10", "--learning", str(tmp_path / "nope.csv"))
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
+    assert "--learning" in proc.stderr and "nope.csv" in proc.stderr
 
 
 def test_seed_changes_only_the_simulated_rows(full, tmp_path):

@@ -96,6 +96,11 @@ VALIDATE_BAD = [
     (["--model", "/nonexistent/model"], "--model"),
     (["--out", "/proc/nope"], "--out"),
     (["--resume", "--overwrite"], "--resume"),
+    (["--eval-size", "0"], "--eval-size"),
+    (["--task", "math", "--eval-size", "8"], "--eval-size"),  # math reads its held-out set
+    (["--eval-size", "100", "--eval-problems", "101"], "--eval-problems"),
+    (["--task-seed", "-1"], "--task-seed"),
+    (["--audit-abandoned", "-1"], "--audit-abandoned"),
 ]
 
 

@@ -155,122 +155,31 @@ def test_bench_quick_json(capsys):
     assert d["speedup_vs_python"] > 1
 
 
-BAD = [
-    (["simulate", "--strategy", "nope", "--difficulty", "beta:1,1", "--k", "8"], "--strategy"),
-    (["simulate", "--strategy", "sara", "--difficulty", "beta:1,1", "--k", "1"], "--k"),
-    (["simulate", "--strategy", "sara", "--difficulty", "beta:0,1", "--k", "8"], "--difficulty"),
-    (["simulate", "--strategy", "sara", "--difficulty", "drift:1", "--k", "8"], "--difficulty"),
-    (["simulate", "--strategy", "sara", "--difficulty", f"history:{HISTORY}", "--k", "9"], "--k"),
-    (
-        ["simulate", "--strategy", "sara", "--difficulty", "beta:1,1", "--epoch", "3", "--k", "8"],
-        "--epoch",
-    ),
-    (
-        [
-            "simulate",
-            "--strategy",
-            "sara",
-            "--difficulty",
-            f"history:{HISTORY}",
-            "--epoch",
-            "1",
-            "--epochs",
-            "1-2",
-            "--k",
-            "8",
-        ],
-        "--epochs",
-    ),
-    (
-        [
-            "simulate",
-            "--strategy",
-            "sara",
-            "--difficulty",
-            f"history:{HISTORY}",
-            "--epochs",
-            "900",
-            "--k",
-            "8",
-        ],
-        "--epoch",
-    ),
-    (
-        [
-            "simulate",
-            "--strategy",
-            "sara",
-            "--difficulty",
-            "beta:1,1",
-            "--k",
-            "8",
-            "--tau-low",
-            "2",
-        ],
-        "--tau-low",
-    ),
-    (
-        ["simulate", "--strategy", "sara", "--difficulty", "beta:1,1", "--k", "8", "--steps", "0"],
-        "--steps",
-    ),
-    (
-        ["simulate", "--strategy", "sara", "--difficulty", "beta:1,1", "--k", "8", "--groups", "x"],
-        "--groups",
-    ),
-    (
-        ["simulate", "--strategy", "ds", "--difficulty", "beta:1,1", "--k", "8", "--param", "zz=1"],
-        "--zz",
-    ),
-    (
-        ["simulate", "--strategy", "ds", "--difficulty", "beta:1,1", "--k", "8", "--param", "oops"],
-        "--param",
-    ),
-    (
-        ["simulate", "--strategy", "ds", "--difficulty", "beta:1,1", "--k", "8", "--budget", "64"],
-        "--budget",
-    ),
-    (
-        [
-            "simulate",
-            "--strategy",
-            "knapsack",
-            "--difficulty",
-            "beta:1,1",
-            "--k",
-            "8",
-            "--param",
-            "n_max=4",
-        ],
-        "--n-max",
-    ),
-    (
-        [
-            "simulate",
-            "--strategy",
-            "sara",
-            "--difficulty",
-            "beta:1,1",
-            "--k",
-            "8",
-            "--len-fail",
-            "-1",
-        ],
-        "--len-fail",
-    ),
-    (
-        ["compare", "--difficulty", "beta:1,1", "--k", "8", "--strategies", "ds,bogus"],
-        "--strategies",
-    ),
-    (
-        ["simulate", "--strategy", "sara", "--difficulty", "history:/no/such.csv", "--k", "8"],
-        "--difficulty",
-    ),
+BAD = [  # argv (HIST: the shipped histories), the parameter the one-line error must name
+    ("simulate --strategy nope --difficulty beta:1,1 --k 8", "--strategy"),
+    ("simulate --strategy sara --difficulty beta:1,1 --k 1", "--k"),
+    ("simulate --strategy sara --difficulty beta:0,1 --k 8", "--difficulty"),
+    ("simulate --strategy sara --difficulty drift:1 --k 8", "--difficulty"),
+    ("simulate --strategy sara --difficulty HIST --k 9", "--k"),
+    ("simulate --strategy sara --difficulty beta:1,1 --epoch 3 --k 8", "--epoch"),
+    ("simulate --strategy sara --difficulty HIST --epoch 1 --epochs 1-2 --k 8", "--epochs"),
+    ("simulate --strategy sara --difficulty HIST --epochs 900 --k 8", "--epoch"),
+    ("simulate --strategy sara --difficulty beta:1,1 --k 8 --tau-low 2", "--tau-low"),
+    ("simulate --strategy sara --difficulty beta:1,1 --k 8 --steps 0", "--steps"),
+    ("simulate --strategy sara --difficulty beta:1,1 --k 8 --groups x", "--groups"),
+    ("simulate --strategy ds --difficulty beta:1,1 --k 8 --param zz=1", "--zz"),
+    ("simulate --strategy ds --difficulty beta:1,1 --k 8 --param oops", "--param"),
+    ("simulate --strategy ds --difficulty beta:1,1 --k 8 --budget 64", "--budget"),
+    ("simulate --strategy knapsack --difficulty beta:1,1 --k 8 --param n_max=4", "--n-max"),
+    ("simulate --strategy sara --difficulty beta:1,1 --k 8 --len-fail -1", "--len-fail"),
+    ("compare --difficulty beta:1,1 --k 8 --strategies ds,bogus", "--strategies"),
+    ("simulate --strategy sara --difficulty history:/no/such.csv --k 8", "--difficulty"),
 ]
 
 
 @pytest.mark.parametrize("argv,param", BAD)
 def test_bad_input_is_one_line_naming_the_parameter(capsys, argv, param):
-    rc, out, err = run(capsys, *argv)
+    rc, out, err = run(capsys, *argv.replace("HIST", f"history:{HISTORY}").split())
     assert rc == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sara-sim: error: ") and param in lines[0]

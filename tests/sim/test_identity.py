@@ -44,15 +44,7 @@ def _run_allocator(name, rows, k, steps, **kw):
     col = make_collector(name, k=k, **kw)
     col.__class__ = _Logged
     col.events = []
-    pos = {}
-
-    def sample(requests):
-        out = []
-        for r in requests:
-            i = pos.get(r.prompt_id, 0)
-            out.append(list(rows[r.prompt_id, i : i + r.n]))
-            pos[r.prompt_id] = i + r.n
-        return out
+    sample = SequenceLaw(rows).sampler()
 
     stream = iter(range(len(rows)))
     results = []

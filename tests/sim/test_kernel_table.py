@@ -13,11 +13,26 @@ def test_small_table_same_result(tau_low):
     law = parse_sim_law("beta:0.5,0.5")
     kw = dict(tau_low=tau_low, capacity=768, log_events=4000)
     ref = sim.simulate("sara", law, k=8, groups=24, steps=10, replicates=2, seed=5, **kw)
-    try:  # slots=0: a table of 64 slots, full mid-round (k=8, 24 groups, tau_low 0.3 compacts)
-        small = sim._simulate("sara", law, 8, 24, None, 10, 2, 5, 0, **kw)
-    except sim._Overflow:
-        pytest.skip("more than 64 prompts open at once")
+    # slots=0: a table of 64 slots, full mid-round (k=8, 24 groups, tau_low 0.3 compacts); it
+    # must not overflow here (an overflow raises and fails the test)
+    small = sim._simulate("sara", law, 8, 24, None, 10, 2, 5, 0, **kw)
     a = ref.frame.drop(columns="strategy").to_numpy(float)
     b = small.frame.drop(columns="strategy").to_numpy(float)
     assert np.array_equal(a, b, equal_nan=True)
     assert all(np.array_equal(x, y) for x, y in zip(ref.events, small.events))
+
+
+def test_overflow_is_reported_and_simulate_reruns_with_a_bigger_table():
+    """A 4096-rollout round opens more prompts than a 64-slot table holds: the kernel reports the
+    overflow, and simulate() reruns with bigger tables until one fits — the same result as the
+    biggest table's."""
+    law = parse_sim_law("beta:0.5,0.5")
+    kw = dict(tau_low=0.3, capacity=4096, log_events=4000)
+    with pytest.raises(sim._Overflow):
+        sim._simulate("sara", law, 8, 64, None, 10, 2, 5, 0, **kw)
+    big = sim._simulate("sara", law, 8, 64, None, 10, 2, 5, 256, **kw)
+    got = sim.simulate("sara", law, k=8, groups=64, steps=10, replicates=2, seed=5, **kw)
+    a = big.frame.drop(columns="strategy").to_numpy(float)
+    b = got.frame.drop(columns="strategy").to_numpy(float)
+    assert np.array_equal(a, b, equal_nan=True)
+    assert all(np.array_equal(x, y) for x, y in zip(big.events, got.events))

@@ -1,0 +1,123 @@
+"""benchmarks/real_learning.py end to end at a tiny size (one seed, few steps, the test model):
+the learning.csv schema, its step-0 rows, cumulative columns, the audit columns, --resume and
+the refusal to overwrite. The scientific result is the committed CSV's business, not this test's."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location(
+        "real_learning", ROOT / "benchmarks/real_learning.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    import real.train
+
+    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    bench = _bench()
+    out = tmp_path / "bench"
+    argv = ["--allocators", "uniform,ds,sara,sara-history", "--k", "4", "--seeds", "0",
+            "--steps", "3", "--groups", "4", "--eval-every", "2", "--eval-problems", "16",
+            "--task-size", "32", "--model", str(tiny_dir), "--no-progress",
+            "--out", str(out)]  # fmt: skip
+    try:
+        assert bench.main(argv) == 0, capsys.readouterr().err
+    finally:
+        engine.push_weights(hf_model)  # later tests expect the untrained weights
+    t = pd.read_csv(out / "learning.csv")
+    assert list(t.columns) == list(bench.COLUMNS)
+    assert set(t.allocator) == {"uniform", "ds", "sara", "sara-history"}
+    for _, g in t.groupby("allocator"):
+        assert list(g.step) == [0, 1, 2, 3] and set(g.k) == {4} and set(g.seed) == {0}
+        start = g.iloc[0]
+        assert start.cum_rollouts == 0 and start.wall_s == 0 and 0 <= start.eval_accuracy <= 1
+        assert g.cum_rollouts.is_monotonic_increasing and g.cum_tokens.is_monotonic_increasing
+        assert (g.cum_rollouts.iloc[1:] == g.rollouts.iloc[1:].cumsum()).all()
+        assert g.eval_accuracy.notna().tolist() == [True, False, True, True]  # every 2 and last
+        for col in ("eval_se", "eval_se_sampling"):  # where evaluated, and only there
+            assert (g[col].notna() == g.eval_accuracy.notna()).all()
+            assert (g[col].dropna() >= 0).all()
+    # uniform trains on its 4 groups, saturated or not; the others on <= 4 effective groups
+    # (DS stops at --max-num-gen-batches on this barely trained model)
+    steps = t[t.step > 0]
+    assert (steps[steps.allocator == "uniform"].groups == 4).all() and (steps.groups <= 4).all()
+    fixed = steps[(steps.allocator != "uniform") & (steps.groups > 0)]
+    assert (fixed.effective_fraction == 1).all()
+    audited = t[t.audited > 0]
+    rate = audited.audit_mixed / audited.audited
+    assert ((audited.false_abandon_rate - rate).abs() < 1e-5).all()
+    assert (t[t.allocator.isin(["uniform", "ds"])].audited.fillna(0) == 0).all()
+    meta = json.loads((out / "learning.meta.json").read_text())
+    assert meta["command"].startswith("python benchmarks/real_learning.py")
+    assert meta["packages"]["torch"]
+
+    # a finished benchmark is never overwritten silently; --resume reuses its runs
+    assert bench.main(argv) == 2
+    assert "--resume or --overwrite" in capsys.readouterr().err
+    before = (out / "learning.csv").read_text()
+    assert bench.main([*argv, "--resume"]) == 0
+    assert (out / "learning.csv").read_text() == before
+
+
+def test_eval_se_accounts_for_problems():
+    """Two problems, one always solved and one never: sampling cannot move pass@1 (its SE is
+    0), the choice of problems can (clustered SE: sd 0.71 of the rates / sqrt 2 = 0.5)."""
+    r = _bench().eval_se([4, 0], 4)
+    assert r["eval_se_sampling"] == 0 and abs(r["eval_se"] - 0.5) < 1e-12
+    assert _bench().eval_se(None, 4) == {"eval_se": None, "eval_se_sampling": None}
+
+
+def test_bad_arguments_exit_2_before_any_engine(tmp_path, capsys):
+    bench = _bench()
+    for argv, flag in (
+        (["--k", "8,x"], "--k"),
+        (["--allocators", "ds,nope"], "--allocators"),
+        (["--seeds", "0,0"], "--seeds"),
+        (["--audit", "-1"], "--audit"),
+        (["--resume", "--overwrite"], "--resume"),
+    ):
+        assert bench.main([*argv, "--out", str(tmp_path / "o")]) == 2
+        assert flag in capsys.readouterr().err
+
+
+def test_graded_curriculum_targets():
+    """The graded model's SFT targets: a pure function of (seed, uid), right with probability
+    graded_q(problem), otherwise the near miss (last digit said twice); exact builds keep their
+    cache key, so adding the curriculum rebuilt no earlier model."""
+    import hashlib
+    from dataclasses import asdict
+
+    import numpy as np
+
+    from real.tasks.arithmetic import ArithmeticTask
+    from real.tiny import FORMAT_VERSION, TinySettings, graded_q, near_miss, sft_target
+
+    s, task = TinySettings.graded(), ArithmeticTask(seed=0)
+    probs = [task.problem(u) for u in range(4000)]
+    targets = [sft_target(p, s, u) for u, p in enumerate(probs)]
+    assert targets == [sft_target(p, s, u) for u, p in enumerate(probs)]
+    assert all(t in (p.answer, near_miss(p.answer)) for t, p in zip(targets, probs, strict=True))
+    right = np.array([t == p.answer for t, p in zip(targets, probs, strict=True)])
+    q = np.array([graded_q(p) for p in probs])
+    assert abs(right.mean() - q.mean()) < 3 * np.sqrt(q.mean() * (1 - q.mean()) / len(q))
+    assert right[q >= 0.8].mean() > right[q <= 0.4].mean() + 0.3  # graded by difficulty
+    assert all(sft_target(p, TinySettings(), u) == p.answer for u, p in enumerate(probs[:50]))
+    assert s.digest() != TinySettings().digest()
+    # the digest of an exact build is what it was before the curriculum field existed
+    legacy = {k: v for k, v in asdict(TinySettings.test()).items() if k != "curriculum"}
+    blob = json.dumps({"v": FORMAT_VERSION, **legacy}, sort_keys=True)
+    assert TinySettings.test().digest() == hashlib.sha1(blob.encode()).hexdigest()[:12]

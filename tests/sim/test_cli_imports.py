@@ -1,0 +1,36 @@
+"""The `sara-sim` modules import in one direction: cli -> cli_sim / cli_replay -> cli_common, and
+only the `figures` subcommand reaches up to paper_figs (lazily, inside its function)."""
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "sara_sim"
+
+
+def _imports(path):
+    """(module imported, at top level?) for every import of a file."""
+    tree = ast.parse(path.read_text())
+    top = set(map(id, tree.body))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            name = "." * node.level + (node.module or "")
+            out.append((name, id(node) in top))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, id(node) in top) for a in node.names]
+    return out
+
+
+def test_cli_modules_have_no_cycle():
+    assert not [m for m, _ in _imports(PKG / "cli_common.py") if m.startswith(".cli")]
+    for name in ("cli_sim.py", "cli_replay.py"):
+        assert ".cli" not in {m for m, _ in _imports(PKG / name)}, name
+
+
+def test_only_the_figures_command_imports_paper_figs_lazily():
+    users = {}
+    for path in sorted(PKG.glob("*.py")):
+        for mod, top in _imports(path):
+            if mod.split(".")[0] == "paper_figs":
+                users[path.name] = top
+    assert users == {"cli.py": False}
