@@ -1,10 +1,10 @@
 """Golden numbers: every simulator, theory and collector result the project reports, exactly.
 
-``python -m tests.sim.golden --write`` records them in ``golden_sim.json`` (one JSON line per case;
-floats as their ``repr``, which round-trips exactly, so a comparison is bit for bit); ``test_golden.py`` recomputes every case
-and compares.  A refactor that should change no number must leave this file unchanged; a change
-that does move a number regenerates only the affected cases and says why (a test proves the new
-value right).
+``python -m tests.sim.golden --write`` records them in ``golden_sim.json`` (one JSON line per
+case; floats as their ``repr``, which round-trips exactly, so a comparison is bit for bit);
+``test_golden.py`` recomputes every case and compares.  A refactor that should change no number
+must leave this file unchanged; a change that does move a number regenerates only the affected
+cases (``--write --only KEY ...``) and says why, with a test that proves the new value right.
 
 Grid: every simulator strategy x laws (a fresh-prompt stream, a Beta/point mixture, a finite pool
 revisited over epochs so sara-history has evidence, a drifting pool, the DeepScaleR history) x
@@ -98,8 +98,8 @@ def sim_cases():
         yield (f"sim {strategy} {spec} pool={pool} k={k} budget={5 * k}",
                lambda a=(strategy, spec, pool, k): _sim(*a, 1, budget=5 * a[3]))  # fmt: skip
     for (strategy, kw), (spec, pool), k in itertools.product(VARIANTS, SIM_LAWS[1:3], (8, 16)):
-        yield (f"sim {strategy} {spec} pool={pool} k={k} {sorted(kw.items())}",
-               lambda a=(strategy, spec, pool, k), kw=kw: _sim(*a, 3, log_events=400, **kw))  # fmt: skip
+        key = f"sim {strategy} {spec} pool={pool} k={k} {sorted(kw.items())}"
+        yield key, lambda a=(strategy, spec, pool, k), kw=kw: _sim(*a, 3, log_events=400, **kw)
 
 
 def _theory(spec, k):
