@@ -17,14 +17,8 @@ n_init (screen, then fill only the mixed).  sara-history builds each prompt's pl
 discounted outcomes (``schedule.history_plan``) at the stream's running price lam = rollouts /
 effective groups; a visit's outcomes are dated by the epoch it was pulled in.
 
-Arguments are named: the law (``sources.Law``), the configuration (``SaraConfig``), the
-per-replicate state (``SaraState``, leading axis R: generator, stream position / pass order /
-pool rates / times trained (``sources.Stream``), per-prompt evidence (``schedule.EV_*``), the
-open-prompt table (integer fields ``F_*``, rates), carried groups [pid, s], counters ``C_*``,
-running rates ``schedule.R_*`` and the population prior of sara-history) and the outputs
-(``StepOutputs``: metrics, EB counts, decision log).  The round's decisions — probes wanted, skip
-budget, running rates, the per-prompt history update and plan — are ``schedule``'s functions,
-the ones ``SaraCollector`` calls.
+Arguments are named tuples: the law (``sources.Law``), the configuration (``SaraConfig``), the
+per-replicate state (``SaraState``) and the outputs (``StepOutputs``).
 """
 
 from typing import NamedTuple
@@ -32,31 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .metrics import (
-    I_AB_ROLLOUTS,
-    I_ABANDONED,
-    I_CAPPED,
-    I_CARRIED,
-    I_CARRIED_OPEN,
-    I_DEC,
-    I_DEC_AB,
-    I_DEC_EFF,
-    I_DEC_FALSE,
-    I_DEC_PROXY,
-    I_DEC_ROLLOUTS,
-    I_EFFECTIVE,
-    I_FALSE_AB,
-    I_FRESH,
-    I_GROUPS,
-    I_OVERFLOW,
-    I_PROXY,
-    I_ROLLOUTS,
-    I_ROUNDS,
-    I_SATURATED,
-    I_SKIPPED,
-    I_TOKENS,
-    I_WASTE,
-)
+from . import metrics as mt  # the metric row layout, I_*
 from .policy import ABANDON, COMMIT, CONTINUE, decide_plan, next_request
 from .rng import uniform
 from .schedule import (
@@ -209,10 +179,10 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
     for i in range(cnt[C_DONE]):
         s = done[i, 1]
         n_groups += 1
-        out[I_GROUPS] += 1
+        out[mt.I_GROUPS] += 1
         if 0 < s < k:
-            out[I_EFFECTIVE] += 1
-            out[I_PROXY] += s * (k - s) / kk
+            out[mt.I_EFFECTIVE] += 1
+            out[mt.I_PROXY] += s * (k - s) / kk
             if drift:
                 trained[done[i, 0]] += 1
     n_done = 0
@@ -224,7 +194,7 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
         if yield_mode and n_groups >= groups:
             break
         if rounds >= max_rounds:
-            out[I_CAPPED] = 1.0
+            out[mt.I_CAPPED] = 1.0
             break
         # ---- plan the round (SaraCollector._plan_round) ----
         cap = min(capacity, budget_left)
@@ -271,9 +241,10 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
                     pid, g, hc, hn = pull(rs, law, stream, step)
                     if pid < 0:
                         break
-                out[I_FRESH] += 1
-                hp, epoch = history_key(law, pid, st)
+                out[mt.I_FRESH] += 1
+                hp, epoch = -1, 0.0
                 if history:
+                    hp, epoch = history_key(law, pid, st)
                     evp = ev[hp] if 0 <= hp < ev.shape[0] else blank
                     u = uniform(rs)
                     pl = history_plan(evp, epoch, hist, pop, k, cfg.tau_low, price(rates, k), u)
@@ -281,12 +252,12 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
                     pl = plan  # every prompt of a step starts from the step's plan
                 if pl[0] == ABANDON:  # skipped before any rollout
                     mixed = _full_mixed(rs, g, hc, hn, k, pid if seqmode else -1, seq)
-                    out[I_ABANDONED] += 1
-                    out[I_FALSE_AB] += mixed
-                    out[I_SKIPPED] += 1
-                    out[I_DEC] += 1
-                    out[I_DEC_AB] += 1
-                    out[I_DEC_FALSE] += mixed
+                    out[mt.I_ABANDONED] += 1
+                    out[mt.I_FALSE_AB] += mixed
+                    out[mt.I_SKIPPED] += 1
+                    out[mt.I_DEC] += 1
+                    out[mt.I_DEC_AB] += 1
+                    out[mt.I_DEC_FALSE] += mixed
                     skips_left -= 1
                     if history and 0 <= hp < ev.shape[0]:
                         observe(ev[hp], 0.0, 0.0, epoch, hist.rho)
@@ -296,7 +267,7 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
                 if n_open >= maxo and n_live < n_open:  # make room: drop the decided slots now
                     n_open = _compact(oi, og, n_open, req_slot, nreq)
                 if n_open >= maxo:
-                    out[I_OVERFLOW] = 1.0
+                    out[mt.I_OVERFLOW] = 1.0
                     return
                 if seqmode or hn >= 0:
                     _open_slot(rs, oi, og, n_open, pid, g, hc, hn, k, pl, pid if seqmode else -1,
@@ -324,7 +295,7 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
         size = 0
         for q in range(nreq):
             size += req_n[q]
-        out[I_ROLLOUTS] += size
+        out[mt.I_ROLLOUTS] += size
         rates[R_ROLLOUTS] += size
         budget_left -= size
         for q in range(nreq):
@@ -357,15 +328,15 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
                 if 0 <= hp < ev.shape[0]:
                     observe(ev[hp], float(s), float(n), float(oi[i, F_EPOCH]), hist.rho)
             target = 0
-            out[I_DEC] += 1
-            out[I_DEC_ROLLOUTS] += n
+            out[mt.I_DEC] += 1
+            out[mt.I_DEC_ROLLOUTS] += n
             if d == COMMIT:
-                out[I_TOKENS] += s * cfg.len_pass + (k - s) * cfg.len_fail
+                out[mt.I_TOKENS] += s * cfg.len_pass + (k - s) * cfg.len_fail
                 mixed = 0 < s < k
                 if mixed:
                     rates[R_EFFECTIVE] += 1
-                    out[I_DEC_EFF] += 1
-                    out[I_DEC_PROXY] += s * (k - s) / kk
+                    out[mt.I_DEC_EFF] += 1
+                    out[mt.I_DEC_PROXY] += s * (k - s) / kk
                 if yield_mode and n_groups >= groups:
                     done[n_done, 0], done[n_done, 1] = pid, s  # surplus: next step's batch
                     n_done += 1
@@ -373,25 +344,25 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
                 else:
                     n_groups += 1
                     target = 1
-                    out[I_GROUPS] += 1
+                    out[mt.I_GROUPS] += 1
                     if mixed:
-                        out[I_EFFECTIVE] += 1
-                        out[I_PROXY] += s * (k - s) / kk
+                        out[mt.I_EFFECTIVE] += 1
+                        out[mt.I_PROXY] += s * (k - s) / kk
                         if drift:
                             trained[pid] += 1
             else:
                 track(rates, False, n)
-                out[I_TOKENS] += n * (cfg.len_pass if o == 1 else cfg.len_fail)
+                out[mt.I_TOKENS] += n * (cfg.len_pass if o == 1 else cfg.len_fail)
                 if d == ABANDON:
-                    out[I_ABANDONED] += 1
-                    out[I_FALSE_AB] += oi[i, F_FULLMIX]
-                    out[I_AB_ROLLOUTS] += n
-                    out[I_WASTE] += n
-                    out[I_DEC_AB] += 1
-                    out[I_DEC_FALSE] += oi[i, F_FULLMIX]
+                    out[mt.I_ABANDONED] += 1
+                    out[mt.I_FALSE_AB] += oi[i, F_FULLMIX]
+                    out[mt.I_AB_ROLLOUTS] += n
+                    out[mt.I_WASTE] += n
+                    out[mt.I_DEC_AB] += 1
+                    out[mt.I_DEC_FALSE] += oi[i, F_FULLMIX]
                 else:
-                    out[I_SATURATED] += 1
-                    out[I_WASTE] += k
+                    out[mt.I_SATURATED] += 1
+                    out[mt.I_WASTE] += k
             nl = cnt[C_LOG]
             if nl < log.shape[0]:
                 log[nl, EV_STEP], log[nl, EV_ROUND], log[nl, EV_PID] = step, rounds, pid
@@ -400,9 +371,9 @@ def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
                 cnt[C_LOG] = nl + 1
     if n_live < n_open:  # compact the open table, keeping insertion order
         n_open = _compact(oi, og, n_open, req_slot, 0)
-    out[I_ROUNDS] = rounds
-    out[I_CARRIED] = n_done
-    out[I_CARRIED_OPEN] = n_open
+    out[mt.I_ROUNDS] = rounds
+    out[mt.I_CARRIED] = n_done
+    out[mt.I_CARRIED_OPEN] = n_open
     cnt[C_OPEN], cnt[C_DONE] = n_open, n_done
 
 
@@ -424,5 +395,5 @@ def sara_steps(law, cfg, plans, state, step0, n_steps, outs):
         for j in range(n_steps):
             _sara_step(law, state.rng[r], step0 + j, cfg, plans[r], mine, out[j], outs.eb[r],
                        outs.log[r], req_slot, req_n)  # fmt: skip
-            if out[j, I_OVERFLOW] > 0:
+            if out[j, mt.I_OVERFLOW] > 0:
                 break

@@ -38,7 +38,8 @@ from .schedule import HistoryParams, new_evidence, new_rates
 from .sources import Stream, init_pool
 from .strategies import SaraPlanner, batch_params, check_params, default_params, info
 
-SIM_VERSION = 1  # bump when results of a given configuration change (parquet cache key)
+SIM_VERSION = 2  # bump when results of a given configuration change (parquet cache key)
+# 2: sara-history dates a visit by the epoch it was pulled in (pools, drift)
 
 
 @dataclass
@@ -130,8 +131,10 @@ def _checked(strategy, law, k, groups, budget, steps, replicates, seed, opts, pa
     capacity = opts["capacity"]
     cap = (groups * k if budget is None else budget) if capacity is None else capacity
     cap = err.check_int(cap, "--capacity", k)
-    check_resources(strategy, law, k, groups, budget, steps, replicates, cap,
-                    {**prm, "max_rounds": max_rounds}, opts["force"])  # fmt: skip
+    check_resources(
+        strategy, law, k=k, groups=groups, budget=budget, steps=steps, replicates=replicates,
+        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"],
+    )  # fmt: skip
     return SimpleNamespace(
         strategy=strategy, meta=meta, k=k, groups=groups, budget=budget, steps=steps,
         replicates=replicates, seed=seed, pool=pool, tau_low=tau_low, tau_high=tau_high,

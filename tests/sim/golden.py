@@ -12,6 +12,14 @@ k in {4, 8, 16, 128} x two seeds, fixed-budget runs of the strategies that have 
 variants with their decision logs; the exact theory and Bayes-optimal plans; and the Python
 collectors (``make_collector``) on seeded finite-pool scenarios, capacity-limited so that prompts
 are carried across steps and visits of one prompt overlap.
+
+Regenerated since the first recording (and why):
+* the 7 ``sim sara-history`` cases on revisited pools (``beta:1,2 pool=24``, ``drift``) whose
+  numbers moved: the kernel now dates a visit's outcomes by the epoch it was pulled in, as the
+  collector does, so a visit that ends after a later visit of its prompt is merged at its age
+  (``schedule.observe``).  Dated by the epoch it ended in, the refactored kernel reproduced the
+  recorded numbers bit for bit; ``test_identity.py`` (revisited pool, out-of-order observations
+  included) shows the kernel now decides exactly as the collector.
 """
 
 import argparse
