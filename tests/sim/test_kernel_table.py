@@ -14,7 +14,8 @@ def test_small_table_same_result(tau_low):
     kw = dict(tau_low=tau_low, capacity=768, log_events=4000)
     ref = sim.simulate("sara", law, k=8, groups=24, steps=10, replicates=2, seed=5, **kw)
     try:  # slots=0: a table of 64 slots, full mid-round (k=8, 24 groups, tau_low 0.3 compacts)
-        small = sim._simulate("sara", law, 8, 24, None, 10, 2, 5, 0, **kw)
+        run = sim._checked("sara", law, 8, 24, None, 10, 2, 5, {**sim.OPTIONS, **kw}, {})
+        small = sim._simulate(run, law, 0)
     except sim._Overflow:
         pytest.skip("more than 64 prompts open at once")
     a = ref.frame.drop(columns="strategy").to_numpy(float)
