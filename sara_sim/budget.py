@@ -28,8 +28,8 @@ def estimate(strategy, law, k, groups, budget, steps, replicates, capacity=None,
 
     Rollouts per step: fixed-budget = budget; fixed-yield = N x k / P(mixed) under the law's
     step-0 moments (1 / P(mixed) prompts per effective group), capped by the strategy's own round
-    or batch cap.  Bytes: the open-prompt table (~4 probes per round slot, 136 B each) and the
-    per-step metric frame."""
+    or batch cap.  Bytes: the open-prompt table (~4 probes per round slot, 8 N_FIELDS + 24 B
+    each) and the per-step metric frame."""
     from .kernels import N_FIELDS
 
     params = params or {}
@@ -61,7 +61,8 @@ def largest_factor(k, groups, budget, steps, replicates):
     return "--budget" if budget is not None and worst == "--groups" else worst
 
 
-def check_resources(strategy, law, k, groups, budget, steps, replicates, capacity, params, force):
+def check_resources(strategy, law, *, k, groups, budget, steps, replicates, capacity, params,
+                    force):  # fmt: skip
     """Refuse (ParameterError naming the biggest factor) what would not finish in a few minutes
     or would not fit in memory; ``force=True`` skips the check."""
     if force:

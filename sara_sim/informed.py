@@ -34,12 +34,18 @@ in a row is probed at its next visit; and any skip is overridden with probabilit
 import math
 
 import numpy as np
-from numba import njit
 
 from .errors import ParameterError, check_int, check_positive, check_prior, check_unit
-from .optimal import beta_predictive, price_plan
-from .policy import ABANDON, CONTINUE, threshold_plan
 from .registry import HISTORY
+from .schedule import (  # noqa: F401 (informed_prior / informed_plan: re-exported)
+    HistoryKnobs,
+    history_plan,
+    informed_plan,
+    informed_prior,
+    new_evidence,
+    observe,
+    prior_of,
+)
 
 RULES = ("tau", "price")
 
@@ -47,29 +53,6 @@ RULES = ("tau", "price")
 _KEYS = ("rho", "kappa", "explore", "max_skip", "rule")
 INFORMED_DEFAULTS = {x: getattr(HISTORY, x) for x in _KEYS}
 SELECTOR_RATIO = HISTORY.ratio  # candidates per probed prompt for sara-mopps / sara-dps
-
-
-@njit(cache=True)
-def informed_prior(s_ev, f_ev, age, rho, pop_a, pop_b, kappa):
-    """The Beta prior of one prompt (see module docstring); jitted for the kernels."""
-    w = rho**age if age > 0 else 1.0
-    return kappa * pop_a + w * s_ev, kappa * pop_b + w * f_ev
-
-
-@njit(cache=True)
-def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False):
-    """Plan for a prompt with prior Beta(a, b); a skip is overridden when u < explore or when
-    must_probe (no own evidence, or skipped too often in a row)."""
-    if rule_price:
-        plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True)
-    else:
-        plan = threshold_plan(k, tau_low, np.inf, a, b, True)
-    if plan[0] == ABANDON and (u < explore or must_probe):
-        if rule_price:  # the best plan given that we do probe
-            plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False)
-        else:
-            plan[0] = CONTINUE
-    return plan
 
 
 class PromptHistory:
@@ -102,37 +85,37 @@ class PromptHistory:
         # the epoch of a stream id, when the id carries it (a replay); else the caller's clock
         self.epoch_of = epoch_of
 
+    def params(self, rule="tau"):
+        """The knobs as the jitted schedule takes them (``schedule.HistoryKnobs``)."""
+        return HistoryKnobs(
+            float(self.rho), float(self.kappa), float(self.explore), float(self.max_skip),
+            rule == "price",
+        )  # fmt: skip
+
+    def _evidence(self, pid):
+        ev = self.evidence.get(self.key(pid))
+        return new_evidence() if ev is None else np.array(ev, np.float64)
+
     def observe(self, pid, rewards, epoch):
-        """Add the outcomes drawn for `pid` at `epoch` (call once per visit, any length)."""
+        """Add the outcomes drawn for `pid` at `epoch` (call once per visit, any length); a visit
+        that ends after a later visit was recorded is merged at its age (``schedule.observe``)."""
         epoch = self.epoch_of(pid) if self.epoch_of else epoch
-        pid = self.key(pid)
-        s = float(sum(rewards))
-        f = float(len(rewards)) - s
-        old = self.evidence.get(pid)
-        if old is None:
-            self.evidence[pid] = [s, f, epoch, 0 if rewards else 1]
-            return
-        if epoch < old[2]:  # a visit that finished after a later visit was decided: merge its
-            w = self.rho ** (old[2] - epoch)  # counts at their age; date and streak stay
-            self.evidence[pid] = [old[0] + w * s, old[1] + w * f, old[2], old[3]]
-            return
-        w = self.rho ** (epoch - old[2])
-        streak = 0 if rewards else old[3] + 1
-        self.evidence[pid] = [w * old[0] + s, w * old[1] + f, epoch, streak]
+        ev = self._evidence(pid)
+        observe(ev, float(sum(rewards)), float(len(rewards)), float(epoch), float(self.rho))
+        self.evidence[self.key(pid)] = ev.tolist()
 
     def prior(self, pid, epoch):
         epoch = self.epoch_of(pid) if self.epoch_of else epoch
-        s, f, last, _ = self.evidence.get(self.key(pid), (0.0, 0.0, epoch, 0))
-        return informed_prior(s, f, epoch - last, self.rho, *self.pop_prior, self.kappa)
+        ev = self._evidence(pid)
+        return prior_of(ev, float(epoch), self.params(), np.asarray(self.pop_prior, np.float64))
 
     def plan(self, pid, epoch, k, tau_low, rule="tau", lam=math.inf):
         if rule not in RULES:
             raise ParameterError("rule", f"must be one of {RULES}, got {rule!r}")
-        a, b = self.prior(pid, epoch)
+        epoch = self.epoch_of(pid) if self.epoch_of else epoch
+        ev, pop = self._evidence(pid), np.asarray(self.pop_prior, np.float64)
         u = float(self.rng.random())
-        ev = self.evidence.get(self.key(pid))
-        must = ev is None or ev[0] + ev[1] == 0 or ev[3] >= self.max_skip
-        return informed_plan(a, b, k, tau_low, lam, rule == "price", self.explore, u, must)
+        return history_plan(ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u)
 
     @classmethod
     def for_integer_stream(cls, epoch_size, seed=0, **overrides):

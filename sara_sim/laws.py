@@ -34,7 +34,7 @@ import numpy as np
 
 from .difficulty import BetaLaw, HistoryLaw, MixtureLaw, PointLaw, parse_law
 from .errors import ParameterError, check_positive
-from .sources import COMP_BETA, COMP_POINT, DRIFT, HISTORY, RATES, SEQUENCES
+from .sources import COMP_BETA, COMP_POINT, DRIFT, HISTORY, RATES, SEQUENCES, Law
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,12 @@ class DriftLaw:
 
 @dataclass(frozen=True)
 class SequenceLaw:
-    """Pre-drawn outcome rows (one per prompt, in stream order) — for identity tests."""
+    """Pre-drawn outcome rows (one per visit, in stream order) — for identity tests.  With
+    ``pool`` > 0 the rows revisit a finite pool: row i is prompt i % pool in epoch i // pool (the
+    ids ``informed.PromptHistory.for_integer_stream`` reads), so histories have evidence."""
 
     rows: np.ndarray
+    pool: int = 0
 
     @property
     def max_k(self):
@@ -158,7 +161,7 @@ def encode_law(law, k, pool=0):
     empty_i = np.zeros((0, 0), np.int64)
     seq = np.zeros((0, max(k, 1)), np.int64)
     drift = np.zeros(2, np.float64)
-    n_epochs = 1
+    n_epochs, seq_pool = 1, 0
     rec_c = rec_n = empty_i
     if isinstance(law, HistoryLaw):
         kind = HISTORY
@@ -178,10 +181,12 @@ def encode_law(law, k, pool=0):
     elif isinstance(law, SequenceLaw):
         kind, n_pool = SEQUENCES, 0
         seq = np.ascontiguousarray(law.rows, np.int64)
+        seq_pool = int(law.pool)
         cw, ck, ca, cb = _components(PointLaw(0.5))
     elif isinstance(law, BetaLaw | PointLaw | MixtureLaw):
         kind, n_pool = RATES, int(pool)
         cw, ck, ca, cb = _components(law)
     else:
         raise ParameterError("--difficulty", f"cannot simulate law {law!r}")
-    return (kind, int(n_pool), int(n_epochs), cw, ck, ca, cb, rec_c, rec_n, drift, seq)
+    return Law(int(kind), int(n_pool), int(n_epochs), cw, ck, ca, cb, rec_c, rec_n, drift, seq,
+               seq_pool)  # fmt: skip

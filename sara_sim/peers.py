@@ -27,29 +27,14 @@ no history to learn from).
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
-from .metrics import (
-    I_CAPPED,
-    I_DEC,
-    I_DEC_EFF,
-    I_DEC_PROXY,
-    I_DEC_ROLLOUTS,
-    I_EFFECTIVE,
-    I_FRESH,
-    I_GROUPS,
-    I_PROXY,
-    I_ROLLOUTS,
-    I_ROUNDS,
-    I_SATURATED,
-    I_SKIPPED,
-    I_TOKENS,
-    I_WASTE,
-)
+from . import metrics as mt  # the metric row layout, I_*
 from .rng import beta, uniform
-from .sources import DRIFT, draw_successes, pull
+from .sources import DRIFT, Stream, draw_successes, pull
 
 UNIFORM, DS, GRESO, MOPPS, DPS, KNAPSACK, RADA = range(7)
 (
@@ -74,6 +59,28 @@ UNIFORM, DS, GRESO, MOPPS, DPS, KNAPSACK, RADA = range(7)
 N_PRM = 17
 H_LAST_S, H_LAST_N, H_Z, H_CAT = range(4)  # hist_i fields; hist_f = (alpha, beta)
 G_P_EASY, G_P_HARD, G_PASSES, G_ROLLOUTS = range(4)  # glob fields (+ DPS marginal at 4..6)
+
+
+class BatchConfig(NamedTuple):
+    k: int
+    groups: int  # N groups per step
+    budget: int  # rollouts per step (uniform, knapsack); 0: fixed-yield
+    prm: np.ndarray  # the strategy's parameters (P_* layout, ``strategies.batch_params``)
+    lens: np.ndarray  # tokens per passing / failing rollout
+
+
+class BatchState(NamedTuple):
+    """Per-replicate state, leading axis R; updated in place."""
+
+    rng: np.ndarray
+    st: np.ndarray  # [R, ...] the fields of ``sources.Stream`` (flat: Numba's prange cannot
+    perm: np.ndarray  # take a nested tuple)
+    pool_x: np.ndarray
+    trained: np.ndarray
+    hist_i: np.ndarray  # [R, pool, H_*] last visit of each prompt
+    hist_f: np.ndarray  # [R, pool, 2] MoPPS Beta posterior (alpha, beta)
+    glob: np.ndarray  # [R, G_* + 3] global counters
+    trans: np.ndarray  # [R, 3, 3] DPS transition counts
 
 
 @njit(cache=True)
@@ -136,53 +143,36 @@ def _observe(strategy, pid, s, n, hist_i, hist_f, glob, trans, prm):
 def _book(out, pid, s_drawn, n_drawn, s, k_group, in_batch, lens, trained, is_drift):
     """Metrics of a prompt that drew n_drawn rollouts (s_drawn passes); in the batch its group
     holds k_group of them with s passes, the rest is waste."""
-    out[I_TOKENS] += s_drawn * lens[0] + (n_drawn - s_drawn) * lens[1]
-    out[I_DEC] += 1
-    out[I_DEC_ROLLOUTS] += n_drawn
+    out[mt.I_TOKENS] += s_drawn * lens[0] + (n_drawn - s_drawn) * lens[1]
+    out[mt.I_DEC] += 1
+    out[mt.I_DEC_ROLLOUTS] += n_drawn
     mixed = 0 < s < k_group
     if not in_batch:
-        out[I_WASTE] += n_drawn
+        out[mt.I_WASTE] += n_drawn
         if not mixed:
-            out[I_SATURATED] += 1
+            out[mt.I_SATURATED] += 1
         return
-    out[I_WASTE] += n_drawn - k_group
-    out[I_GROUPS] += 1
+    out[mt.I_WASTE] += n_drawn - k_group
+    out[mt.I_GROUPS] += 1
     if not mixed:
-        out[I_SATURATED] += 1
+        out[mt.I_SATURATED] += 1
         return
     sig = s * (k_group - s) / float(k_group * k_group)
-    out[I_EFFECTIVE] += 1
-    out[I_PROXY] += sig
-    out[I_DEC_EFF] += 1
-    out[I_DEC_PROXY] += sig
+    out[mt.I_EFFECTIVE] += 1
+    out[mt.I_PROXY] += sig
+    out[mt.I_DEC_EFF] += 1
+    out[mt.I_DEC_PROXY] += sig
     if is_drift and pid >= 0:
         trained[pid] += 1
 
 
 @njit(cache=True)
-def _batch_step(
-    strategy,
-    law,
-    rs,
-    step,
-    k,
-    groups,
-    budget,
-    prm,
-    lens,
-    st,
-    perm,
-    pool_x,
-    trained,
-    hist_i,
-    hist_f,
-    glob,
-    trans,
-    out,
-):
-    kind, n_pool, n_epochs, cw, ck, ca, cb, rec_c, rec_n, drift_p, seq = law
+def _batch_step(strategy, law, rs, step, cfg, stream, mem, out):
+    k, groups, budget, prm, lens = cfg
+    hist_i, hist_f, glob, trans = mem
+    trained, seq, n_pool = stream.trained, law.seq, law.pool
     n_seq = seq.shape[0]
-    is_drift = kind == DRIFT
+    is_drift = law.kind == DRIFT
     out[:] = 0.0
     if strategy == DS or strategy == GRESO:
         gbs = int(prm[P_GEN_BATCH])
@@ -191,24 +181,22 @@ def _batch_step(
         urn = np.empty(2, np.int64)
         while kept < groups:
             if max_gb > 0 and batches >= max_gb:
-                out[I_CAPPED] = 1.0
+                out[mt.I_CAPPED] = 1.0
                 break
             got = 0
             for _ in range(gbs):
                 tries = 0
                 while True:
-                    pid, g, hc, hn = pull(rs, kind, n_pool, n_epochs, cw, ck, ca, cb, rec_c,
-                                          rec_n, drift_p, n_seq, st, perm, pool_x, trained,
-                                          step)  # fmt: skip
+                    pid, g, hc, hn = pull(rs, law, stream, step)
                     if pid < 0:
                         break
-                    out[I_FRESH] += 1
+                    out[mt.I_FRESH] += 1
                     hp = pid if n_pool > 0 else -1
                     if strategy == GRESO and hp >= 0 and hist_i[hp, H_Z] > 0 and tries < 100000:
                         easy = hist_i[hp, H_LAST_S] > 0
                         p_e = glob[G_P_EASY] if easy else glob[G_P_HARD]
                         if uniform(rs) >= p_e ** hist_i[hp, H_Z]:
-                            out[I_SKIPPED] += 1
+                            out[mt.I_SKIPPED] += 1
                             tries += 1
                             continue
                     break
@@ -217,7 +205,7 @@ def _batch_step(
                 got += 1
                 urn[0], urn[1] = hc, hn
                 s = draw_successes(rs, k, g, urn, pid if n_seq > 0 else -1, seq, 0)
-                out[I_ROLLOUTS] += k
+                out[mt.I_ROLLOUTS] += k
                 n_rolled += 1
                 mixed = 0 < s < k
                 n_easy += s == k
@@ -228,7 +216,7 @@ def _batch_step(
             if got == 0:
                 break
             batches += 1
-        out[I_ROUNDS] = batches
+        out[mt.I_ROUNDS] = batches
         if strategy == GRESO and n_rolled > 0:
             for which, share, target in (
                 (G_P_EASY, n_easy / n_rolled, prm[P_ALPHA_EASY]),
@@ -248,11 +236,10 @@ def _batch_step(
     score = np.empty(n_cand)
     m = 0
     for _ in range(n_cand):
-        pid, g, hc, hn = pull(rs, kind, n_pool, n_epochs, cw, ck, ca, cb, rec_c, rec_n, drift_p,
-                              n_seq, st, perm, pool_x, trained, step)  # fmt: skip
+        pid, g, hc, hn = pull(rs, law, stream, step)
         if pid < 0:
             break
-        out[I_FRESH] += 1
+        out[mt.I_FRESH] += 1
         hp = pid if n_pool > 0 else -1
         c_pid[m], c_g[m], c_urn[m, 0], c_urn[m, 1] = pid, g, hc, hn
         if strategy == MOPPS:
@@ -272,7 +259,7 @@ def _batch_step(
         m += 1
     order = np.argsort(score[:m], kind="mergesort")
     n_take = min(n_sel, m)
-    out[I_SKIPPED] += m - n_take
+    out[mt.I_SKIPPED] += m - n_take
     alloc = np.full(n_take, k, np.int64)
     if strategy == KNAPSACK:
         p_hat = np.empty(n_take)
@@ -311,62 +298,25 @@ def _batch_step(
                 if pos >= need_pos and n - pos >= need_neg:
                     break
             rounds = max(rounds, r)
-            out[I_ROLLOUTS] += n
+            out[mt.I_ROLLOUTS] += n
             s_fin = min(max(k // 2, k - (n - pos)), pos)
             _book(out, pid, pos, n, s_fin, min(k, n), True, lens, trained, is_drift)
             _observe(strategy, hp, pos, n, hist_i, hist_f, glob, trans, prm)
             continue
         n = alloc[j]
         s = draw_successes(rs, n, c_g[i], urn, row, seq, 0)
-        out[I_ROLLOUTS] += n
+        out[mt.I_ROLLOUTS] += n
         _book(out, pid, s, n, s, n, True, lens, trained, is_drift)
         if n > 0:
             _observe(strategy, hp, s, n, hist_i, hist_f, glob, trans, prm)
-    out[I_ROUNDS] = rounds if n_take > 0 else 0
+    out[mt.I_ROUNDS] = rounds if n_take > 0 else 0
 
 
 @njit(cache=True, parallel=True)
-def batch_steps(
-    strategy,
-    law,
-    rng,
-    step0,
-    n_steps,
-    k,
-    groups,
-    budget,
-    prm,
-    lens,
-    st,
-    perm,
-    pool_x,
-    trained,
-    hist_i,
-    hist_f,
-    glob,
-    trans,
-    out,
-):
+def batch_steps(strategy, law, cfg, state, step0, n_steps, out):
     """Steps step0 .. step0 + n_steps - 1 of a batch strategy for every replicate (in place)."""
-    for r in prange(rng.shape[0]):
+    for r in prange(state.rng.shape[0]):
+        mine = Stream(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
+        mem = (state.hist_i[r], state.hist_f[r], state.glob[r], state.trans[r])
         for j in range(n_steps):
-            _batch_step(
-                strategy,
-                law,
-                rng[r],
-                step0 + j,
-                k,
-                groups,
-                budget,
-                prm,
-                lens,
-                st[r],
-                perm[r],
-                pool_x[r],
-                trained[r],
-                hist_i[r],
-                hist_f[r],
-                glob[r],
-                trans[r],
-                out[r, j],
-            )
+            _batch_step(strategy, law, state.rng[r], step0 + j, cfg, mine, mem, out[r, j])

@@ -6,7 +6,9 @@ do with a prompt and ``next_request`` how many rollouts to send it.  Each round 
 fills for committed prompts (certain effective groups), continues for prompts still undecided, then
 probes of fresh prompts — as many as the missing groups call for (fixed-yield) or as the budget
 allows (fixed-budget) — up to the per-round capacity.  Groups completed beyond N and prompts still
-in progress are carried to the next step: counted, never dropped.
+in progress are carried to the next step: counted, never dropped.  How many fresh prompts a round
+probes, the skip budget, the running rates and each prompt's history update are ``schedule``'s
+jitted functions — the ones the simulator's kernel (``kernels.py``) calls.
 
 Which plan a prompt gets:
 * sara — the tau rule with the fixed prior (paper-faithful with the uniform prior);
@@ -40,6 +42,16 @@ from .policy import (
     threshold_plan,
 )
 from .registry import SaraParams, row
+from .schedule import (
+    R_EFFECTIVE,
+    R_ROLLOUTS,
+    budget_probes,
+    new_rates,
+    price,
+    skip_budget,
+    track,
+    yield_probes,
+)
 
 
 @dataclass
@@ -112,10 +124,9 @@ class SaraCollector(_Base):
         self.open = {}  # visit -> _Prompt, in progress (carried across steps)
         self.done_groups = []  # complete committed groups carried to the next step
         self.done_visits = []  # their visits (same order)
-        self.commit_rate = None  # running fraction of probed prompts that commit
-        self.cost_rate = None  # running rollouts per decided prompt
-        self.total_rollouts = 0  # over the whole run: the stream's price lam = rollouts / groups
-        self.total_effective = 0
+        # running commit rate and rollouts per decided prompt, and the run's totals of rollouts
+        # and effective groups (the stream's price): ``schedule.R_*``, as the kernel keeps them
+        self.rates = new_rates()
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
@@ -161,9 +172,7 @@ class SaraCollector(_Base):
 
     def price(self):
         """Rollouts per effective group so far (DS's k / 0.5 before any group is complete)."""
-        if self.total_effective == 0:
-            return 2.0 * self.k
-        return self.total_rollouts / self.total_effective
+        return float(price(self.rates, self.k))
 
     def _plan_for(self, pid):
         if self.informed is None:
@@ -190,7 +199,7 @@ class SaraCollector(_Base):
                 break
             rewards = self._round(res, requests, sample)
             budget_left -= res.round_sizes[-1]
-            self.total_rollouts += res.round_sizes[-1]
+            self.rates[R_ROLLOUTS] += res.round_sizes[-1]
             for req, r in zip(requests, rewards):
                 self._update(self.open[req.visit], r, res)
         self._end_step(res)
@@ -222,14 +231,11 @@ class SaraCollector(_Base):
                 used += n
         # 3) probes of fresh prompts: as many as the deficit (or the budget) calls for
         if self.budget is None:
-            rate = self.commit_rate if self.commit_rate else max(1.0 - self.tau_low, 0.05)
-            want = math.ceil(max(deficit - 0.5 * len(continuing), 0) / max(rate, 0.05))
+            want = yield_probes(self.rates, self.tau_low, deficit, len(continuing))
         else:
             reserved = sum(k - len(p.rewards) for p in committed)
-            per_prompt = self.cost_rate if self.cost_rate else float(k)
-            want = math.floor(max(budget_left - used - reserved, 0) / per_prompt)
-            want = max(want, 1 if not self.open and budget_left - used >= 1 else 0)
-        skips_left = 20 * max(want, 1) + 100  # a stream of skipped prompts cannot spin forever
+            want = budget_probes(self.rates, k, budget_left, used, reserved, bool(self.open))
+        skips_left = skip_budget(want)
         queue = self.queue  # a selector's chosen candidates, best first (kept across rounds)
         while want > 0 and used < cap and skips_left > 0:
             if self.selector is not None and not queue:
@@ -307,10 +313,10 @@ class SaraCollector(_Base):
         if d == COMMIT:
             if not p.committed:
                 p.committed = True
-                self._track(commit=True, rollouts=k)
+                track(self.rates, True, k)
             if n >= k:
                 del self.open[p.visit]
-                self.total_effective += 0 < s < k
+                self.rates[R_EFFECTIVE] += 0 < s < k
                 target, visits = res.groups, self.group_visits
                 if self.budget is None and len(res.groups) >= self.groups:
                     target, visits = self.done_groups, self.done_visits  # surplus: carried
@@ -318,7 +324,7 @@ class SaraCollector(_Base):
                 visits.append(p.visit)
         elif d == ABANDON or d == SATURATED:
             del self.open[p.visit]
-            self._track(commit=False, rollouts=n)
+            track(self.rates, False, n)
             if d == ABANDON:
                 res.abandoned.append(p.pid)
                 res.abandoned_rollouts += n
@@ -327,13 +333,6 @@ class SaraCollector(_Base):
 
     def held_visits(self):
         return {p.visit for p in self.open.values()} | set(self.done_visits)
-
-    def _track(self, commit, rollouts, weight=0.05):
-        c, r = float(commit), float(rollouts)
-        self.commit_rate = (
-            c if self.commit_rate is None else (1 - weight) * self.commit_rate + weight * c
-        )
-        self.cost_rate = r if self.cost_rate is None else (1 - weight) * self.cost_rate + weight * r
 
     def _end_step(self, res):
         res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)

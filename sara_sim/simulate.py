@@ -21,29 +21,26 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
+from . import errors as err
 from .budget import check_resources
-from .errors import (
-    ParameterError,
-    check_int,
-    check_k,
-    check_prior,
-    check_schedule,
-    check_unit,
-)
-from .kernels import N_FIELDS, sara_steps
+from .errors import ParameterError
+from .kernels import N_FIELDS, SaraConfig, SaraState, StepOutputs, sara_steps
 from .laws import TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
-from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, batch_steps
+from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, BatchConfig, BatchState, batch_steps
 from .registry import SARA, names, row
 from .rng import seed_states
-from .sources import init_pool
+from .schedule import HistoryKnobs, new_evidence, new_rates
+from .sources import Stream, init_pool
 from .strategies import SaraPlanner, batch_params, check_params, default_params, info
 
-SIM_VERSION = 1  # bump when results of a given configuration change (parquet cache key)
+SIM_VERSION = 2  # bump when results of a given configuration change (parquet cache key)
+# 2: sara-history dates a visit by the epoch it was pulled in (pools, drift)
 
 
 @dataclass
@@ -52,10 +49,6 @@ class SimResult:
     config: dict
     events: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
-
-
-def _check_int(v, name, lo):
-    return check_int(v, name, lo)
 
 
 def _chunks(steps, bar, n=50):
@@ -68,6 +61,23 @@ class _Overflow(Exception):
     pass
 
 
+# simulate()'s keywords beyond the strategy's own parameters, with their defaults
+OPTIONS = {
+    "tau_low": SARA.tau_low,
+    "tau_high": SARA.tau_high,
+    "prior": SARA.prior,
+    "capacity": SARA.capacity,
+    "probe": SARA.probe,
+    "increment": SARA.increment,
+    "max_rounds": SARA.max_rounds,
+    "pool": 0,
+    "tokens": None,
+    "progress": False,
+    "log_events": 0,
+    "force": False,
+}
+
+
 def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4, seed=0, **kwargs):
     """Simulate `strategy` (see ``strategies``) on `law` (a law object, see ``laws``).
 
@@ -77,79 +87,69 @@ def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4
     pool (0), tokens
     (``laws.TokenModel``), progress, log_events; any other keyword overrides a default of the
     strategy (``strategies.default_params``)."""
+    opts = {key: kwargs.pop(key, v) for key, v in OPTIONS.items()}
+    run = _checked(strategy, law, k, groups, budget, steps, replicates, seed, opts, kwargs)
     for slots in (4, 32, 256):
         try:
-            return _simulate(
-                strategy, law, k, groups, budget, steps, replicates, seed, slots, **kwargs
-            )
+            return _simulate(run, law, slots)
         except _Overflow:
             continue
     raise RuntimeError("open-prompt table overflow")  # pragma: no cover
 
 
-def _simulate(
-    strategy,
-    law,
-    k,
-    groups,
-    budget,
-    steps,
-    replicates,
-    seed,
-    slots,
-    *,
-    tau_low=SARA.tau_low,
-    tau_high=SARA.tau_high,
-    prior=SARA.prior,
-    capacity=SARA.capacity,
-    probe=SARA.probe,
-    increment=SARA.increment,
-    max_rounds=SARA.max_rounds,
-    pool=0,
-    tokens=None,
-    progress=False,
-    log_events=0,
-    force=False,
-    **params,
-):
+def _checked(strategy, law, k, groups, budget, steps, replicates, seed, opts, params):
+    """Every argument validated (ParameterError naming it), as one namespace."""
     if not isinstance(strategy, str):
         raise ParameterError("--strategy", f"must be a strategy name, got {strategy!r}")
     meta = info(strategy)
     if not callable(getattr(law, "log_moment", None)) and law_kind(law) != "sequences":
         raise ParameterError("--difficulty", f"must be a law object (laws.py), got {law!r}")
-    k = check_k(k, "--k")
+    k = err.check_k(k, "--k")
     if law.max_k is not None and k > law.max_k:
         raise ParameterError("--k", f"k={k} exceeds the {law.max_k} recorded samples per record")
-    groups = _check_int(groups, "--groups", 1)
-    steps = _check_int(steps, "--steps", 1)
-    replicates = _check_int(replicates, "--replicates", 1)
-    seed = _check_int(seed, "--seed", 0)
-    pool = _check_int(pool, "--pool", 0)
-    tau_low = check_unit(tau_low, "--tau-low")
-    if tau_high is not None and check_unit(tau_high, "--tau-high") <= tau_low:
+    groups = err.check_int(groups, "--groups", 1)
+    steps = err.check_int(steps, "--steps", 1)
+    replicates = err.check_int(replicates, "--replicates", 1)
+    seed = err.check_int(seed, "--seed", 0)
+    pool = err.check_int(opts["pool"], "--pool", 0)
+    tau_low, tau_high = err.check_unit(opts["tau_low"], "--tau-low"), opts["tau_high"]
+    if tau_high is not None and err.check_unit(tau_high, "--tau-high") <= tau_low:
         raise ParameterError("--tau-high", f"must exceed tau_low={tau_low}, got {tau_high}")
-    prior = check_prior(prior, "--prior")
-    tokens = TokenModel() if tokens is None else tokens
+    prior = err.check_prior(opts["prior"], "--prior")
+    tokens = TokenModel() if opts["tokens"] is None else opts["tokens"]
     if not isinstance(tokens, TokenModel):
         raise ParameterError("tokens", f"must be a laws.TokenModel, got {tokens!r}")
-    log_events = check_int(log_events, "log_events", 0)
+    log_events = err.check_int(opts["log_events"], "log_events", 0)
     if budget is not None:
-        budget = _check_int(budget, "--budget", k)
+        budget = err.check_int(budget, "--budget", k)
         if strategy not in names("kernel", fixed_budget="kernel"):
             raise ParameterError(
                 "--budget", f"fixed-budget runs: uniform and the SARA family, not {strategy}"
             )
-    probe, increment = check_schedule(probe, increment, k)
-    max_rounds = _check_int(max_rounds, "--max-rounds", 1)
+    probe, increment = err.check_schedule(opts["probe"], opts["increment"], k)
+    max_rounds = err.check_int(opts["max_rounds"], "--max-rounds", 1)
     params = check_params(strategy, k, groups, params)
     prm = {**default_params(strategy, k, groups), **params}
+    capacity = opts["capacity"]
     cap = (groups * k if budget is None else budget) if capacity is None else capacity
-    cap = _check_int(cap, "--capacity", k)
-    check_resources(strategy, law, k, groups, budget, steps, replicates, cap,
-                    {**prm, "max_rounds": max_rounds}, force)  # fmt: skip
-    lawt = encode_law(law, k, pool)
-    n_pool = max(lawt[1], 1)
-    rng = seed_states(seed, replicates)
+    cap = err.check_int(cap, "--capacity", k)
+    check_resources(
+        strategy, law, k=k, groups=groups, budget=budget, steps=steps, replicates=replicates,
+        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"],
+    )  # fmt: skip
+    return SimpleNamespace(
+        strategy=strategy, meta=meta, k=k, groups=groups, budget=budget, steps=steps,
+        replicates=replicates, seed=seed, pool=pool, tau_low=tau_low, tau_high=tau_high,
+        prior=prior, tokens=tokens, log_events=log_events, probe=probe, increment=increment,
+        max_rounds=max_rounds, prm=prm, cap=cap, progress=opts["progress"],
+    )  # fmt: skip
+
+
+def _simulate(run, law, slots):
+    strategy, k, replicates, steps = run.strategy, run.k, run.replicates, run.steps
+    lawt = encode_law(law, k, run.pool)
+    n_pool = max(lawt.pool, 1)
+    rng = seed_states(run.seed, replicates)
     st = np.zeros((replicates, 3), np.int64)
     perm = np.zeros((replicates, n_pool), np.int64)
     pool_x = np.zeros((replicates, n_pool))
@@ -160,37 +160,27 @@ def _simulate(
         "strategy": strategy,
         "law": str(law),
         "law_kind": law_kind(law),
-        "k": k,
-        "groups": groups,
-        "budget": budget,
-        "steps": steps,
-        "replicates": replicates,
-        "seed": seed,
-        "tau_low": tau_low,
-        "tau_high": tau_high,
-        "prior": list(prior),
-        "capacity": cap,
-        "probe": probe,
-        "increment": increment,
-        "pool": pool,
-        "len_pass": tokens.len_pass,
-        "len_fail": tokens.len_fail,
-        **{key: (list(v) if isinstance(v, tuple) else v) for key, v in prm.items()},
+        **{key: getattr(run, key) for key in ("k", "groups", "budget", "steps", "replicates")},
+        **{key: getattr(run, key) for key in ("seed", "tau_low", "tau_high")},
+        "prior": list(run.prior),
+        "capacity": run.cap,
+        "probe": run.probe,
+        "increment": run.increment,
+        "pool": run.pool,
+        "len_pass": run.tokens.len_pass,
+        "len_fail": run.tokens.len_fail,
+        **{key: (list(v) if isinstance(v, tuple) else v) for key, v in run.prm.items()},
     }
     bar = None
-    if progress and sys.stderr.isatty():
+    if run.progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(total=steps, desc=strategy, unit="step", leave=False)
-    state = (rng, st, perm, pool_x, trained)
-    if meta.family == "sara":
-        outs, extra_cols, events = _run_sara(
-            strategy, lawt, state, k, groups, budget, cap, steps, replicates, slots, tau_low,
-            tau_high, prior, probe, increment, max_rounds, tokens, prm, log_events, bar,
-        )  # fmt: skip
+    stream = Stream(st, perm, pool_x, trained)
+    if run.meta.family == "sara":
+        outs, extra_cols, events = _run_sara(run, lawt, rng, stream, slots, bar)
     else:
-        outs = _run_batch(meta.code, strategy, lawt, state, k, groups, budget, steps, replicates,
-                          n_pool, tokens, prm, bar)  # fmt: skip
+        outs = _run_batch(run, lawt, rng, stream, bar)
         extra_cols, events = {}, None
     if bar is not None:
         bar.close()
@@ -204,32 +194,33 @@ def _simulate(
     return SimResult(frame, config, events)
 
 
-def _run_sara(strategy, lawt, state, k, groups, budget, cap, steps, replicates, slots, tau_low,
-              tau_high, prior, probe, increment, max_rounds, tokens, prm, log_events,
-              bar):  # fmt: skip
+def _run_sara(run, lawt, rng, stream, slots, bar):
     from .policy import next_request
 
-    rng, st, perm, pool_x, trained = state
-    planner = SaraPlanner(strategy, k, replicates, tau_low, tau_high, prior, prm)
-    probe_p = planner.probe(prm, probe)
-    first = int(next_request(0, 0, k, planner.plans[0], probe_p, increment))
-    maxo = slots * (cap // max(first, 1)) + 64  # open prompts: ~ one round of probes
-    n_pool = pool_x.shape[1]
-    ev = np.zeros((replicates, n_pool if row(strategy).needs_history else 0, 4))
-    ev[..., 2] = -1.0
-    kstate = (
-        st, perm, pool_x, trained, ev,
+    k, replicates, steps, prm = run.k, run.replicates, run.steps, run.prm
+    planner = SaraPlanner(run.strategy, k, replicates, run.tau_low, run.tau_high, run.prior, prm)
+    probe_p = planner.probe(prm, run.probe)
+    first = int(next_request(0, 0, k, planner.plans[0], probe_p, run.increment))
+    maxo = slots * (run.cap // max(first, 1)) + 64  # open prompts: ~ one round of probes
+    history = row(run.strategy).needs_history
+    n_prompts = lawt.seq_pool if lawt.seq_pool > 0 else stream.pool_x.shape[1]
+    ev = np.tile(new_evidence(), (replicates, n_prompts if history else 0, 1))
+    state = SaraState(
+        rng, *stream, ev,
         np.zeros((replicates, maxo, N_FIELDS), np.int64),  # open prompts
         np.zeros((replicates, maxo)),  # their rates
         np.zeros((replicates, maxo, 2), np.int64),  # carried groups
         np.zeros((replicates, 3), np.int64),  # n_open, n_done, n_log
-        np.concatenate([np.full((replicates, 2), np.nan), np.zeros((replicates, 2))], axis=1),
+        np.tile(new_rates(), (replicates, 1)),
         planner.pop,
     )  # fmt: skip
-    cfg_i = np.array([k, groups, budget or 0, cap, probe_p, increment, max_rounds], np.int64)
-    hist = planner.history_cfg
-    cfg_f = np.array([tau_low, tokens.len_pass, tokens.len_fail, *hist], np.float64)
-    log = np.zeros((replicates, int(log_events), 7), np.int64)
+    _, rho, kappa, explore, rule_price, max_skip = planner.history_cfg
+    hist = HistoryKnobs(float(rho), float(kappa), float(explore), float(max_skip), rule_price > 0)
+    cfg = SaraConfig(
+        k, run.groups, run.budget or 0, run.cap, probe_p, run.increment, run.max_rounds,
+        float(run.tau_low), float(run.tokens.len_pass), float(run.tokens.len_fail), history, *hist
+    )  # fmt: skip
+    log = np.zeros((replicates, int(run.log_events), 7), np.int64)
     outs, plan_rows, prior_rows = [], [], []
     todo = [(s, 1) for s in range(steps)] if planner.adaptive else _chunks(steps, bar)
     for s0, n in todo:
@@ -237,7 +228,7 @@ def _run_sara(strategy, lawt, state, k, groups, budget, cap, steps, replicates, 
         eb_shape = (replicates, k + 1, k + 1) if planner.adaptive else (replicates, 0, 0)
         eb = np.zeros(eb_shape, np.int64)
         out = np.zeros((replicates, n, N_METRICS))
-        sara_steps(lawt, rng, s0, n, cfg_i, cfg_f, planner.plans, kstate, out, eb, log)
+        sara_steps(lawt, cfg, planner.plans, state, s0, n, StepOutputs(out, eb, log))
         if out[..., I_OVERFLOW].any():
             if bar is not None:
                 bar.close()
@@ -252,15 +243,14 @@ def _run_sara(strategy, lawt, state, k, groups, budget, cap, steps, replicates, 
     priors = np.concatenate(prior_rows, axis=1)
     extra = {f"plan{j}": plans[..., j].ravel() for j in range(5)}
     extra["prior_a"], extra["prior_b"] = priors[..., 0].ravel(), priors[..., 1].ravel()
-    n_log = kstate[8][:, 2]
-    events = [log[r, : n_log[r]].copy() for r in range(replicates)] if log_events else None
+    n_log = state.cnt[:, 2]
+    events = [log[r, : n_log[r]].copy() for r in range(replicates)] if run.log_events else None
     return outs, extra, events
 
 
-def _run_batch(code, strategy, lawt, state, k, groups, budget, steps, replicates, n_pool, tokens,
-               prm, bar):  # fmt: skip
-    rng, st, perm, pool_x, trained = state
-    prmv = batch_params(strategy, k, prm)
+def _run_batch(run, lawt, rng, stream, bar):
+    replicates, n_pool, prm = run.replicates, stream.pool_x.shape[1], run.prm
+    prmv = batch_params(run.strategy, run.k, prm)
     hist_i = np.zeros((replicates, n_pool, 4), np.int64)
     hist_i[..., 3] = -1
     hist_f = np.empty((replicates, n_pool, 2))
@@ -268,12 +258,13 @@ def _run_batch(code, strategy, lawt, state, k, groups, budget, steps, replicates
     glob = np.zeros((replicates, 8))
     glob[:, G_P_EASY] = glob[:, G_P_HARD] = prm.get("p_init", 1.0)
     trans = np.zeros((replicates, 3, 3))
-    lens = np.array([tokens.len_pass, tokens.len_fail], np.float64)
+    lens = np.array([run.tokens.len_pass, run.tokens.len_fail], np.float64)
+    cfg = BatchConfig(run.k, run.groups, run.budget or 0, prmv, lens)
+    state = BatchState(rng, *stream, hist_i, hist_f, glob, trans)
     outs = []
-    for s0, n in _chunks(steps, bar):
+    for s0, n in _chunks(run.steps, bar):
         out = np.zeros((replicates, n, N_METRICS))
-        batch_steps(code, lawt, rng, s0, n, k, groups, budget or 0, prmv, lens, st, perm, pool_x,
-                    trained, hist_i, hist_f, glob, trans, out)  # fmt: skip
+        batch_steps(run.meta.code, lawt, cfg, state, s0, n, out)
         outs.append(out)
         if bar is not None:
             bar.update(n)

@@ -11,11 +11,12 @@ of an urn).  A committed group's final success count is then o*L + (1 - o) + Bin
 (a draw without replacement from what is left of the urn, for a history) — O(1) random draws per
 prompt for any k, whatever the schedule of rounds.
 
-**Laws as arrays** (the ``law`` tuple, built by ``laws.encode_law``):
-(kind, pool, n_epochs, cum_weights, comp_kind, comp_a, comp_b, rec_c, rec_n, drift, sequences).
-Kinds: RATES (a Beta/point mixture; a fresh prompt per pull, or a fixed pool revisited pass after
-pass), HISTORY (records rec_c / rec_n [prompt, epoch]; an urn per visit), DRIFT (a pool whose logit
-rates move, see ``laws.DriftLaw``), SEQUENCES (pre-drawn outcome rows, for the identity test).
+**Laws as arrays** (``Law``, built by ``laws.encode_law``).  Kinds: RATES (a Beta/point
+mixture; a fresh prompt per pull, or a fixed pool revisited pass after pass), HISTORY (records
+rec_c / rec_n [prompt, epoch]; an urn per visit), DRIFT (a pool whose logit rates move, see
+``laws.DriftLaw``), SEQUENCES (pre-drawn outcome rows, for the identity test; with seq_pool > 0
+row i is a visit of prompt i % seq_pool in epoch i // seq_pool).  A replicate's position in its
+stream is a ``Stream``.
 
 >>> from sara_sim.rng import seed_state
 >>> rs = seed_state(0, 0)
@@ -25,13 +26,39 @@ rates move, see ``laws.DriftLaw``), SEQUENCES (pre-drawn outcome rows, for the i
 """
 
 import math
+from typing import NamedTuple
 
+import numpy as np
 from numba import njit
 
 from .rng import beta, binomial, shuffle, uniform, urn_draw
 
 RATES, HISTORY, DRIFT, SEQUENCES = 0, 1, 2, 3
 COMP_BETA, COMP_POINT = 0, 1
+
+
+class Law(NamedTuple):
+    kind: int  # RATES, HISTORY, DRIFT or SEQUENCES
+    pool: int  # prompts in a revisited pool (0: a fresh prompt per pull)
+    n_epochs: int  # HISTORY: recorded epochs
+    cum_weights: np.ndarray  # mixture components: cumulative weights, kind, a, b
+    comp_kind: np.ndarray
+    comp_a: np.ndarray
+    comp_b: np.ndarray
+    rec_c: np.ndarray  # HISTORY: [prompt, epoch] passes / samples (-1: no record)
+    rec_n: np.ndarray
+    drift: np.ndarray  # DRIFT: [rate per step, boost per time trained]
+    seq: np.ndarray  # SEQUENCES: pre-drawn outcome rows
+    seq_pool: int  # SEQUENCES: prompts the rows revisit (0: each row its own prompt)
+
+
+class Stream(NamedTuple):
+    """One replicate's place in its prompt stream (arrays updated in place)."""
+
+    st: np.ndarray  # [position in pass, pass index, fresh-prompt counter]
+    perm: np.ndarray  # the pool's order in this pass
+    pool_x: np.ndarray  # the pool's rates (DRIFT: logits at step 0)
+    trained: np.ndarray  # DRIFT: times each pool prompt entered a batch as an effective group
 
 
 @njit(cache=True)
@@ -152,12 +179,12 @@ def draw_successes(rs, m, g, urn, row, seq, pos):
 @njit(cache=True)
 def init_pool(rs, law, pool_x, perm):
     """Draw a replicate's pool (rates, or drift logits) and its first pass order."""
-    kind, n_pool, _, cw, ck, ca, cb, _, _, _, _ = law
+    n_pool = law.pool
     for p in range(n_pool):
         perm[p] = p
-        if kind == RATES or kind == DRIFT:
-            g = draw_rate(rs, cw, ck, ca, cb)
-            if kind == DRIFT:
+        if law.kind == RATES or law.kind == DRIFT:
+            g = draw_rate(rs, law.cum_weights, law.comp_kind, law.comp_a, law.comp_b)
+            if law.kind == DRIFT:
                 g = min(max(g, 1e-9), 1.0 - 1e-9)
                 g = math.log(g) - math.log1p(-g)
             pool_x[p] = g
@@ -165,34 +192,16 @@ def init_pool(rs, law, pool_x, perm):
 
 
 @njit(cache=True)
-def pull(
-    rs,
-    kind,
-    n_pool,
-    n_epochs,
-    cw,
-    ck,
-    ca,
-    cb,
-    rec_c,
-    rec_n,
-    drift,
-    n_seq,
-    st,
-    perm,
-    pool_x,
-    trained,
-    step,
-):
+def pull(rs, law, stream, step):
     """Next prompt of a replicate's stream: (prompt id, rate, urn passes, urn size); id -1 when a
-    finite stream is exhausted.  st = [position in pass, pass index, fresh-prompt counter].
-    (The law arrives unpacked: passing the law tuple per call costs ~100x more.)"""
+    finite stream is exhausted."""
+    st, perm, n_pool, kind = stream.st, stream.perm, law.pool, law.kind
     if n_pool == 0:
         pid = st[2]
         st[2] += 1
         if kind == SEQUENCES:
-            return (pid if pid < n_seq else -1), 0.0, 0, -1
-        return pid, draw_rate(rs, cw, ck, ca, cb), 0, -1
+            return (pid if pid < law.seq.shape[0] else -1), 0.0, 0, -1
+        return pid, draw_rate(rs, law.cum_weights, law.comp_kind, law.comp_a, law.comp_b), 0, -1
     misses = 0
     while True:
         if st[0] >= n_pool:
@@ -202,14 +211,27 @@ def pull(
         pid = perm[st[0]]
         st[0] += 1
         if kind == HISTORY:
-            e = st[1] % n_epochs
-            if rec_n[pid, e] <= 0:
+            e = st[1] % law.n_epochs
+            c, n = law.rec_c[pid, e], law.rec_n[pid, e]
+            if n <= 0:
                 misses += 1
-                if misses > n_pool * n_epochs:
+                if misses > n_pool * law.n_epochs:
                     return -1, 0.0, 0, -1
                 continue
-            return pid, rec_c[pid, e] / rec_n[pid, e], rec_c[pid, e], rec_n[pid, e]
+            return pid, c / n, c, n
         if kind == DRIFT:
-            x = pool_x[pid] + drift[0] * step + drift[1] * trained[pid]
+            x = stream.pool_x[pid] + law.drift[0] * step + law.drift[1] * stream.trained[pid]
             return pid, 1.0 / (1.0 + math.exp(-x)), 0, -1
-        return pid, pool_x[pid], 0, -1
+        return pid, stream.pool_x[pid], 0, -1
+
+
+@njit(cache=True)
+def history_key(law, pid, st):
+    """(the prompt whose history a pulled id feeds, the epoch of the visit): a pool's prompt in
+    the current pass; a pre-drawn row of a revisited pool (seq_pool > 0) is prompt row % seq_pool
+    in epoch row // seq_pool; -1 (no history) for a stream of fresh prompts."""
+    if law.kind == SEQUENCES:
+        if law.seq_pool > 0 and pid >= 0:
+            return pid % law.seq_pool, float(pid // law.seq_pool)
+        return -1, 0.0
+    return (pid if law.pool > 0 else -1), float(st[1])

@@ -42,8 +42,8 @@ def test_no_module_spells_out_a_list_of_strategy_names():
 
 
 def test_defaults_are_written_once():
-    sim = inspect.signature(sim_module._simulate).parameters
-    assert sim["tau_low"].default == SARA.tau_low and sim["max_rounds"].default == SARA.max_rounds
+    opts = sim_module.OPTIONS
+    assert opts["tau_low"] == SARA.tau_low and opts["max_rounds"] == SARA.max_rounds
     args = build_parser().parse_args(["simulate", "--strategy", "sara", "--difficulty", "x"] + [
         "--k", "8"])  # fmt: skip
     assert args.tau_low == SARA.tau_low

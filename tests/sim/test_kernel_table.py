@@ -15,7 +15,8 @@ def test_small_table_same_result(tau_low):
     ref = sim.simulate("sara", law, k=8, groups=24, steps=10, replicates=2, seed=5, **kw)
     # slots=0: a table of 64 slots, full mid-round (k=8, 24 groups, tau_low 0.3 compacts); it
     # must not overflow here (an overflow raises and fails the test)
-    small = sim._simulate("sara", law, 8, 24, None, 10, 2, 5, 0, **kw)
+    run = sim._checked("sara", law, 8, 24, None, 10, 2, 5, {**sim.OPTIONS, **kw}, {})
+    small = sim._simulate(run, law, 0)
     a = ref.frame.drop(columns="strategy").to_numpy(float)
     b = small.frame.drop(columns="strategy").to_numpy(float)
     assert np.array_equal(a, b, equal_nan=True)
@@ -28,9 +29,10 @@ def test_overflow_is_reported_and_simulate_reruns_with_a_bigger_table():
     biggest table's."""
     law = parse_sim_law("beta:0.5,0.5")
     kw = dict(tau_low=0.3, capacity=4096, log_events=4000)
+    run = sim._checked("sara", law, 8, 64, None, 10, 2, 5, {**sim.OPTIONS, **kw}, {})
     with pytest.raises(sim._Overflow):
-        sim._simulate("sara", law, 8, 64, None, 10, 2, 5, 0, **kw)
-    big = sim._simulate("sara", law, 8, 64, None, 10, 2, 5, 256, **kw)
+        sim._simulate(run, law, 0)
+    big = sim._simulate(run, law, 256)
     got = sim.simulate("sara", law, k=8, groups=64, steps=10, replicates=2, seed=5, **kw)
     a = big.frame.drop(columns="strategy").to_numpy(float)
     b = got.frame.drop(columns="strategy").to_numpy(float)

@@ -1,0 +1,231 @@
+"""Golden numbers: every simulator, theory and collector result the project reports, exactly.
+
+``python -m tests.sim.golden --write`` records them in ``golden_sim.json`` (one JSON line per
+case; floats as their ``repr``, which round-trips exactly, so a comparison is bit for bit);
+``test_golden.py`` recomputes every case and compares.  A refactor that should change no number
+must leave this file unchanged; a change that does move a number regenerates only the affected
+cases (``--write --only KEY ...``) and says why, with a test that proves the new value right.
+
+Grid: every simulator strategy x laws (a fresh-prompt stream, a Beta/point mixture, a finite pool
+revisited over epochs so sara-history has evidence, a drifting pool, the DeepScaleR history) x
+k in {4, 8, 16, 128} x two seeds, fixed-budget runs of the strategies that have one, a few schedule
+variants with their decision logs; the exact theory and Bayes-optimal plans; and the Python
+collectors (``make_collector``) on seeded finite-pool scenarios, capacity-limited so that prompts
+are carried across steps and visits of one prompt overlap.
+
+Regenerated since the first recording (and why):
+* the 7 ``sim sara-history`` cases on revisited pools (``beta:1,2 pool=24``, ``drift``) whose
+  numbers moved: the kernel now dates a visit's outcomes by the epoch it was pulled in, as the
+  collector does, so a visit that ends after a later visit of its prompt is merged at its age
+  (``schedule.observe``).  Dated by the epoch it ended in, the refactored kernel reproduced the
+  recorded numbers bit for bit; ``test_identity.py`` (revisited pool, out-of-order observations
+  included) shows the kernel now decides exactly as the collector.
+"""
+
+import argparse
+import dataclasses
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+GOLDEN = Path(__file__).with_name("golden_sim.json")
+HISTORY = Path(__file__).resolve().parents[2].parent / "shared/data/deepscaler_pass_history.csv"
+KS = (4, 8, 16, 128)
+SEEDS = (0, 7)
+SIM_LAWS = (
+    ("beta:0.5,0.5", 0),
+    ("mix:0.5*beta:0.3,0.9+0.3*point:0+0.2*point:1", 0),
+    ("beta:1,2", 24),  # a finite pool revisited pass after pass: history strategies learn
+    ("drift:1,3,0.05,0.5,24", 0),
+    (f"history:{HISTORY}", 0),
+)
+BUDGETED = ("uniform", "sara", "sara-eb", "sara-auto", "speed")
+VARIANTS = (  # schedule knobs of the SARA family, with decision logs
+    ("sara", {"probe": 2, "increment": 1, "capacity": 40}),
+    ("sara", {"tau_low": 0.4, "tau_high": 0.95, "prior": (2.0, 2.0)}),
+    ("sara-history", {"rule": "tau", "kappa": 1.0, "explore": 0.0}),
+    ("sara-history", {"capacity": 24, "max_skip": 0}),
+    ("sara-auto", {"eb_window": 2}),
+)
+
+
+def enc(x):
+    """JSON-able, exact: floats by repr, numpy scalars / arrays unpacked."""
+    if isinstance(x, bool | np.bool_):
+        return bool(x)
+    if isinstance(x, int | np.integer):
+        return int(x)
+    if isinstance(x, float | np.floating):  # repr round-trips exactly; nan / inf as strings
+        return float(x) if math.isfinite(x) else repr(float(x))
+    if isinstance(x, np.ndarray):
+        return [enc(v) for v in x.tolist()]
+    if isinstance(x, dict):
+        return {str(key): enc(v) for key, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [enc(v) for v in x]
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)
+
+
+def _law(spec):
+    from sara_sim.laws import parse_sim_law
+
+    return parse_sim_law(spec, "0-3" if spec.startswith("history:") else None)
+
+
+def _sim(strategy, spec, pool, k, seed, **kw):
+    from sara_sim.errors import ParameterError
+    from sara_sim.simulate import simulate
+
+    try:
+        res = simulate(strategy, _law(spec), k=k, groups=6, steps=5, replicates=2, seed=seed,
+                       pool=pool, **kw)  # fmt: skip
+    except ParameterError as e:
+        return {"error": str(e)}
+    f = res.frame
+    out = {"frame": {c: enc(f[c].to_numpy()) for c in f.columns if c != "strategy"}}
+    out["config"] = enc(res.config)
+    if res.events is not None:
+        out["events"] = enc([e for e in res.events])
+    return out
+
+
+def sim_cases():
+    from sara_sim.strategies import STRATEGIES
+
+    spec0, pool0 = SIM_LAWS[0]
+    for strategy, (spec, pool), k, seed in itertools.product(STRATEGIES, SIM_LAWS, KS, SEEDS):
+        yield (f"sim {strategy} {spec.split('/')[-1]} pool={pool} k={k} seed={seed}",
+               lambda a=(strategy, spec, pool, k, seed): _sim(*a))  # fmt: skip
+    for strategy, (spec, pool), k in itertools.product(BUDGETED, SIM_LAWS[:3], KS):
+        yield (f"sim {strategy} {spec} pool={pool} k={k} budget={5 * k}",
+               lambda a=(strategy, spec, pool, k): _sim(*a, 1, budget=5 * a[3]))  # fmt: skip
+    for (strategy, kw), (spec, pool), k in itertools.product(VARIANTS, SIM_LAWS[1:3], (8, 16)):
+        key = f"sim {strategy} {spec} pool={pool} k={k} {sorted(kw.items())}"
+        yield key, lambda a=(strategy, spec, pool, k), kw=kw: _sim(*a, 3, log_events=400, **kw)
+
+
+def _theory(spec, k):
+    from sara_sim.beta import p_eff
+    from sara_sim.errors import ParameterError
+    from sara_sim.optimal import bayes_optimal
+    from sara_sim.theory import best_tau, sequential_law, tau_breakpoints
+
+    law = _law(spec)
+    out = {"breakpoints": enc(tau_breakpoints(k, (1.0, 1.0)))}
+    n, s = np.meshgrid(np.arange(k + 1), np.arange(k + 1))
+    ok = s <= n
+    out["p_eff"] = enc(p_eff(n[ok], s[ok], k, 0.6, 1.3))
+    try:
+        out["tau"] = enc(sequential_law(law, k, 0.2))
+        out["tau_sched"] = enc(sequential_law(law, k, 0.35, 0.9, (0.5, 1.5), probe=2, increment=1))
+        out["optimal"] = enc(bayes_optimal(law, k))
+        if k <= 16:
+            out["best_tau"] = enc(best_tau(law, k))
+    except ParameterError as e:
+        out["error"] = str(e)
+    return out
+
+
+def theory_cases():
+    specs = [s for s, _ in SIM_LAWS if not s.startswith("drift")]
+    for spec, k in itertools.product(specs, KS):
+        yield f"theory {spec.split('/')[-1]} k={k}", lambda a=(spec, k): _theory(*a)
+
+
+def _collect(name, k, seed, pool, steps, **kw):
+    """A seeded finite pool revisited epoch after epoch (ids epoch * pool + index)."""
+    from sara_sim.allocator import make_collector
+
+    rng = np.random.default_rng(seed)
+    rate = rng.beta(0.4, 0.6, pool)
+    hist = name in ("sara-history", "sara-mopps", "sara-dps")
+    col = make_collector(name, k=k, seed=seed, epoch_size=pool if hist else None, **kw)
+
+    def stream():
+        for epoch in itertools.count():
+            for i in rng.permutation(pool):
+                yield epoch * pool + int(i)
+
+    def sample(requests):
+        return [[int(x) for x in rng.random(r.n) < rate[r.prompt_id % pool]] for r in requests]
+
+    it = stream()
+    out = []
+    for _ in range(steps):
+        res = dataclasses.asdict(col.collect_step(it, sample))
+        out.append(enc(res))
+    return out
+
+
+def collector_cases():
+    from sara_sim.allocator import STRATEGIES
+
+    for name, k, seed in itertools.product(STRATEGIES, (4, 8, 16), (0, 1)):
+        kw = {"groups": 6}
+        if name.startswith("sara"):
+            kw["capacity"] = 3 * k  # prompts stay open across steps: visits of a prompt overlap
+        yield (f"collect {name} k={k} seed={seed}",
+               lambda a=(name, k, seed), kw=kw: _collect(*a, 10, 8, **kw))  # fmt: skip
+    for name, k in itertools.product(("sara", "sara-eb", "sara-auto", "sara-history"), (4, 8)):
+        kw = {"budget": 6 * k, "probe": 1, "increment": 1} if name != "sara-history" else {
+            "groups": 5, "capacity": 2 * k, "tau_low": 0.35, "max_rounds": 7}  # fmt: skip
+        yield (f"collect {name} k={k} {sorted(kw.items())}",
+               lambda a=(name, k), kw=kw: _collect(*a, 3, 12, 10, **kw))  # fmt: skip
+
+
+def all_cases():
+    yield from sim_cases()
+    yield from theory_cases()
+    yield from collector_cases()
+
+
+def compute(keys=None):
+    cases = all_cases()
+    return {key: json.loads(json.dumps(fn())) for key, fn in cases if keys is None or key in keys}
+
+
+def load():
+    with open(GOLDEN) as fh:
+        return dict(json.loads(line) for line in fh)
+
+
+def write(cases, path=GOLDEN):
+    with open(path, "w") as fh:
+        for key, value in cases.items():
+            fh.write(json.dumps([key, value], sort_keys=True) + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write", action="store_true", help="record every case in golden_sim.json")
+    ap.add_argument(
+        "--only", nargs="*", help="with --write: regenerate only the cases with these keys"
+    )
+    args = ap.parse_args(argv)
+    if args.only:
+        cases = load()
+        new = compute(set(args.only))
+        missing = set(args.only) - set(new)
+        if missing:
+            sys.exit(f"unknown cases: {sorted(missing)}")
+        cases.update(new)
+    else:
+        cases = compute()
+    if args.write:
+        write(cases)
+    old = load() if GOLDEN.exists() and not args.write else None
+    changed = [key for key in cases if old is not None and old.get(key) != cases[key]]
+    print(f"{len(cases)} cases" + (f", {len(changed)} differ from {GOLDEN.name}" if old else ""))
+    for key in changed:
+        print("  differs:", key)
+    return 0 if not changed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
