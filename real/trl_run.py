@@ -30,6 +30,8 @@ def check_trl_config(cfg) -> None:
     """What only the TRL path needs; cheap (no torch import)."""
     if importlib.util.find_spec("trl") is None:
         raise ParameterError("--trainer", "trl is not installed: pip install '.[trl]'")
+    if cfg.audit_abandoned:  # the off-budget completion lives in real/collect.py only
+        raise ParameterError("--audit-abandoned", "only --trainer native audits abandoned prompts")
     rows = cfg.k * cfg.groups
     if rows % cfg.grpo.minibatches:
         raise ParameterError("--minibatches", f"must divide groups x k = {rows} for --trainer trl")
@@ -114,7 +116,7 @@ def train_trl(cfg, checked, engine=None) -> dict:
     from trl import GRPOTrainer
 
     from real.tasks import RewardGuard
-    from real.train import evaluate, make_engine
+    from real.train import eval_wins, make_engine
     from real.trl_adapter import SaraRollout
 
     torch.manual_seed(cfg.seed)
@@ -146,9 +148,11 @@ def train_trl(cfg, checked, engine=None) -> dict:
         eval_initial = json.loads((out / "eval_initial.json").read_text())["eval_initial"]
     else:
         engine.push_weights(model)  # the engine may hold another run's weights (compare)
-        eval_initial = evaluate(engine, task, cfg, tag=0)
+        initial_wins = eval_wins(engine, task, cfg, tag=0)
+        eval_initial = sum(initial_wins) / (len(initial_wins) * cfg.eval_samples)
         atomic_write(out / "eval_initial.json", json.dumps({"eval_initial": eval_initial}).encode())
-    log = _RunLog(cfg, sara, engine, task, guard, metrics_path, rows, evaluate)
+    log = _RunLog(cfg, sara, engine, task, guard, metrics_path, rows, eval_wins)
+    log.initial_wins = None if resume else initial_wins  # on the first line, as natively
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=sara.reward_funcs,
@@ -178,9 +182,9 @@ class _RunLog(_callback_base()):
     """One native-format metrics line per collection step, written when TRL logs the step's last
     optimizer update (on_log runs before on_save, so the line is on disk before the checkpoint)."""
 
-    def __init__(self, cfg, sara, engine, task, guard, path, rows, evaluate):
+    def __init__(self, cfg, sara, engine, task, guard, path, rows, eval_wins):
         self.cfg, self.sara, self.engine, self.task, self.guard = cfg, sara, engine, task, guard
-        self.path, self.evaluate = path, evaluate
+        self.path, self.eval_wins, self.initial_wins = path, eval_wins, None
         last = rows[-1] if rows else {}
         self.cum = {k: last.get(f"cum_{k}", 0) for k in ("rollouts", "tokens", "effective")}
         self.errors_seen = 0
@@ -203,7 +207,8 @@ class _RunLog(_callback_base()):
         if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
             t0 = time.perf_counter()
             self.engine.push_weights(model)
-            eval_acc = self.evaluate(self.engine, self.task, cfg, tag=step + 1)
+            wins = self.eval_wins(self.engine, self.task, cfg, tag=step + 1)
+            eval_acc = sum(wins) / (len(wins) * cfg.eval_samples)
             eval_s = time.perf_counter() - t0
         now = time.perf_counter()
         wall_s, self.t_last = now - self.t_last, now
@@ -234,8 +239,13 @@ class _RunLog(_callback_base()):
             "cum_rollouts": self.cum["rollouts"],
             "cum_tokens": self.cum["tokens"],
             "cum_effective": self.cum["effective"],
+            "audited": 0,  # check_trl_config refuses --audit-abandoned: nothing is audited here
+            "audit_mixed": 0,
         }
         if eval_acc is not None:
             row["eval_accuracy"] = eval_acc
+            row["eval_wins"] = wins  # per held-out problem, out of eval_samples
+        if self.initial_wins is not None:
+            row["eval_initial_wins"], self.initial_wins = self.initial_wins, None
         append_metrics(self.path, row)
         self.losses = []

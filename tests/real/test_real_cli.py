@@ -64,6 +64,7 @@ VALIDATE_BAD = [
     (["--max-model-len", "0"], "--max-model-len"),
     (["--old-logprobs", "bogus"], "--old-logprobs"),
     (["--trainer", "trl", "--minibatches", "0"], "--minibatches"),  # checked before the trl rule
+    (["--trainer", "trl", "--audit-abandoned", "2"], "--audit-abandoned"),  # native only
     (["--betas", "0.9,1"], "--betas"),
     (["--betas", "0.9"], "--betas"),
     (["--weight-decay", "-1"], "--weight-decay"),
