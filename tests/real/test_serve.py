@@ -224,7 +224,11 @@ def test_serve_execs_the_server_and_samples_like_the_in_process_engine(
     ref = engine.generate(PROMPTS, ns, max_tokens=8, seeds=seeds)
     assert _samples(got) == _samples(ref)
     for g, r, n in zip(got, ref, ns, strict=True):
-        assert g.prompt_token_ids == r.prompt_token_ids or n == 0  # in-process: [] when n = 0
+        if n == 0:  # nothing sampled: the client still knows the prompt's ids, vLLM's LLM not
+            assert g.completions == r.completions == [] and r.prompt_token_ids == []
+            assert len(g.prompt_token_ids) == served.n_tokens(g.prompt) > 0
+            continue
+        assert g.prompt_token_ids == r.prompt_token_ids
         for cg, cr in zip(g.completions, r.completions, strict=True):
             assert cg.logprobs == pytest.approx(cr.logprobs, abs=1e-5)
     # scattered seeds: one request per rollout, the same samples as consecutive ones would give
