@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sara_sim.replay import load_history, replay
+from sara_sim.sim.replay import load_history, replay
 
 DATA = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "deepscaler_pass_history.csv"

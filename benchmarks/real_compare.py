@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true", help="continue a crashed benchmark")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     a = ap.parse_args(argv)
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     try:
         return _run(a)

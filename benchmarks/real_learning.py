@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true", help="continue a killed benchmark")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     a = ap.parse_args(argv)
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     try:
         plan = check_args(a)
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
 
 
 def _list(text: str, flag: str, cast):
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     try:
         items = [cast(x) for x in str(text).split(",") if x.strip()]
@@ -140,7 +140,7 @@ def check_args(a) -> list:
     """Every argument and every (k, seed) compare's folder, before any engine starts."""
     from real.checks import SEED_MAX
     from real.compare import check_compare
-    from sara_sim.errors import ParameterError, check_int
+    from sara_sim.core.errors import ParameterError, check_int
 
     allocators = _list(a.allocators, "--allocators", str)
     ks = _list(a.k, "--k", int)

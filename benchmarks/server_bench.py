@@ -23,7 +23,7 @@ from real import _env  # noqa: E402,F401  (env before torch / vllm)
 def _collector(engine, task, k, groups, seed):
     from real.collect import RolloutCollector
     from real.tasks import PromptStream
-    from sara_sim.allocator import make_collector
+    from sara_sim.collect.allocator import make_collector
 
     col = make_collector("sara", k=k, groups=groups, tau_low=0.3, seed=seed)
     return RolloutCollector(engine, task, col, k, seed=seed), PromptStream(task, seed=seed)

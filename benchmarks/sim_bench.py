@@ -9,7 +9,7 @@ driving the same rule; and the speed-up over k (run-length sampling makes it gro
 
 import argparse
 
-from sara_sim.bench import bench_report, run_bench
+from sara_sim.sim.bench import bench_report, run_bench
 
 
 def main():

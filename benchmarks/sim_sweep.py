@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from sara_sim.laws import parse_sim_law
-from sara_sim.simulate import sweep
-from sara_sim.strategies import STRATEGIES
-from sara_sim.theory import sequential_law
+from sara_sim.core.theory import sequential_law
+from sara_sim.sim.laws import parse_sim_law
+from sara_sim.sim.simulate import sweep
+from sara_sim.sim.strategies import STRATEGIES
 
 HISTORY = Path(__file__).resolve().parents[2] / "shared" / "data" / "deepscaler_pass_history.csv"
 

@@ -12,9 +12,9 @@ import time
 import numpy as np
 from scipy import stats
 
-from sara_sim.beta import p_eff_ufunc
-from sara_sim.difficulty import BetaLaw
-from sara_sim.theory import sequential_law
+from sara_sim.core.beta import p_eff_ufunc
+from sara_sim.core.difficulty import BetaLaw
+from sara_sim.core.theory import sequential_law
 
 
 def naive_p_eff(n, s, k, a0, b0):

@@ -49,8 +49,9 @@ exact savings in rollouts per effective group against dynamic sampling (DS), the
 probability, and the cost per effective group — and which τ_low is best for each k (with the
 Bayes-optimal stopping policy as the floor)?
 
-Everything here is exact theory (`sara_sim.theory`), no simulation. Change the law, prior and grids
-in the parameter cell; a history law needs k ≤ 8 (8 recorded samples per prompt and epoch).""",
+Everything here is exact theory (`sara_sim.core.theory`), no simulation. Change the law, prior and
+grids in the parameter cell; a history law needs k ≤ 8 (8 recorded samples per prompt and
+epoch).""",
     ),
     (
         "params",
@@ -71,9 +72,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from sara_sim.difficulty import parse_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.theory import best_tau, sequential_law
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.theory import best_tau, sequential_law
 """),
     ),
     (
@@ -315,7 +316,7 @@ THEORY_VS_SIM = [
 **Answers:** for a handful of (difficulty law, k, τ_low, prior) cases, do the Numba simulator's
 per-prompt estimates — rollouts per prompt, P(abandon), P(false abandon), P(effective),
 abandonment reliability, signal proxy, cost per effective group — agree with the exact theory
-(`sara_sim.theory.sequential_law`) within their confidence intervals? And does the claim
+(`sara_sim.core.theory.sequential_law`) within their confidence intervals? And does the claim
 "P(effective | abandoned) < τ_low" hold in each case?
 
 The simulator books every fresh prompt once, when its fate is sealed (`decided_*` metrics), so its
@@ -346,9 +347,9 @@ import pandas as pd
 import seaborn as sns
 
 import paper_figs
-from sara_sim.difficulty import parse_law
-from sara_sim.simulate import simulate, summarize
-from sara_sim.theory import sequential_law
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.theory import sequential_law
+from sara_sim.sim.simulate import simulate, summarize
 """),
     ),
     (
@@ -475,11 +476,11 @@ import pandas as pd
 import seaborn as sns
 
 import paper_figs
-from sara_sim.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.replay import INFORMED_DEFAULTS, replay, signal_report
-from sara_sim.simulate import simulate, summarize
-from sara_sim.theory import best_tau
+from sara_sim.core.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.theory import best_tau
+from sara_sim.sim.replay import INFORMED_DEFAULTS, replay, signal_report
+from sara_sim.sim.simulate import simulate, summarize
 """),
     ),
     (
@@ -596,9 +597,9 @@ sim.round(3)""",
         """\
 ## sara-history on the Python replay harness
 
-`sara_sim.replay` offers every prompt once per epoch (the recorded run's schedule), so a prompt's
-earlier visits can inform its prior. Same harness for every strategy listed, so the numbers compare
-with each other (not with the simulator's table above).""",
+`sara_sim.sim.replay` offers every prompt once per epoch (the recorded run's schedule), so a
+prompt's earlier visits can inform its prior. Same harness for every strategy listed, so the
+numbers compare with each other (not with the simulator's table above).""",
     ),
     (
         "code",

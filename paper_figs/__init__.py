@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 from ._common import HISTORY, NoData, history_path, learning_path, markdown, save, setup_style
 

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 from . import FIGURES, run
 

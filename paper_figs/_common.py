@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
 HISTORY = REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv"

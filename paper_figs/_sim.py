@@ -1,12 +1,12 @@
 """The simulated parts of the figures: thin helpers over the Numba simulator
-(``sara_sim.simulate``), with one seed per simulated cell derived from the figure seed."""
+(``sara_sim.sim.simulate``), with one seed per simulated cell derived from the figure seed."""
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from sara_sim.simulate import ratio_se, simulate, summarize
+from sara_sim.sim.simulate import ratio_se, simulate, summarize
 
 Z95 = 1.959963984540054
 

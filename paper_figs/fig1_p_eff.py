@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from sara_sim.beta import p_eff
+from sara_sim.core.beta import p_eff
 
 from ._common import Figure, lines
 

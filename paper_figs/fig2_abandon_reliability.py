@@ -4,9 +4,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from sara_sim.difficulty import parse_law
-from sara_sim.policy import ABANDON, threshold_plan
-from sara_sim.theory import sequential_law
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.policy import ABANDON, threshold_plan
+from sara_sim.core.theory import sequential_law
 
 from ._common import Figure, wilson
 from ._sim import Cells

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from sara_sim.difficulty import parse_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.theory import best_tau, sequential_law
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.theory import best_tau, sequential_law
 
 from ._common import LAW_COLORS, LAW_LABELS, Figure, history_spec
 

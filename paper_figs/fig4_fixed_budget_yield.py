@@ -4,9 +4,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from sara_sim.difficulty import BetaLaw, fit_beta_binomial, parse_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.theory import best_tau, sequential_law
+from sara_sim.core.difficulty import BetaLaw, fit_beta_binomial, parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.theory import best_tau, sequential_law
 
 from ._common import Figure, history_spec
 from ._sim import Z95, cell_seed, run

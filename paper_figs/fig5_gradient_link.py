@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from sara_sim.difficulty import parse_law
-from sara_sim.theory import sequential_law
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.theory import sequential_law
 
 from ._common import LAW_COLORS, LAW_LABELS, Figure, history_spec, lines
 from ._sim import Cells, ratio_ci

@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from sara_sim.difficulty import parse_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.theory import sequential_law, tau_breakpoints
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.theory import sequential_law, tau_breakpoints
 
 from ._common import Figure
 

@@ -4,9 +4,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from sara_sim.difficulty import parse_law
-from sara_sim.policy import threshold_plan
-from sara_sim.theory import best_tau, plan_law
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.policy import threshold_plan
+from sara_sim.core.theory import best_tau, plan_law
 
 from ._common import Figure
 from ._sim import Z95, Cells

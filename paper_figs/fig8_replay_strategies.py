@@ -4,9 +4,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from sara_sim.difficulty import parse_law
-from sara_sim.laws import TokenModel
-from sara_sim.strategies import STRATEGIES, info
+from sara_sim.core.difficulty import parse_law
+from sara_sim.sim.laws import TokenModel
+from sara_sim.sim.strategies import STRATEGIES, info
 
 from ._common import Figure, history_spec
 from ._sim import Z95, Cells
@@ -82,7 +82,7 @@ def build(seed=0, history=None):
     )
     fig.tight_layout()
     caption = (
-        "Every strategy of the simulator's harness (sara_sim.strategies, each with its "
+        "Every strategy of the simulator's harness (sara_sim.sim.strategies, each with its "
         "documented defaults; sara also at tau_low = 0.5) replays the recorded outcomes of 605 "
         "DeepScaleR prompts from a Qwen2.5-Math-1.5B GRPO run: the stream walks the prompts in a "
         "fresh random order per pass, pass j uses epoch j of the records (real drift), and a "
@@ -96,6 +96,6 @@ def build(seed=0, history=None):
     if "sara-history" not in STRATEGIES:
         caption += (
             " sara-history (per-prompt informed priors) runs in the Python replay harness "
-            "(sara_sim.replay) and is compared in notebooks/real_history_replay.ipynb."
+            "(sara_sim.sim.replay) and is compared in notebooks/real_history_replay.ipynb."
         )
     return Figure(fig, df, caption)

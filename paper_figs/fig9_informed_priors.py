@@ -6,8 +6,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from sara_sim.replay import INFORMED_DEFAULTS, SELECTOR_RATIO, load_history, replay, signal_report
-from sara_sim.simulate import ratio_se
+from sara_sim.sim.replay import (
+    INFORMED_DEFAULTS,
+    SELECTOR_RATIO,
+    load_history,
+    replay,
+    signal_report,
+)
+from sara_sim.sim.simulate import ratio_se
 
 from ._common import Figure, history_path
 from ._sim import Z95, cell_seed
@@ -177,7 +183,7 @@ def build(seed=0, history=None):
         for lab in RATE_STRATEGIES
     )
     caption = (
-        "sara_sim.replay replays the recorded outcomes of 605 DeepScaleR prompts "
+        "sara_sim.sim.replay replays the recorded outcomes of 605 DeepScaleR prompts "
         f"(Qwen2.5-Math-1.5B GRPO run) over epochs {EPOCHS.start}-{EPOCHS.stop - 1}: every prompt "
         f"is offered once per epoch in a seeded order and a visit draws its k = {K} rollouts "
         "without replacement from that epoch's 8 recorded outcomes; all strategies share the "

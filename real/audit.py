@@ -9,11 +9,12 @@ between passes, off by default), writes `history.csv` in `sara-sim`'s `history:`
 and prints (and writes to `audit.json`) what each allocator would cost on that model:
 
 * DS (verl dynamic sampling) and SARA at each tau_low: rollouts and tokens per effective group,
-  exact theory (`sara_sim.theory`) for the recorded law — the same numbers as
+  exact theory (`sara_sim.core.theory`) for the recorded law — the same numbers as
   `sara-sim theory --difficulty history:OUT/history.csv --k K --tau-low T`;
 * the best tau_low (`theory.best_tau`) and the Bayes-optimal stopping policy
-  (`sara_sim.optimal.bayes_optimal`) for that law;
-* with E >= 2, the history-informed strategies replayed on the recorded passes (`sara_sim.replay`);
+  (`sara_sim.core.optimal.bayes_optimal`) for that law;
+* with E >= 2, the history-informed strategies replayed on the recorded passes
+  (`sara_sim.sim.replay`);
 * percentile bootstrap intervals over prompts (each plan fixed, re-evaluated on resampled prompts);
 * the settings it recommends.
 
@@ -27,14 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from real.audit_theory import TAU_GRID, analyze, finite, format_report
-from sara_sim.errors import ParameterError, check_k
+from sara_sim.core.errors import ParameterError, check_k
 
 # ------------------------------------------------------------------ checks (before any engine)
 
 
 def check_audit_args(a) -> None:
     from real.checks import SEED_MAX, check_ints, check_task_files, check_writable
-    from sara_sim.errors import check_float, check_int
+    from sara_sim.core.errors import check_float, check_int
 
     check_task_files(a.task, a.task_path)
     check_k(a.k, "--k")

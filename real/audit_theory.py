@@ -1,9 +1,10 @@
 """The audit's numbers: every allocator's exact cost on a recorded outcome history.
 
 Given `history.csv` (sara-sim's `history:` format plus pass_tokens / fail_tokens), the costs are
-exact theory for the recorded law (`sara_sim.theory`, `sara_sim.optimal`): DS's k / P(mixed),
+exact theory for the recorded law (`sara_sim.core.theory`, `sara_sim.core.optimal`): DS's
+k / P(mixed),
 SARA at each tau_low, the best tau_low, the Bayes-optimal stopping policy; the history-informed
-strategies are replayed on the passes (`sara_sim.replay`); intervals are a percentile bootstrap
+strategies are replayed on the passes (`sara_sim.sim.replay`); intervals are a percentile bootstrap
 over prompts with each plan held fixed.
 
 Tokens: a rollout's expected count of passes and fails under a plan is exact (exchangeability:
@@ -15,7 +16,7 @@ import math
 
 import numpy as np
 
-from sara_sim.registry import names
+from sara_sim.core.registry import names
 
 TAU_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 INFORMED = names("replay", needs_history=True)
@@ -24,8 +25,8 @@ INFORMED = names("replay", needs_history=True)
 def outcome_counts(law, k, res) -> tuple[float, float]:
     """(E[passing rollouts], E[failing rollouts]) drawn per prompt under a plan's law `res`.
 
-    >>> from sara_sim.difficulty import BetaLaw
-    >>> from sara_sim.theory import sequential_law
+    >>> from sara_sim.core.difficulty import BetaLaw
+    >>> from sara_sim.core.theory import sequential_law
     >>> law = BetaLaw(1, 1); res = sequential_law(law, 8, 0.3)
     >>> p, f = outcome_counts(law, 8, res)
     >>> round(p + f, 6) == round(res["rollouts_per_prompt"], 6), round(p, 6) == round(f, 6)
@@ -70,9 +71,9 @@ def _row(name, law, k, res, lengths, ds):
 
 def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) -> dict:
     """Every allocator's exact cost on the recorded law of `frame` (a history.csv frame)."""
-    from sara_sim.difficulty import HistoryLaw
-    from sara_sim.optimal import bayes_optimal
-    from sara_sim.theory import best_tau, sequential_law
+    from sara_sim.core.difficulty import HistoryLaw
+    from sara_sim.core.optimal import bayes_optimal
+    from sara_sim.core.theory import best_tau, sequential_law
 
     law = HistoryLaw(frame)
     n_pass, n_all = int(frame["correct"].sum()), int(frame["samples"].sum())
@@ -124,8 +125,8 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
 
 def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
     """95 % percentile intervals over prompts for each row's cost and savings (plan held fixed)."""
-    from sara_sim.difficulty import HistoryLaw
-    from sara_sim.theory import plan_law
+    from sara_sim.core.difficulty import HistoryLaw
+    from sara_sim.core.theory import plan_law
 
     rng = np.random.default_rng([seed, 0xB007])
     by_plan = {tuple(r["plan"]): [] for r in rows}
@@ -165,8 +166,8 @@ def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
 
 def replay_table(frame, k, tau, seed=0, groups=None) -> list[dict]:
     """ds, sara (best tau) and the history-informed strategies replayed on the recorded passes."""
-    from sara_sim.difficulty import HISTORY_COLUMNS
-    from sara_sim.replay import replay
+    from sara_sim.core.difficulty import HISTORY_COLUMNS
+    from sara_sim.sim.replay import replay
 
     epochs = sorted(int(e) for e in frame["epoch"].unique())
     groups = groups or max(1, min(32, frame["prompt_id"].nunique() // 4))

@@ -1,5 +1,6 @@
 """Argument checks that run before anything heavy starts, so a bad flag costs a second and one
-line (sara_sim.errors.ParameterError names the parameter, its value and the allowed range), never
+line (sara_sim.core.errors.ParameterError names the parameter, its value and the allowed range),
+never
 a traceback after an engine has spent minutes starting.
 
 `check_config` checks every field of a `real.train.Config` (its GRPO and allocator sections
@@ -15,7 +16,7 @@ from typing import NamedTuple
 from real.config import INFORMED, build_collector, flag_of
 from real.runfolder import check_run_folder, check_writable  # noqa: F401  (re-exported)
 from real.tasks import TASKS
-from sara_sim.errors import (
+from sara_sim.core.errors import (
     ParameterError,
     check_choice,
     check_float,
@@ -23,9 +24,9 @@ from sara_sim.errors import (
     check_k,
     check_schedule,
 )
-from sara_sim.registry import names, row
+from sara_sim.core.registry import names, row
 
-ALLOCATORS = names("real")  # sara_sim.registry: the one list of strategies
+ALLOCATORS = names("real")  # sara_sim.core.registry: the one list of strategies
 FINITE_OPTION = ("arithmetic", "countdown")  # generated tasks that take --task-size
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 SEED_MAX = 2**63 - 1
@@ -134,7 +135,7 @@ def check_grpo(g) -> None:
 def check_alloc(a, k: int) -> None:
     """The allocator section (real.config.AllocatorConfig), every field whichever allocator
     runs (a compare runs several on one config); cross-field rules are the collector's."""
-    from sara_sim.informed import RULES
+    from sara_sim.core.informed import RULES
 
     check_float(a.tau_low, "--tau-low", 0.0, 1.0)
     if a.tau_high is not None:

@@ -138,7 +138,7 @@ def _config_flags(p) -> None:
     from real.checks import DTYPES
     from real.tasks import TASKS
     from real.train import Config
-    from sara_sim.informed import RULES
+    from sara_sim.core.informed import RULES
 
     choices = {"task": TASKS, "dtype": DTYPES, "old_logprobs": ("engine", "recompute")}
     choices |= {"trainer": ("native", "trl"), "rule": RULES}
@@ -208,7 +208,7 @@ def cmd_make_tiny(a) -> int:
 
     from real.checks import check_writable
     from real.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
-    from sara_sim.errors import check_float, check_int
+    from sara_sim.core.errors import check_float, check_int
 
     if a.time_cap is not None:
         check_float(a.time_cap, "--time-cap", 0.0, lo_open=True)
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     from real.audit import cmd_audit
     from real.client import ServerError
     from real.serve import cmd_serve
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     args = build_parser().parse_args(argv)
     cmds = {"make-tiny": cmd_make_tiny, "validate": cmd_validate, "compare": cmd_compare}

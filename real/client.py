@@ -40,7 +40,7 @@ from urllib.parse import urlparse
 
 from real import _env
 from real.engine import Completion, PromptResult, Sampler
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 
 class ServerError(RuntimeError):
@@ -56,10 +56,10 @@ def parse_urls(text, flag: str = "--engine-url") -> list[str]:
 
     >>> parse_urls("http://127.0.0.1:8000, http://127.0.0.1:8001/")
     ['http://127.0.0.1:8000', 'http://127.0.0.1:8001']
-    >>> parse_urls("127.0.0.1:8000")
+    >>> parse_urls("x:1")  # no scheme
     Traceback (most recent call last):
     ...
-    sara_sim.errors.ParameterError: --engine-url: '127.0.0.1:8000' is not an http(s)://HOST:PORT URL
+    sara_sim.core.errors.ParameterError: --engine-url: 'x:1' is not an http(s)://HOST:PORT URL
     """
     items = text if isinstance(text, list | tuple) else str(text).split(",")
     urls = []

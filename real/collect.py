@@ -1,6 +1,6 @@
 """One training step's collection: the core allocator decides, the vLLM engine samples.
 
-`sara_sim.allocator` collectors are pure state machines: each round they hand us a list of
+`sara_sim.collect.allocator` collectors are pure state machines: each round they hand us a list of
 requests (prompt id, n more rollouts, visit) and want n binary rewards back per request. Here one
 round is one batched `Engine.generate` call. Because a group's rollouts span several rounds — and,
 for committed groups carried over, several steps — `RolloutPool` keeps every visit's completions

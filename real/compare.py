@@ -23,7 +23,7 @@ def check_compare(cfg, allocators: list[str]) -> dict:
     started over or removed — never left stale beside the new table)."""
     from real.checks import check_allocator, check_config
     from real.runfolder import check_run_folder, has_checkpoint, holds_run
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     if not allocators:
         raise ParameterError("--allocators", "give at least one allocator")
@@ -70,7 +70,7 @@ def _previous(out: Path) -> list[str] | None:
     try:
         return list(json.loads(f.read_text())["allocators"])
     except (ValueError, KeyError, TypeError):
-        from sara_sim.errors import ParameterError
+        from sara_sim.core.errors import ParameterError
 
         raise ParameterError("--out", f"{f} is not a compare record; remove it") from None
 

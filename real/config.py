@@ -19,7 +19,7 @@ True
 
 from dataclasses import dataclass, field, fields
 
-from sara_sim.registry import HISTORY, SARA, DSParams, names
+from sara_sim.core.registry import HISTORY, SARA, DSParams, names
 
 _DS = DSParams()
 
@@ -58,9 +58,9 @@ class GRPOConfig:
 
 @dataclass
 class AllocatorConfig:
-    """The allocator's own settings (sara_sim.allocator.make_collector and the history / selector
-    objects it runs with; defaults from sara_sim.registry); a setting the chosen allocator does
-    not use is ignored."""
+    """The allocator's own settings (sara_sim.collect.allocator.make_collector and the history /
+    selector objects it runs with; defaults from sara_sim.core.registry); a setting the chosen
+    allocator does not use is ignored."""
 
     tau_low: float = SARA.tau_low
     """SARA abandonment threshold on p_eff"""
@@ -244,16 +244,16 @@ def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, s
     >>> col.probe, col.tau_low
     (2, 0.2)
     """
-    from sara_sim.allocator import make_collector
-    from sara_sim.errors import ParameterError, check_int
+    from sara_sim.collect.allocator import make_collector
+    from sara_sim.core.errors import ParameterError, check_int
 
     opts = {f.name: getattr(alloc, f.name) for f in fields(alloc)}
     history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
     ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")
     try:
         if name in INFORMED:  # the history (and selector) make_collector would build, ours set
-            from sara_sim.informed import PromptHistory
-            from sara_sim.selectors import Selector
+            from sara_sim.collect.selectors import Selector
+            from sara_sim.core.informed import PromptHistory
 
             size = check_int(epoch_size, "epoch_size", 1)
             opts |= {"epoch_size": size, "rule": rule}

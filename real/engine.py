@@ -68,7 +68,7 @@ class Sampler:
     def check_fits(self, prompts: list[str], max_tokens: int) -> None:
         """One clear line before training instead of an error mid-run: the longest prompt plus
         the completion budget must fit the engine's context."""
-        from sara_sim.errors import ParameterError
+        from sara_sim.core.errors import ParameterError
 
         longest = max(self.n_tokens(p) for p in prompts)
         if longest + max_tokens > self.max_model_len:

@@ -10,7 +10,7 @@
 from pathlib import Path
 
 from real.config import Config
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 # Settings a --resume may change: they change how a run is watched, not what it computes.
 # A server address is where the weights are pushed, not part of the experiment.

@@ -129,7 +129,7 @@ class RunLock:
     def __enter__(self):
         import fcntl
 
-        from sara_sim.errors import ParameterError
+        from sara_sim.core.errors import ParameterError
 
         self.folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from real import _env  # noqa: F401  (the environment the server inherits)
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 
 def server_command(
@@ -118,7 +118,7 @@ def stop_server(proc, timeout: float = 30.0) -> None:
 def cmd_serve(a) -> int:
     """Check the arguments, then become the server (exec: the pid is the server's)."""
     from real.checks import DTYPES, SEED_MAX, resolve_model
-    from sara_sim.errors import check_choice, check_int
+    from sara_sim.core.errors import check_choice, check_int
 
     port = check_port(a.port)
     check_int(a.seed, "--seed", 0, SEED_MAX)

@@ -2,7 +2,8 @@
 
 TRL hands `rollout_func(prompts, trainer)` this process's generation batch: B prompts, each
 repeated G = `num_generations` times, contiguous.  `SaraRollout` treats those B prompts as the
-first candidates of a prompt stream, runs one of our collectors (`sara_sim.allocator`: uniform,
+first candidates of a prompt stream, runs one of our collectors (`sara_sim.collect.allocator`:
+uniform,
 ds, sara, sara-eb, sara-auto, sara-history, ...) round by round, draws replacements for abandoned
 (sara) or discarded (ds) prompts from the train dataset through a seeded iterator it owns, and
 returns exactly B committed groups of G rollouts — TRL computes advantages over contiguous groups
@@ -48,8 +49,8 @@ from real.trl_backends import (
     save_state,
     tokenize,
 )
-from sara_sim.allocator import STRATEGIES
-from sara_sim.errors import ParameterError
+from sara_sim.collect.allocator import STRATEGIES
+from sara_sim.core.errors import ParameterError
 
 
 def _key(prompt) -> str:
@@ -269,7 +270,7 @@ class SaraRollout:
             if len(groups) < self.B:
                 groups.append(entries.pop(v))
         for uid in handed[: self.B - len(groups)]:
-            from sara_sim.collect_base import Request
+            from sara_sim.collect.collect_base import Request
 
             self._sample([Request(uid, self.G, -1)])
             groups.append(entries.pop(-1))

@@ -11,7 +11,7 @@ uninterrupted one would have); `generate` is seeded once per round instead."""
 import os
 from pathlib import Path
 
-from sara_sim.errors import ParameterError, check_k
+from sara_sim.core.errors import ParameterError, check_k
 
 STATE_FILE = "sara_rollout_rank{rank}.pt"  # one per process, inside TRL's checkpoint-N folder
 

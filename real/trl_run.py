@@ -21,7 +21,7 @@ from pathlib import Path
 
 from real import _env  # noqa: F401  (before torch / vllm)
 from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 DATASET_ROWS = 4096  # rows of a generated task's TRL dataset (the adapter cycles epochs over it)
 

@@ -1,7 +1,7 @@
 """Verifiable tasks: prompts, reference answers and a 0/1 reward per task, looked up by name."""
 
 from real.tasks.base import Problem, PromptStream, RewardGuard, Task
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 TASKS = ("arithmetic", "countdown", "math")
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from sara_sim import ParameterError
-from sara_sim.allocator import Request, make_collector
-from sara_sim.difficulty import BetaLaw
-from sara_sim.theory import sequential_law
+from sara_sim.collect.allocator import Request, make_collector
+from sara_sim.core.difficulty import BetaLaw
+from sara_sim.core.theory import sequential_law
 
 
 class BernoulliPrompts:

@@ -12,12 +12,12 @@ from scipy.special import betaln
 
 import sara_sim
 from sara_sim import ParameterError, p_eff
-from sara_sim.allocator import make_collector
-from sara_sim.cli import main
-from sara_sim.difficulty import BetaLaw, MixtureLaw, parse_law
-from sara_sim.informed import PromptHistory
-from sara_sim.optimal import bayes_optimal
-from sara_sim.theory import best_tau, plan_law, sequential_law, tau_breakpoints
+from sara_sim.cli.app import main
+from sara_sim.collect.allocator import make_collector
+from sara_sim.core.difficulty import BetaLaw, MixtureLaw, parse_law
+from sara_sim.core.informed import PromptHistory
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.theory import best_tau, plan_law, sequential_law, tau_breakpoints
 
 NAN, INF = float("nan"), float("inf")
 
@@ -77,7 +77,7 @@ def test_exports_reject(fn, args, name):
 
 
 def test_exports_decide_like_the_jitted_rule():
-    from sara_sim import policy
+    from sara_sim.core import policy
 
     plan = sara_sim.threshold_plan(16, 0.3, None, 0.5, 0.5)
     assert list(plan) == list(policy.threshold_plan(16, 0.3, np.inf, 0.5, 0.5))
@@ -196,15 +196,15 @@ def test_binary_rewards_in_any_exact_form_give_the_same_step(name):
     ],
 )
 def test_simulate_rejects(kw, name):
-    from sara_sim.simulate import simulate
+    from sara_sim.sim.simulate import simulate
 
     kw = {"strategy": "sara", "law": BetaLaw(1, 1), "k": 8, "groups": 4, "steps": 2, **kw}
     _raises(simulate, name, **kw)
 
 
 def test_force_runs_a_refused_simulation_with_identical_numbers(monkeypatch):
-    from sara_sim import budget
-    from sara_sim import simulate as sim
+    from sara_sim.sim import budget
+    from sara_sim.sim import simulate as sim
 
     kw = dict(k=8, groups=8, steps=5, replicates=2, seed=3)
     want = sim.simulate("sara", BetaLaw(0.3, 0.3), **kw).frame

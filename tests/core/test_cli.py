@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from sara_sim.cli import main
+from sara_sim.cli.app import main
 
 
 def run_cli(*args):

@@ -3,10 +3,10 @@
 import pytest
 
 from sara_sim import ParameterError
-from sara_sim.allocator import make_collector
-from sara_sim.difficulty import load_history
-from sara_sim.informed import PromptHistory
-from sara_sim.replay import replay
+from sara_sim.collect.allocator import make_collector
+from sara_sim.core.difficulty import load_history
+from sara_sim.core.informed import PromptHistory
+from sara_sim.sim.replay import replay
 
 
 def run_replay(frame, name, epochs, seed, replay_log=None, **kw):
@@ -80,7 +80,7 @@ def test_bad_history_parameters():
 def test_starvation_guards_bound_skips(frame):
     """With max_skip = 1 no prompt is skipped twice in a row; without guards (max_skip huge,
     explore 0) prompts starve for many epochs — the report must show the difference."""
-    from sara_sim.replay import signal_report
+    from sara_sim.sim.replay import signal_report
 
     epochs = range(0, 12)
     guarded = replay(frame, "sara-history", epochs, 0, max_skip=1)
@@ -98,7 +98,7 @@ def test_replay_matches_exact_theory_given_each_visits_plan(frame, name):
     (per-visit variances bounded by (k/2)^2 and 1/4), and no visit may be lost."""
     import math
 
-    from sara_sim.replay import exact_expectation
+    from sara_sim.sim.replay import exact_expectation
 
     epochs = range(12, 18)
     out = replay(frame, name, epochs, 4)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sara_sim.policy import (
+from sara_sim.core.policy import (
     ABANDON,
     COMMIT,
     CONTINUE,

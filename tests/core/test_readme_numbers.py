@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sara_sim.difficulty import parse_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.replay import INFORMED_DEFAULTS, SELECTOR_RATIO, load_history, replay
-from sara_sim.theory import best_tau, sequential_law
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.theory import best_tau, sequential_law
+from sara_sim.sim.replay import INFORMED_DEFAULTS, SELECTOR_RATIO, load_history, replay
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,13 +8,16 @@ from pathlib import Path
 import pytest
 
 from real import checks as real_checks
-from sara_sim import allocator, cli_replay, informed, registry, strategies
-from sara_sim import simulate as sim_module
-from sara_sim.cli import build_parser
-from sara_sim.errors import ParameterError
-from sara_sim.laws import parse_sim_law
-from sara_sim.registry import HISTORY, SARA, DSParams, SaraParams, names, row
-from sara_sim.simulate import simulate
+from sara_sim.cli import replay as cli_replay
+from sara_sim.cli.app import build_parser
+from sara_sim.collect import allocator
+from sara_sim.core import informed, registry
+from sara_sim.core.errors import ParameterError
+from sara_sim.core.registry import HISTORY, SARA, DSParams, SaraParams, names, row
+from sara_sim.sim import simulate as sim_module
+from sara_sim.sim import strategies
+from sara_sim.sim.laws import parse_sim_law
+from sara_sim.sim.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,13 +1,13 @@
-"""The round schedule's jitted decisions (``sara_sim.schedule``), shared by the collector and the
-kernel: hand-computed cases, and PromptHistory's evidence as the schedule computes it."""
+"""The round schedule's jitted decisions (``sara_sim.core.schedule``), shared by the collector and
+the kernel: hand-computed cases, and PromptHistory's evidence as the schedule computes it."""
 
 import math
 
 import numpy as np
 
-from sara_sim.informed import PromptHistory
-from sara_sim.policy import ABANDON
-from sara_sim.schedule import (
+from sara_sim.core.informed import PromptHistory
+from sara_sim.core.policy import ABANDON
+from sara_sim.core.schedule import (
     EV_EPOCH,
     EV_F,
     EV_S,

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from sara_sim.difficulty import BetaLaw, HistoryLaw, load_history, parse_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.policy import NO_TAU_HIGH, decide
-from sara_sim.theory import best_tau, plan_law, sequential_law, tau_breakpoints
+from sara_sim.core.difficulty import BetaLaw, HistoryLaw, load_history, parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.policy import NO_TAU_HIGH, decide
+from sara_sim.core.theory import best_tau, plan_law, sequential_law, tau_breakpoints
 
 
 def mc_sequential(law_sampler, k, tau_low, prior, probe, increment, prompts, seed):

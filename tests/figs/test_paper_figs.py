@@ -12,8 +12,8 @@ from PIL import Image
 import paper_figs._common
 from paper_figs import FIGURES, run, select
 from paper_figs._common import LEARNING
-from sara_sim.cli import main as sara_sim_main
-from sara_sim.errors import ParameterError
+from sara_sim.cli.app import main as sara_sim_main
+from sara_sim.core.errors import ParameterError
 
 
 def run_figs(out, *args):
@@ -193,7 +193,7 @@ def test_fig7_full_probe_is_ds_and_overshoot_costs(full):
 
 
 def test_fig8_every_strategy_with_intervals(full):
-    from sara_sim.strategies import STRATEGIES
+    from sara_sim.sim.strategies import STRATEGIES
 
     df = csv(full[0], "fig8_replay_strategies")
     assert set(STRATEGIES) <= set(df["strategy"])
@@ -206,7 +206,7 @@ def test_fig8_every_strategy_with_intervals(full):
 
 
 def test_fig9_informed_priors_save_and_guards_limit_starvation(full):
-    from sara_sim.replay import INFORMED_DEFAULTS
+    from sara_sim.sim.replay import INFORMED_DEFAULTS
 
     df = csv(full[0], "fig9_informed_priors")
     s = df[df["panel"] == "summary"].set_index("label")

@@ -9,7 +9,7 @@ import pytest
 from real.collect import RolloutCollector
 from real.engine import Completion, PromptResult
 from real.tasks import Problem, PromptStream, Task
-from sara_sim.allocator import make_collector
+from sara_sim.collect.allocator import make_collector
 
 pytestmark = pytest.mark.real
 

@@ -8,7 +8,7 @@ import pytest
 from real.tasks import PromptStream, RewardGuard, make_task
 from real.tasks.arithmetic import extract_integer
 from real.tasks.countdown import check, evaluate, extract_expression
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 pytestmark = pytest.mark.real
 

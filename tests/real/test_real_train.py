@@ -185,12 +185,14 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
 
 
 def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
-    import sara_sim.allocator
+    import sara_sim.collect.allocator
     from real.compare import format_table, plot_compare, run_compare
 
-    built, make = [], sara_sim.allocator.make_collector
+    built, make = [], sara_sim.collect.allocator.make_collector
     monkeypatch.setattr(
-        sara_sim.allocator, "make_collector", lambda *a, **kw: built.append(a) or make(*a, **kw)
+        sara_sim.collect.allocator,
+        "make_collector",
+        lambda *a, **kw: built.append(a) or make(*a, **kw),
     )
     cfg = _cfg(tiny_dir, tmp_path, steps=2)
     table, curves = run_compare(cfg, ["ds", "sara"], engine=engine)
@@ -254,7 +256,7 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
 
 
 def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, engine, tmp_path):
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     s = train(_cfg(tiny_dir, tmp_path / "cd", task="countdown", allocator="uniform", steps=1),
               engine=engine)  # fmt: skip

@@ -18,7 +18,7 @@ from real.client import ServerEngine, ServerError
 from real.engine import parity_check
 from real.runlog import read_metrics
 from real.serve import free_port, start_server, stop_server, wait_ready
-from sara_sim.errors import ParameterError
+from sara_sim.core.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ["12+34=", "7*8=", "123+456=", "5+5=", "99*9="]
@@ -323,7 +323,7 @@ def test_validate_engine_url_trains_pushes_resumes_same_contract(
 @pytest.mark.real
 @pytest.mark.slow
 def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
-    from sara_sim.difficulty import load_history
+    from sara_sim.core.difficulty import load_history
 
     out = tmp_path / "audit"
     taus = "0.2,0.5,0.7"
@@ -376,8 +376,8 @@ def test_outcome_counts_match_enumeration():
     import pandas as pd
 
     from real.audit_theory import outcome_counts
-    from sara_sim.difficulty import HistoryLaw
-    from sara_sim.theory import sequential_law
+    from sara_sim.core.difficulty import HistoryLaw
+    from sara_sim.core.theory import sequential_law
 
     k, records = 4, [(1, 4), (3, 4), (0, 4), (2, 4)]
     frame = pd.DataFrame(

@@ -158,7 +158,7 @@ def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
 def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
     from real.trl_adapter import SaraRollout
     from real.trl_backends import STATE_FILE
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     ds, out = _dataset(), tmp_path / "out"
     args = _args(out, 2, save_strategy="steps", save_steps=2)
@@ -172,7 +172,7 @@ def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
 
 def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
     from real.trl_adapter import SaraRollout
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     ds, ok = _dataset(64), Spy().correct
     with pytest.raises(ValueError, match="at least 2 generations"):  # TRL's own check
@@ -214,7 +214,7 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     from real.cli import main
     from real.runlog import read_metrics
     from real.train import Config
-    from sara_sim.errors import ParameterError
+    from sara_sim.core.errors import ParameterError
 
     monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)  # share it
 

@@ -73,14 +73,14 @@ def enc(x):
 
 
 def _law(spec):
-    from sara_sim.laws import parse_sim_law
+    from sara_sim.sim.laws import parse_sim_law
 
     return parse_sim_law(spec, "0-3" if spec.startswith("history:") else None)
 
 
 def _sim(strategy, spec, pool, k, seed, **kw):
-    from sara_sim.errors import ParameterError
-    from sara_sim.simulate import simulate
+    from sara_sim.core.errors import ParameterError
+    from sara_sim.sim.simulate import simulate
 
     try:
         res = simulate(strategy, _law(spec), k=k, groups=6, steps=5, replicates=2, seed=seed,
@@ -96,7 +96,7 @@ def _sim(strategy, spec, pool, k, seed, **kw):
 
 
 def sim_cases():
-    from sara_sim.strategies import STRATEGIES
+    from sara_sim.sim.strategies import STRATEGIES
 
     spec0, pool0 = SIM_LAWS[0]
     for strategy, (spec, pool), k, seed in itertools.product(STRATEGIES, SIM_LAWS, KS, SEEDS):
@@ -111,10 +111,10 @@ def sim_cases():
 
 
 def _theory(spec, k):
-    from sara_sim.beta import p_eff
-    from sara_sim.errors import ParameterError
-    from sara_sim.optimal import bayes_optimal
-    from sara_sim.theory import best_tau, sequential_law, tau_breakpoints
+    from sara_sim.core.beta import p_eff
+    from sara_sim.core.errors import ParameterError
+    from sara_sim.core.optimal import bayes_optimal
+    from sara_sim.core.theory import best_tau, sequential_law, tau_breakpoints
 
     law = _law(spec)
     out = {"breakpoints": enc(tau_breakpoints(k, (1.0, 1.0)))}
@@ -140,7 +140,7 @@ def theory_cases():
 
 def _collect(name, k, seed, pool, steps, **kw):
     """A seeded finite pool revisited epoch after epoch (ids epoch * pool + index)."""
-    from sara_sim.allocator import make_collector
+    from sara_sim.collect.allocator import make_collector
 
     rng = np.random.default_rng(seed)
     rate = rng.beta(0.4, 0.6, pool)
@@ -164,7 +164,7 @@ def _collect(name, k, seed, pool, steps, **kw):
 
 
 def collector_cases():
-    from sara_sim.allocator import STRATEGIES
+    from sara_sim.collect.allocator import STRATEGIES
 
     for name, k, seed in itertools.product(STRATEGIES, (4, 8, 16), (0, 1)):
         kw = {"groups": 6}

@@ -1,7 +1,7 @@
 """Every `sara-sim` subcommand against many bad values: exit 2, nothing on stdout, exactly one line
 on stderr that names the flag, no traceback — and a refused request never starts its work.
 
-In-process through ``sara_sim.cli.main`` (fast), plus a few real subprocess runs of the CLI."""
+In-process through ``sara_sim.cli.app.main`` (fast), plus a few real subprocess runs of the CLI."""
 
 import json
 import os
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sara_sim.cli import join_negative_values, main
+from sara_sim.cli.app import join_negative_values, main
 
 REPO = Path(__file__).resolve().parents[2]
 HISTORY = str(REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv")
@@ -145,7 +145,7 @@ def test_negative_values_reach_their_option():
 
 def test_force_runs_what_the_bound_refuses(capsys, monkeypatch):
     """--force skips the bound (here made tiny so that the forced run stays small)."""
-    import sara_sim.cli as cli
+    import sara_sim.cli.app as cli
 
     monkeypatch.setattr(cli, "THEORY_WORK_LIMIT", 4)
     assert main(TH) == 2 and "--force" in capsys.readouterr().err

@@ -1,10 +1,10 @@
-"""The `sara-sim` modules import in one direction: cli -> cli_sim / cli_replay -> cli_common, and
-only the `figures` subcommand reaches up to paper_figs (lazily, inside its function)."""
+"""The `sara-sim` modules import in one direction: cli/app -> cli/sim, cli/replay -> cli/common,
+and only the `figures` subcommand reaches up to paper_figs (lazily, inside its function)."""
 
 import ast
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[2] / "sara_sim"
+PKG = Path(__file__).resolve().parents[2] / "sara_sim" / "cli"
 
 
 def _imports(path):
@@ -22,9 +22,9 @@ def _imports(path):
 
 
 def test_cli_modules_have_no_cycle():
-    assert not [m for m, _ in _imports(PKG / "cli_common.py") if m.startswith(".cli")]
-    for name in ("cli_sim.py", "cli_replay.py"):
-        assert ".cli" not in {m for m, _ in _imports(PKG / name)}, name
+    assert not [m for m, _ in _imports(PKG / "common.py") if m[:1] == "." and m[:2] != ".."]
+    for name in ("sim.py", "replay.py"):
+        assert ".app" not in {m for m, _ in _imports(PKG / name)}, name
 
 
 def test_only_the_figures_command_imports_paper_figs_lazily():
@@ -33,4 +33,4 @@ def test_only_the_figures_command_imports_paper_figs_lazily():
         for mod, top in _imports(path):
             if mod.split(".")[0] == "paper_figs":
                 users[path.name] = top
-    assert users == {"cli.py": False}
+    assert users == {"app.py": False}

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from sara_sim.cli import main
-from sara_sim.cli_sim import SIM_KEYS
-from sara_sim.strategies import STRATEGIES
+from sara_sim.cli.app import main
+from sara_sim.cli.sim import SIM_KEYS
+from sara_sim.sim.strategies import STRATEGIES
 
 HISTORY = Path(__file__).parents[2].parent / "shared/data/deepscaler_pass_history.csv"
 
@@ -126,7 +126,7 @@ def test_verify_quick_passes_and_reports_every_claim(capsys):
 
 
 def test_verify_fails_when_a_claim_fails(monkeypatch, capsys):
-    import sara_sim.verify as v
+    import sara_sim.sim.verify as v
 
     real = v.run_claims
 

@@ -7,12 +7,12 @@ prompt was recorded (out-of-order observations)."""
 import numpy as np
 import pytest
 
-from sara_sim.allocator import SaraCollector, make_collector
-from sara_sim.informed import PromptHistory
-from sara_sim.kernels import EV_DECISION, EV_N, EV_PID, EV_ROUND, EV_S, EV_STEP, EV_TARGET
-from sara_sim.laws import SequenceLaw
-from sara_sim.policy import ABANDON, COMMIT, SATURATED
-from sara_sim.simulate import simulate
+from sara_sim.collect.allocator import SaraCollector, make_collector
+from sara_sim.core.informed import PromptHistory
+from sara_sim.core.policy import ABANDON, COMMIT, SATURATED
+from sara_sim.sim.kernels import EV_DECISION, EV_N, EV_PID, EV_ROUND, EV_S, EV_STEP, EV_TARGET
+from sara_sim.sim.laws import SequenceLaw
+from sara_sim.sim.simulate import simulate
 
 
 def _rows(seed, n_prompts, k, law=(0.4, 0.4)):
@@ -176,9 +176,9 @@ def test_a_plan_that_can_never_commit_collector_refuses_simulator_reports():
     cost money: it refuses, naming tau_low.  The simulator sweeps tau_low over [0, 1]: such cells
     run to the round cap and report zero groups and `capped` — never a hang."""
     from sara_sim import ParameterError
-    from sara_sim.allocator import make_collector
-    from sara_sim.difficulty import BetaLaw
-    from sara_sim.simulate import simulate
+    from sara_sim.collect.allocator import make_collector
+    from sara_sim.core.difficulty import BetaLaw
+    from sara_sim.sim.simulate import simulate
 
     with pytest.raises(ParameterError, match="tau_low"):
         make_collector("sara", k=8, groups=16, tau_low=0.99)

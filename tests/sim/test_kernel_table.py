@@ -4,8 +4,10 @@ of a step, or mid-round when the table fills (its planned requests follow their 
 import numpy as np
 import pytest
 
-from sara_sim import simulate as sim
-from sara_sim.laws import parse_sim_law
+from sara_sim.sim import simulate as sim
+from sara_sim.sim.laws import parse_sim_law
+
+SIZE = dict(k=8, budget=None, steps=10, replicates=2, seed=5)
 
 
 @pytest.mark.parametrize("tau_low", [0.2, 0.3])
@@ -15,7 +17,7 @@ def test_small_table_same_result(tau_low):
     ref = sim.simulate("sara", law, k=8, groups=24, steps=10, replicates=2, seed=5, **kw)
     # slots=0: a table of 64 slots, full mid-round (k=8, 24 groups, tau_low 0.3 compacts); it
     # must not overflow here (an overflow raises and fails the test)
-    run = sim._checked("sara", law, 8, 24, None, 10, 2, 5, {**sim.OPTIONS, **kw}, {})
+    run = sim._checked("sara", law, SIZE | {"groups": 24}, {**sim.OPTIONS, **kw}, {})
     small = sim._simulate(run, law, 0)
     a = ref.frame.drop(columns="strategy").to_numpy(float)
     b = small.frame.drop(columns="strategy").to_numpy(float)
@@ -29,7 +31,7 @@ def test_overflow_is_reported_and_simulate_reruns_with_a_bigger_table():
     biggest table's."""
     law = parse_sim_law("beta:0.5,0.5")
     kw = dict(tau_low=0.3, capacity=4096, log_events=4000)
-    run = sim._checked("sara", law, 8, 64, None, 10, 2, 5, {**sim.OPTIONS, **kw}, {})
+    run = sim._checked("sara", law, SIZE | {"groups": 64}, {**sim.OPTIONS, **kw}, {})
     with pytest.raises(sim._Overflow):
         sim._simulate(run, law, 0)
     big = sim._simulate(run, law, 256)

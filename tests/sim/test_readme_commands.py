@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sara_sim import cli, cli_replay, cli_sim
-from sara_sim.cli import main
+from sara_sim.cli import app as cli
+from sara_sim.cli import replay as cli_replay
+from sara_sim.cli import sim as cli_sim
+from sara_sim.cli.app import main
 
 REPO = Path(__file__).resolve().parents[2]
 HISTORY = REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv"

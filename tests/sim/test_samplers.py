@@ -5,8 +5,8 @@ import pytest
 from numba import njit
 from scipy import stats
 
-from sara_sim.rng import beta, binomial, seed_state, urn_draw
-from sara_sim.sources import run_rate, run_urn
+from sara_sim.sim.rng import beta, binomial, seed_state, urn_draw
+from sara_sim.sim.sources import run_rate, run_urn
 
 
 @njit(cache=True)

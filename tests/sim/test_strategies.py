@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sara_sim.allocator import make_collector
-from sara_sim.laws import SequenceLaw, TokenModel, parse_sim_law
-from sara_sim.simulate import cell_key, simulate, summarize, sweep
-from sara_sim.strategies import STRATEGIES
+from sara_sim.collect.allocator import make_collector
+from sara_sim.sim.laws import SequenceLaw, TokenModel, parse_sim_law
+from sara_sim.sim.simulate import cell_key, simulate, summarize, sweep
+from sara_sim.sim.strategies import STRATEGIES
 
 HISTORY = Path(__file__).parents[2].parent / "shared/data/deepscaler_pass_history.csv"
 LAW_KINDS = [

@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sara_sim.difficulty import BetaLaw
-from sara_sim.laws import parse_sim_law
-from sara_sim.optimal import bayes_optimal
-from sara_sim.policy import threshold_plan
-from sara_sim.simulate import simulate, summarize
-from sara_sim.theory import plan_law, sequential_law
+from sara_sim.core.difficulty import BetaLaw
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.policy import threshold_plan
+from sara_sim.core.theory import plan_law, sequential_law
+from sara_sim.sim.laws import parse_sim_law
+from sara_sim.sim.simulate import simulate, summarize
 
 HISTORY = Path(__file__).parents[2].parent / "shared/data/deepscaler_pass_history.csv"
 Z = 4.0

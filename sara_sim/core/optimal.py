@@ -8,7 +8,7 @@ k - n - 1 fills are paid and lam is earned; abandoning is worth 0.  Dinkelbach's
 lam <- E[rollouts] / E[effective] of that policy converges to the optimal ratio lam*.  The result is
 a plan (``policy.py``) with side-specific abandonment points, evaluated exactly by ``theory``.
 
->>> from sara_sim.difficulty import BetaLaw
+>>> from sara_sim.core.difficulty import BetaLaw
 >>> res = bayes_optimal(BetaLaw(0.2, 0.8), 8)
 >>> res["abandon_after_fail"], res["abandon_after_pass"]   # one fail is enough; passes: never
 (1, None)

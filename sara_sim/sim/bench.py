@@ -21,8 +21,8 @@ import numba
 import numpy as np
 from numba import njit
 
-from .allocator import make_collector
-from .difficulty import BetaLaw
+from ..collect.allocator import make_collector
+from ..core.difficulty import BetaLaw
 from .laws import parse_sim_law
 from .rng import seed_state, uniform
 from .simulate import simulate

@@ -2,15 +2,16 @@
 before running it, and refuse (one line naming the biggest factor) what would not finish in a few
 minutes on this machine — unless the caller passes ``force=True`` (the CLIs' ``--force``).
 
->>> from sara_sim.difficulty import BetaLaw
->>> rollouts, fits, nbytes = estimate("sara", BetaLaw(1, 1), 8, 64, None, 100, 4)
+>>> from sara_sim.core.difficulty import BetaLaw
+>>> rollouts, fits, nbytes = estimate("sara", BetaLaw(1, 1), k=8, groups=64, budget=None,
+...     steps=100, replicates=4)
 >>> round(rollouts), nbytes < 8 * 2**20    # 64 x 8 / P(mixed) x 100 steps x 4 replicates; < 8 MiB
 (263314, True)
 """
 
 import math
 
-from .errors import check_budget
+from ..core.errors import check_budget
 from .metrics import N_METRICS
 from .strategies import ADAPTIVE, info
 
@@ -23,7 +24,7 @@ MEMORY_LIMIT = 8 * 2**30
 _DEFAULTS = {"--groups": 64, "--steps": 100, "--replicates": 4, "--k": 8}
 
 
-def estimate(strategy, law, k, groups, budget, steps, replicates, capacity=None, params=None):
+def estimate(strategy, law, *, k, groups, budget, steps, replicates, capacity=None, params=None):
     """(expected rollouts, replicate-steps, bytes) of a ``simulate`` call, before running it.
 
     Rollouts per step: fixed-budget = budget; fixed-yield = N x k / P(mixed) under the law's
@@ -68,7 +69,15 @@ def check_resources(strategy, law, *, k, groups, budget, steps, replicates, capa
     if force:
         return
     rollouts, rep_steps, nbytes = estimate(
-        strategy, law, k, groups, budget, steps, replicates, capacity, params
+        strategy,
+        law,
+        k=k,
+        groups=groups,
+        budget=budget,
+        steps=steps,
+        replicates=replicates,
+        capacity=capacity,
+        params=params,
     )
     worst = largest_factor(k, groups, budget, steps, replicates)
     check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)

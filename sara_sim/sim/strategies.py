@@ -50,9 +50,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaln, digamma, polygamma
 
+from ..core.difficulty import BetaLaw, fit_beta_binomial
+from ..core.errors import ParameterError, check_float, check_int, check_prior
+from ..core.policy import CONTINUE, NO_TAU_HIGH, threshold_plan
+from ..core.registry import ROWS, names, row
 from . import peers
-from .difficulty import BetaLaw, fit_beta_binomial
-from .errors import ParameterError, check_float, check_int, check_prior
 from .peers import (
     N_PRM,
     P_A0,
@@ -73,8 +75,6 @@ from .peers import (
     P_TARGET,
     P_WEIGHT,
 )
-from .policy import CONTINUE, NO_TAU_HIGH, threshold_plan
-from .registry import ROWS, names, row
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,7 @@ class SaraPlanner:
         # sara-history: on, rho, kappa, explore, price rule, max_skip
         self.history_cfg = (0.0, 1.0, 1.0, 0.0, 0.0, 0.0)
         if name == "sara-history":
-            from .informed import RULES
+            from ..core.informed import RULES
 
             rho, kappa, explore = (float(params[x]) for x in ("rho", "kappa", "explore"))
             if not (0.0 < rho <= 1.0) or not (kappa > 0.0) or not (0.0 <= explore <= 1.0):
@@ -321,7 +321,7 @@ class SaraPlanner:
 
     def _make_plan(self, prior):
         if self.name == "sara-auto":
-            from .optimal import bayes_optimal
+            from ..core.optimal import bayes_optimal
 
             return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
         return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])

@@ -37,18 +37,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .difficulty import BetaLaw, MixtureLaw
-from .errors import check_budget, check_int
+from ..core.difficulty import BetaLaw, MixtureLaw
+from ..core.errors import check_budget, check_int
+from ..core.optimal import bayes_optimal
+from ..core.policy import ABANDON, FAIL, PASS, side_terminal, threshold_plan
+from ..core.theory import plan_law
 from .laws import DriftLaw, parse_sim_law
-from .optimal import bayes_optimal
-from .policy import ABANDON, FAIL, PASS, side_terminal, threshold_plan
 from .simulate import simulate, summarize
-from .theory import plan_law
 
 KS = (4, 8, 16, 32, 64, 128)
 TAUS = (0.1, 0.2, 0.3, 0.5)
 Z = 4.0
-HISTORY = Path(__file__).resolve().parents[2] / "shared" / "data" / "deepscaler_pass_history.csv"
+HISTORY = Path(__file__).resolve().parents[3] / "shared" / "data" / "deepscaler_pass_history.csv"
 
 
 @dataclass(frozen=True)

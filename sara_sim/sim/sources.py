@@ -18,7 +18,7 @@ rec_c / rec_n [prompt, epoch]; an urn per visit), DRIFT (a pool whose logit rate
 row i is a visit of prompt i % seq_pool in epoch i // seq_pool).  A replicate's position in its
 stream is a ``Stream``.
 
->>> from sara_sim.rng import seed_state
+>>> from sara_sim.sim.rng import seed_state
 >>> rs = seed_state(0, 0)
 >>> o, run = run_rate(rs, 1.0, 8)        # a prompt that always passes: one run of k passes
 >>> int(o), int(run)

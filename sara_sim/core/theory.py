@@ -12,7 +12,7 @@ The gradient link: with normalised advantages a group carries signal iff it is m
 reward variance s(k - s)/k^2 is at least (k - 1)/k^2 then; so yield x (k - 1)/k^2 lower-bounds the
 expected signal proxy sum over committed groups of s(k - s)/k^2 (both reported per prompt).
 
->>> from sara_sim.difficulty import BetaLaw
+>>> from sara_sim.core.difficulty import BetaLaw
 >>> r = sequential_law(BetaLaw(1, 1), 8, 0.3)
 >>> round(r["rollouts_per_prompt"], 6), round(r["p_mixed"], 6)   # abandon after 6 fails/passes
 (7.428571, 0.777778)

@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .beta import p_eff_jit
-from .collect_base import Request, StepResult, _Base, check_call
-from .errors import ParameterError, check_int, check_prior, check_schedule, check_unit
-from .policy import (
+from ..core.beta import p_eff_jit
+from ..core.errors import ParameterError, check_int, check_prior, check_schedule, check_unit
+from ..core.policy import (
     ABANDON,
     COMMIT,
     CONTINUE,
@@ -41,8 +40,8 @@ from .policy import (
     plan_can_commit,
     threshold_plan,
 )
-from .registry import SaraParams, row
-from .schedule import (
+from ..core.registry import SaraParams, row
+from ..core.schedule import (
     R_EFFECTIVE,
     R_ROLLOUTS,
     budget_probes,
@@ -52,6 +51,7 @@ from .schedule import (
     track,
     yield_probes,
 )
+from .collect_base import Request, StepResult, _Base, check_call
 
 
 @dataclass
@@ -102,7 +102,7 @@ class SaraCollector(_Base):
             if epoch_size is None:
                 raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
             check_int(epoch_size, "epoch_size", 1)
-            from .informed import PromptHistory
+            from ..core.informed import PromptHistory
 
             if not isinstance(history, PromptHistory):
                 raise ParameterError(
@@ -136,8 +136,8 @@ class SaraCollector(_Base):
     # --- the prior / plan ----------------------------------------------------------------------
     def _make_plan(self, prior):
         if self.name == "sara-auto":
-            from .difficulty import BetaLaw
-            from .optimal import bayes_optimal
+            from ..core.difficulty import BetaLaw
+            from ..core.optimal import bayes_optimal
 
             return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
         return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])
@@ -149,7 +149,7 @@ class SaraCollector(_Base):
         obs = [o for step in self.window for o in step]
         if not obs:
             return
-        from .difficulty import fit_beta_binomial
+        from ..core.difficulty import fit_beta_binomial
 
         s, t = np.asarray(obs, float).T
         self.step_prior = fit_beta_binomial(s, t, init=self.prior)
@@ -361,7 +361,7 @@ class SaraCollector(_Base):
             self.selector = mine[1] or Selector(selector["kind"])
             self.selector.load_state_dict(selector)
         if informed is not None:
-            from .informed import PromptHistory
+            from ..core.informed import PromptHistory
 
             self.informed = mine[0] or PromptHistory()
             self.informed.load_state_dict(informed)

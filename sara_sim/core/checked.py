@@ -13,7 +13,7 @@ True
 >>> sara_sim.decide(6, 0, 8, float("nan"))
 Traceback (most recent call last):
 ...
-sara_sim.errors.ParameterError: tau_low: must be a finite number in [0, 1], got nan
+sara_sim.core.errors.ParameterError: tau_low: must be a finite number in [0, 1], got nan
 """
 
 import numpy as np

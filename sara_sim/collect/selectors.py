@@ -16,7 +16,7 @@ first at its next visit, so selection cannot starve it forever.
   discounted Beta evidence as sara-history's (documented choice).
 
 >>> import numpy as np
->>> from sara_sim.informed import PromptHistory
+>>> from sara_sim.core.informed import PromptHistory
 >>> h = PromptHistory(explore=0.0)
 >>> h.observe("easy", [1] * 8, 0); h.observe("mid", [1, 0] * 4, 0)
 >>> sel = Selector("dps")
@@ -28,7 +28,7 @@ first at its next visit, so selection cannot starve it forever.
 
 import numpy as np
 
-from .errors import ParameterError, check_float, check_int, check_unit
+from ..core.errors import ParameterError, check_float, check_int, check_unit
 
 FAIL_STATE, MIXED_STATE, PASS_STATE = 0, 1, 2
 

@@ -12,9 +12,9 @@ them to its parser; same one-line ParameterError messages, exit 2 on bad input).
 import math
 import sys
 
-from .cli_common import FORCE_HELP, JSON_HELP, _emit, _float, _int, _law, add_law_args, dumps
-from .errors import ParameterError, check_budget
-from .registry import SARA
+from ..core.errors import ParameterError, check_budget
+from ..core.registry import SARA
+from .common import FORCE_HELP, JSON_HELP, _emit, _float, _int, _law, add_law_args, dumps
 
 SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
     "strategy",
@@ -64,9 +64,9 @@ def _params(items):
 
 
 def _sim_law(args):
-    from .difficulty import check_k_for_law
-    from .errors import check_k
-    from .laws import parse_sim_law
+    from ..core.difficulty import check_k_for_law
+    from ..core.errors import check_k
+    from ..sim.laws import parse_sim_law
 
     if args.epochs is not None and args.epoch is not None:
         raise ParameterError("--epochs", "give either --epoch E or --epochs A-B, not both")
@@ -78,7 +78,7 @@ def _sim_law(args):
 
 
 def _sim_kwargs(args):
-    from .laws import TokenModel
+    from ..sim.laws import TokenModel
 
     return dict(
         k=args.k,
@@ -99,7 +99,7 @@ def _add_sim_args(p, strategy=True):
     add_law_args(p)
     p.add_argument("--epochs", default=None, help="history epochs A-B (same as --epoch A-B)")
     if strategy:
-        p.add_argument("--strategy", required=True, help="see `sara_sim.strategies`")
+        p.add_argument("--strategy", required=True, help="see `sara_sim.sim.strategies`")
     tau = SARA.tau_low  # the one default (registry.SaraParams)
     p.add_argument("--tau-low", type=_float("--tau-low"), default=tau, help=f"in [0, 1] ({tau:g})")
     p.add_argument("--tau-high", type=_float("--tau-high"), default=None, help="commit side; off")
@@ -113,7 +113,7 @@ def _add_sim_args(p, strategy=True):
 
 
 def cmd_simulate(args):
-    from .simulate import simulate, summarize
+    from ..sim.simulate import simulate, summarize
 
     law = _sim_law(args)
     kw = _sim_kwargs(args)
@@ -133,8 +133,8 @@ def compare_table(law, kw, strategies, progress=False):
     """Every strategy on the same law and seed, sorted by rollouts per effective group."""
     import pandas as pd
 
-    from .simulate import simulate, summarize
-    from .strategies import STRATEGIES
+    from ..sim.simulate import simulate, summarize
+    from ..sim.strategies import STRATEGIES
 
     rows = []
     for name in strategies or STRATEGIES:
@@ -151,14 +151,16 @@ def compare_table(law, kw, strategies, progress=False):
 
 def _check_sim_size(names, law, kw, force):
     """compare runs every strategy in turn: the whole request must fit (see simulate.estimate)."""
-    from .budget import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
-    from .strategies import default_params
+    from ..sim.budget import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
+    from ..sim.strategies import default_params
 
     k, groups, steps, reps = kw["k"], kw["groups"], kw["steps"], kw["replicates"]
     rollouts, nbytes = 0.0, 0.0
     for name in names:
         prm = default_params(name, k, groups)
-        r, _, b = estimate(name, law, k, groups, None, steps, reps, None, prm)
+        r, _, b = estimate(
+            name, law, k=k, groups=groups, budget=None, steps=steps, replicates=reps, params=prm
+        )
         rollouts, nbytes = rollouts + r, max(nbytes, b)
     worst = largest_factor(k, groups, None, steps, reps)
     check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
@@ -166,7 +168,7 @@ def _check_sim_size(names, law, kw, force):
 
 
 def cmd_compare(args):
-    from .strategies import STRATEGIES
+    from ..sim.strategies import STRATEGIES
 
     law = _sim_law(args)
     names = None
@@ -228,7 +230,7 @@ def compare_text(df):
 
 
 def cmd_verify(args):
-    from .verify import check_verify_size, format_tables, report, run_claims
+    from ..sim.verify import check_verify_size, format_tables, report, run_claims
 
     check_verify_size(args.quick, args.steps, args.replicates, args.force)
     rows = run_claims(
@@ -255,9 +257,9 @@ def cmd_verify(args):
 
 
 def cmd_bench(args):
-    from .bench import bench_report, run_bench
-    from .budget import ROLLOUT_LIMIT
-    from .errors import check_k
+    from ..core.errors import check_k
+    from ..sim.bench import bench_report, run_bench
+    from ..sim.budget import ROLLOUT_LIMIT
 
     k = check_k(args.k, "--k")
     # the timed simulator runs: ~6 runs of 64 groups x 200 steps at each k of the sweep and at k

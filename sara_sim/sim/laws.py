@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .difficulty import BetaLaw, HistoryLaw, MixtureLaw, PointLaw, parse_law
-from .errors import ParameterError, check_positive
+from ..core.difficulty import BetaLaw, HistoryLaw, MixtureLaw, PointLaw, parse_law
+from ..core.errors import ParameterError, check_positive
 from .sources import COMP_BETA, COMP_POINT, DRIFT, HISTORY, RATES, SEQUENCES, Law
 
 
@@ -85,7 +85,7 @@ class SequenceLaw:
         """`sample(requests)` for a collector fed the same outcomes as the kernel: prompt i's
         rollouts are rows[i] in order (the collector's stream yields row indices).
 
-        >>> from sara_sim.collect_base import Request
+        >>> from sara_sim.collect.collect_base import Request
         >>> sample = SequenceLaw(np.array([[1, 0, 1, 1]])).sampler()
         >>> sample([Request(0, 2)]), sample([Request(0, 1)])
         ([[1, 0]], [[1]])

@@ -7,7 +7,7 @@ draw.  This is the referee harness for the history-informed strategies (``inform
 place where their hyperparameters are cross-validated (``benchmarks/fit_informed.py``).
 
 >>> from pathlib import Path
->>> data = Path(__file__).resolve().parents[2] / "shared" / "data"
+>>> data = Path(__file__).resolve().parents[3] / "shared" / "data"
 >>> frame = load_history(data / "deepscaler_pass_history.csv")
 >>> out = replay(frame, "sara", range(0, 2), seed=0, tau_low=0.5)
 >>> out["epochs"], out["rollouts"] > 0, out["effective_groups"] > 0
@@ -16,11 +16,11 @@ place where their hyperparameters are cross-validated (``benchmarks/fit_informed
 
 import numpy as np
 
-from .allocator import make_collector
-from .difficulty import load_history
-from .errors import ParameterError, check_k
-from .informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory  # re-exported
-from .registry import row
+from ..collect.allocator import make_collector
+from ..core.difficulty import load_history
+from ..core.errors import ParameterError, check_k
+from ..core.informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory  # re-exported
+from ..core.registry import row
 
 
 class ReplaySource:
@@ -84,7 +84,7 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
             epoch_of=lambda v: v[1],
         )
         if meta.selector is not None:
-            from .selectors import Selector
+            from ..collect.selectors import Selector
 
             selector = Selector(meta.selector, ratio=kw.pop("ratio", SELECTOR_RATIO), seed=seed)
     col = make_collector(
@@ -185,8 +185,8 @@ def exact_expectation(out, frame):
     informed prior only changes *which* plan it gets), its expected rollouts and P(effective)
     follow exactly from its record (``theory.plan_law``).  Returns (expected rollouts, expected
     effective groups, visits) summed over every probed or skipped visit of the replay."""
-    from .difficulty import HistoryLaw
-    from .theory import plan_law
+    from ..core.difficulty import HistoryLaw
+    from ..core.theory import plan_law
 
     k = out["collector"].k
     rec = frame.set_index(["prompt_id", "epoch"])

@@ -8,7 +8,7 @@ steps (so carried groups and drift stay inside a block) and the delta method is 
 replicate x block units.  The ``per_prompt_*`` entries book every fresh prompt once, when its fate
 is sealed; they estimate the exact per-prompt quantities of ``theory.plan_law``.
 
->>> from sara_sim.difficulty import BetaLaw
+>>> from sara_sim.core.difficulty import BetaLaw
 >>> res = simulate("sara", BetaLaw(0.5, 0.5), k=8, groups=32, steps=20, replicates=2, seed=1)
 >>> s = summarize(res)
 >>> s["effective_groups_per_step"], s["effective_fraction"]
@@ -26,16 +26,16 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from . import errors as err
+from ..core import errors as err
+from ..core.errors import ParameterError
+from ..core.registry import SARA, names, row
+from ..core.schedule import HistoryKnobs, new_evidence, new_rates
 from .budget import check_resources
-from .errors import ParameterError
 from .kernels import N_FIELDS, SaraConfig, SaraState, StepOutputs, sara_steps
 from .laws import TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, BatchConfig, BatchState, batch_steps
-from .registry import SARA, names, row
 from .rng import seed_states
-from .schedule import HistoryKnobs, new_evidence, new_rates
 from .sources import Stream, init_pool
 from .strategies import SaraPlanner, batch_params, check_params, default_params, info
 
@@ -88,7 +88,8 @@ def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4
     (``laws.TokenModel``), progress, log_events; any other keyword overrides a default of the
     strategy (``strategies.default_params``)."""
     opts = {key: kwargs.pop(key, v) for key, v in OPTIONS.items()}
-    run = _checked(strategy, law, k, groups, budget, steps, replicates, seed, opts, kwargs)
+    size = dict(k=k, groups=groups, budget=budget, steps=steps, replicates=replicates, seed=seed)
+    run = _checked(strategy, law, size, opts, kwargs)
     for slots in (4, 32, 256):
         try:
             return _simulate(run, law, slots)
@@ -97,8 +98,11 @@ def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4
     raise RuntimeError("open-prompt table overflow")  # pragma: no cover
 
 
-def _checked(strategy, law, k, groups, budget, steps, replicates, seed, opts, params):
-    """Every argument validated (ParameterError naming it), as one namespace."""
+def _checked(strategy, law, size, opts, params):
+    """Every argument validated (ParameterError naming it), as one namespace.  `size`: k, groups,
+    budget, steps, replicates, seed; `opts`: OPTIONS' keys; `params`: the strategy's own."""
+    k, groups, budget = size["k"], size["groups"], size["budget"]
+    steps, replicates, seed = size["steps"], size["replicates"], size["seed"]
     if not isinstance(strategy, str):
         raise ParameterError("--strategy", f"must be a strategy name, got {strategy!r}")
     meta = info(strategy)
@@ -195,7 +199,7 @@ def _simulate(run, law, slots):
 
 
 def _run_sara(run, lawt, rng, stream, slots, bar):
-    from .policy import next_request
+    from ..core.policy import next_request
 
     k, replicates, steps, prm = run.k, run.replicates, run.steps, run.prm
     planner = SaraPlanner(run.strategy, k, replicates, run.tau_low, run.tau_high, run.prior, prm)

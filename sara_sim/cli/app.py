@@ -15,7 +15,9 @@ line naming the parameter, unless ``--force`` is given.
 import re
 import sys
 
-from .cli_common import (
+from ..core.difficulty import BetaLaw
+from ..core.errors import ParameterError, check_budget, check_int
+from .common import (
     _emit,
     _float,
     _int,
@@ -23,10 +25,8 @@ from .cli_common import (
     _Parser,
     add_law_args,
 )
-from .cli_replay import add_replay_command
-from .cli_sim import add_sim_commands
-from .difficulty import BetaLaw
-from .errors import ParameterError, check_budget, check_int
+from .replay import add_replay_command
+from .sim import add_sim_commands
 
 # Exact theory costs ~k units of ~1 us (k = 1e6: ~1 s), plus ~100 units per schedule round of its
 # expected-rounds loop (--increment 1: ~2k rounds); below the limit it needs no progress bar.
@@ -36,7 +36,7 @@ OPTIMAL_WORK_LIMIT = 2e8  # k^2: k ~ 14000, about two minutes
 
 
 def cmd_theory(args):
-    from .theory import sequential_law
+    from ..core.theory import sequential_law
 
     law = _law(args)
     rounds = 2.0 * args.k / args.increment if args.increment > 0 else 4.0
@@ -61,8 +61,8 @@ def cmd_theory(args):
 
 
 def cmd_optimal(args):
-    from .optimal import bayes_optimal
-    from .theory import best_tau
+    from ..core.optimal import bayes_optimal
+    from ..core.theory import best_tau
 
     law = _law(args)
     work = float(args.k) ** 2  # best_tau: ~2k tau pieces, each an O(k) exact evaluation

@@ -12,10 +12,10 @@ import sys
 
 import numpy as np
 
-from .cli_common import FORCE_HELP, JSON_HELP, dumps
-from .difficulty import HistoryLaw, check_k_for_law
-from .errors import check_budget, check_int, check_k, check_unit
-from .registry import names, row
+from ..core.difficulty import HistoryLaw, check_k_for_law
+from ..core.errors import check_budget, check_int, check_k, check_unit
+from ..core.registry import names, row
+from .common import FORCE_HELP, JSON_HELP, dumps
 
 # The README's replay (epochs 26-52: 16k records x 5 strategies x 2 seeds = 163k visits) takes
 # ~50 s of CPU here; 6e5 visits is about three minutes.
@@ -27,8 +27,8 @@ DEFAULT_REPLAY = ",".join(("ds", "sara", *names("replay", needs_history=True)))
 
 
 def cmd_replay(args):
-    from .difficulty import load_history, parse_epochs
-    from .replay import replay, signal_report
+    from ..core.difficulty import load_history, parse_epochs
+    from ..sim.replay import replay, signal_report
 
     check_k(args.k, "--k")
     check_int(args.groups, "--groups", 1)

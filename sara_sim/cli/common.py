@@ -6,8 +6,8 @@ import argparse
 import json
 import math
 
-from .difficulty import check_k_for_law, parse_law
-from .errors import ParameterError, check_k, finite_or_none
+from ..core.difficulty import check_k_for_law, parse_law
+from ..core.errors import ParameterError, check_k, finite_or_none
 
 JSON_HELP = "print strict JSON (the machine contract; null = undefined or infinite)"
 FORCE_HELP = "run even when the estimated work / memory exceeds a few minutes on this machine"

@@ -26,10 +26,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from . import metrics as mt  # the metric row layout, I_*
-from .policy import ABANDON, COMMIT, CONTINUE, decide_plan, next_request
-from .rng import uniform
-from .schedule import (
+from ..core.policy import ABANDON, COMMIT, CONTINUE, decide_plan, next_request
+from ..core.schedule import (
     R_EFFECTIVE,
     R_ROLLOUTS,
     HistoryKnobs,
@@ -42,6 +40,8 @@ from .schedule import (
     track,
     yield_probes,
 )
+from . import metrics as mt  # the metric row layout, I_*
+from .rng import uniform
 from .sources import (
     DRIFT,
     RATES,

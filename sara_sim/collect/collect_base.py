@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ParameterError, check_int, check_k
+from ..core.errors import ParameterError, check_int, check_k
 
 
 @dataclass(frozen=True)

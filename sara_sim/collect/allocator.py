@@ -27,9 +27,9 @@ and the vLLM loop in ``real/``.
 
 from dataclasses import replace
 
+from ..core.errors import ParameterError, check_int
+from ..core.registry import HISTORY, DSParams, collector_params, names, row
 from .collect_base import Request, StepResult, _Base, check_call
-from .errors import ParameterError, check_int
-from .registry import HISTORY, DSParams, collector_params, names, row
 from .sara_collector import SaraCollector
 
 __all__ = ["Request", "StepResult", "SaraCollector", "make_collector", "STRATEGIES"]
@@ -143,7 +143,7 @@ def make_collector(
         return DSCollector(name, k=k, groups=groups, budget=budget, seed=seed, params=params)
     if meta.needs_history and history is None and epoch_size:
         # integer ids epoch * epoch_size + index (a finite task's stream): build the defaults
-        from .informed import PromptHistory
+        from ..core.informed import PromptHistory
         from .selectors import Selector
 
         history = PromptHistory.for_integer_stream(int(epoch_size), seed)

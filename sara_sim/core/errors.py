@@ -12,11 +12,11 @@ Conventions: an integer is an ``int`` or a numpy integer (or an integral finite 
 >>> check_int(True, "steps")
 Traceback (most recent call last):
 ...
-sara_sim.errors.ParameterError: steps: must be an integer, got True
+sara_sim.core.errors.ParameterError: steps: must be an integer, got True
 >>> check_float(float("nan"), "tau_low", 0.0, 1.0)
 Traceback (most recent call last):
 ...
-sara_sim.errors.ParameterError: tau_low: must be a finite number in [0, 1], got nan
+sara_sim.core.errors.ParameterError: tau_low: must be a finite number in [0, 1], got nan
 """
 
 import math

@@ -1,0 +1,5 @@
+"""`python -m sara_sim.cli` = `sara-sim`."""
+
+from .app import main
+
+raise SystemExit(main())
