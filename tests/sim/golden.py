@@ -89,7 +89,9 @@ def _sim(strategy, spec, pool, k, seed, **kw):
         return {"error": str(e)}
     f = res.frame
     out = {"frame": {c: enc(f[c].to_numpy()) for c in f.columns if c != "strategy"}}
-    out["config"] = enc(res.config)
+    # the history file's folder depends on the checkout: record the law by its file name
+    law = str(res.config.get("law", "")).replace(f"{HISTORY.parent}/", "")
+    out["config"] = enc({**res.config, **({"law": law} if "law" in res.config else {})})
     if res.events is not None:
         out["events"] = enc([e for e in res.events])
     return out
