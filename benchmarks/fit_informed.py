@@ -11,15 +11,12 @@ twice in a row is probed at its next visit).
 
 import argparse
 import itertools
-from pathlib import Path
 
 import numpy as np
 
 from sara_sim.sim.replay import load_history, replay
 
-DATA = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "deepscaler_pass_history.csv"
-)
+DATA = "deepscaler"  # the DeepScaleR histories shipped in the package (sara_sim/data)
 
 
 def cost(frame, strategy, epochs, seeds, **kw):

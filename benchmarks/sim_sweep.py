@@ -8,7 +8,6 @@ Rows are cached per cell (``simulate.sweep``), so a rerun with the same argument
 """
 
 import argparse
-from pathlib import Path
 
 import pandas as pd
 
@@ -16,8 +15,6 @@ from sara_sim.core.theory import sequential_law
 from sara_sim.sim.laws import parse_sim_law
 from sara_sim.sim.simulate import sweep
 from sara_sim.sim.strategies import STRATEGIES
-
-HISTORY = Path(__file__).resolve().parents[2] / "shared" / "data" / "deepscaler_pass_history.csv"
 
 
 def main():
@@ -27,8 +24,7 @@ def main():
     ap.add_argument("--replicates", type=int, default=4)
     args = ap.parse_args()
     laws = [("beta:0.3,0.3", None, 0), ("beta:1,1", None, 0), ("beta:0.34,0.67", None, 605)]
-    if HISTORY.is_file():
-        laws.append((f"history:{HISTORY}", "0-9", 0))
+    laws.append(("history:deepscaler", "0-9", 0))  # the DeepScaleR histories of the package
     base = dict(steps=args.steps, replicates=args.replicates, groups=64, seed=0)
     cells = []
     for spec, epoch, pool in laws:
@@ -61,7 +57,7 @@ def main():
                 )
     df = sweep(cells, cache=args.cache, progress=True)
     df["k"] = df["k"].astype(int)
-    df["law"] = df["difficulty"].str.replace(str(HISTORY), "deepscaler", regex=False)
+    df["law"] = df["difficulty"]
     pd.set_option("display.width", 200)
     at = df[df["tau_low"].astype(float) == 0.3]
     print("rollouts per effective group (tau_low = 0.3 where it applies)")

@@ -1,6 +1,6 @@
 """Every theory / simulation figure of the SARA toolkit by one command.
 
-    python -m paper_figs --out DIR [--only NAME[,NAME...]] [--seed S] [--history PATH]
+    python -m paper_figs --out DIR [--only NAME[,NAME...]] [--seed S] [--history deepscaler|PATH]
                          [--learning PATH]
     sara-sim figures --out DIR [--only NAME] [--seed S]
 

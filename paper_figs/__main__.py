@@ -18,7 +18,10 @@ def build_parser(parser=None):
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated parts")
     parser.add_argument(
-        "--history", default=None, help="outcome histories CSV (default ../shared/data/...)"
+        "--history",
+        default=None,
+        help="outcome histories: a CSV path or a built-in name (default: deepscaler, the "
+        "DeepScaleR histories shipped in the package)",
     )
     parser.add_argument(
         "--learning",

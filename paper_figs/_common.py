@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sara_sim.core.difficulty import builtin_history, history_file
 from sara_sim.core.errors import ParameterError
 
 REPO = Path(__file__).resolve().parents[1]
-HISTORY = REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv"
+HISTORY = builtin_history("deepscaler")  # the DeepScaleR histories shipped in sara_sim/data
 LEARNING = REPO / "benchmarks" / "results" / "real_learning.csv"  # benchmarks/real_learning.py
 DPI = 130
 
@@ -45,15 +46,9 @@ class NoData(Exception):
 
 
 def history_path(path=None) -> Path:
-    """The DeepScaleR outcome histories (../shared/data beside the repository by default)."""
-    p = Path(path) if path is not None else HISTORY
-    if not p.is_file():
-        raise ParameterError(
-            "--history",
-            f"history file not found: {p} (expected ../shared/data/deepscaler_pass_history.csv "
-            "beside the repository)",
-        )
-    return p
+    """The outcome histories' file: the packaged DeepScaleR histories by default, else a
+    built-in name (``deepscaler``) or a path, as ``history:`` specs take them."""
+    return history_file("deepscaler" if path is None else path, "--history")
 
 
 def learning_path(path=None) -> Path:

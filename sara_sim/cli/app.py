@@ -1,7 +1,7 @@
 """`sara-sim`: exact theory and the Bayes-optimal policy from the command line.
 
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
-    sara-sim theory  --difficulty history:PATH.csv --epoch 0 --k 8 --tau-low 0.3
+    sara-sim theory  --difficulty history:deepscaler --epoch 0 --k 8 --tau-low 0.3
     sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
     (simulate, compare, verify, bench: the simulator, cli_sim.py; replay: cli_replay.py)
 
@@ -18,6 +18,7 @@ import sys
 from ..core.difficulty import BetaLaw
 from ..core.errors import ParameterError, check_budget, check_int
 from .common import (
+    HISTORY_NAMES,
     _emit,
     _float,
     _int,
@@ -118,7 +119,11 @@ def build_parser():
     p.add_argument("--out", required=True, help="folder for NAME.png / .csv / .txt")
     p.add_argument("--only", default=None, help="comma-separated figures: names, figN or N")
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed of the simulated parts")
-    p.add_argument("--history", default=None, help="outcome histories CSV (default: shared)")
+    p.add_argument(
+        "--history",
+        default=None,
+        help=f"outcome histories: a CSV path or a built-in name ({HISTORY_NAMES}; the default)",
+    )
     p.set_defaults(func=cmd_figures)
     add_sim_commands(sub)  # simulate | compare | verify | bench
     add_replay_command(sub, _int, _float)  # informed strategies on recorded histories

@@ -6,8 +6,10 @@ import argparse
 import json
 import math
 
-from ..core.difficulty import check_k_for_law, parse_law
+from ..core.difficulty import BUILTIN_HISTORIES, check_k_for_law, parse_law
 from ..core.errors import ParameterError, check_k, finite_or_none
+
+HISTORY_NAMES = ", ".join(BUILTIN_HISTORIES)  # the built-in histories, for --help texts
 
 JSON_HELP = "print strict JSON (the machine contract; null = undefined or infinite)"
 FORCE_HELP = "run even when the estimated work / memory exceeds a few minutes on this machine"
@@ -53,7 +55,10 @@ def _float(name):  # name kept for call-site readability
 
 def add_law_args(p):
     p.add_argument(
-        "--difficulty", required=True, help="beta:A,B | mix:W*beta:A,B+... | history:PATH"
+        "--difficulty",
+        required=True,
+        help=f"beta:A,B | mix:W*beta:A,B+... | point:G | history:PATH | history:NAME, a "
+        f"built-in history ({HISTORY_NAMES}; a file of that name: history:./NAME)",
     )
     p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
     p.add_argument("--k", type=_int("--k"), required=True, help="group size (>= 2)")

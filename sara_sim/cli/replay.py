@@ -1,7 +1,7 @@
 """`sara-sim replay`: the history-informed strategies on recorded histories, with what they do to
 the training signal (committed success rates, false abandons, starvation) beside their cost.
 
-    sara-sim replay --history ../shared/data/deepscaler_pass_history.csv --epochs 26-52 \\
+    sara-sim replay --history deepscaler --epochs 26-52 \\
         --strategies ds,sara,sara-history,sara-mopps,sara-dps --seeds 2 [--json]
 
 Python replay through the collectors (``replay.py``): every epoch once, in a seeded order.
@@ -15,7 +15,7 @@ import numpy as np
 from ..core.difficulty import HistoryLaw, check_k_for_law
 from ..core.errors import check_budget, check_int, check_k, check_unit
 from ..core.registry import names, row
-from .common import FORCE_HELP, JSON_HELP, dumps
+from .common import FORCE_HELP, HISTORY_NAMES, JSON_HELP, dumps
 
 # The README's replay (epochs 26-52: 16k records x 5 strategies x 2 seeds = 163k visits) takes
 # ~50 s of CPU here; 6e5 visits is about three minutes.
@@ -107,7 +107,11 @@ def cmd_replay(args):
 
 def add_replay_command(sub, int_type, float_type):
     p = sub.add_parser("replay", help="informed strategies on recorded histories (+ starvation)")
-    p.add_argument("--history", required=True, help="CSV prompt_id, epoch, correct, samples")
+    p.add_argument(
+        "--history",
+        required=True,
+        help=f"a built-in name ({HISTORY_NAMES}) or a CSV prompt_id, epoch, correct, samples",
+    )
     p.add_argument("--epochs", default=None, help="A-B (default: all)")
     p.add_argument("--strategies", default=DEFAULT_REPLAY)
     p.add_argument("--k", type=int_type("--k"), default=8)

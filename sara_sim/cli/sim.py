@@ -3,8 +3,8 @@ them to its parser; same one-line ParameterError messages, exit 2 on bad input).
 
     sara-sim simulate --strategy sara --difficulty beta:0.3,0.3 --k 8 --tau-low 0.3 --groups 64 \\
         --steps 200 --seed 0 [--prior 1,1] [--json]
-    sara-sim simulate --strategy sara-auto --difficulty history:PATH --epochs 0-9 --k 8 --json
-    sara-sim compare  --difficulty history:PATH --epochs 0-9 --k 8 [--strategies a,b] [--json]
+    sara-sim simulate --strategy sara-auto --difficulty history:deepscaler --epochs 0-9 --k 8 --json
+    sara-sim compare  --difficulty history:deepscaler --epochs 0-9 --k 8 [--strategies a,b] [--json]
     sara-sim verify   [--quick] [--json]        # exit 1 if a claim fails where it must hold
     sara-sim bench    [--k 128] [--json]
 """

@@ -9,6 +9,8 @@ M(i, j) = E[g^i (1 - g)^j] (for a recorded history: the same without replacement
 * ``point:G`` — every prompt has success rate G (for checks)
 * ``history:PATH`` — per-prompt outcome histories (CSV prompt_id, epoch, correct, samples); one
   record per (prompt, epoch); a group of k <= samples draws without replacement from the record.
+  ``history:NAME`` with a built-in name (``BUILTIN_HISTORIES``: ``deepscaler``) reads the file
+  shipped in ``sara_sim/data``; the name is reserved, so a file of that name is ``./NAME``.
 
 >>> law = parse_law("beta:1,1")
 >>> round(float(np.exp(law.log_moment(0, 3))), 12)   # E[(1-g)^3] = 1/4 under the uniform law
@@ -17,6 +19,7 @@ M(i, j) = E[g^i (1 - g)^j] (for a recorded history: the same without replacement
 
 import math
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +30,10 @@ from scipy.special import betaln, gammaln, logsumexp
 from .errors import ParameterError, check_positive, check_prior, check_unit
 
 HISTORY_COLUMNS = ("prompt_id", "epoch", "correct", "samples")
+# Histories shipped inside the package (sara_sim/data, README there): name -> file.  A name is
+# reserved: the string "deepscaler" always means the packaged file, wherever the command runs;
+# a user's file that happens to be called so is given as a path ("./deepscaler").
+BUILTIN_HISTORIES = {"deepscaler": "deepscaler_pass_history.csv"}
 
 
 # Beyond this |log B(a, b)| the difference betaln(a+i, b+j) - betaln(a, b) loses more than
@@ -195,13 +202,36 @@ class HistoryLaw:
         return f"history:{self.source}[epochs {ep}]"
 
 
-def load_history(path, param: str = "--difficulty") -> pd.DataFrame:
-    """Read and validate a history CSV (prompt_id, epoch, correct, samples)."""
-    p = Path(path)
+def builtin_history(name: str) -> Path:
+    """The packaged file behind a built-in history name (importlib.resources: it is found
+    wherever the package is installed, not relative to a checkout)."""
+    return Path(str(resources.files("sara_sim").joinpath("data", BUILTIN_HISTORIES[name])))
+
+
+def history_file(source, param: str = "--difficulty") -> Path:
+    """The file a history source names: a ``str`` equal to a built-in name is the packaged file,
+    anything else (a str or a Path) is a path; it must be an existing file."""
+    if isinstance(source, str) and source in BUILTIN_HISTORIES:
+        p = builtin_history(source)
+        if not p.is_file():  # a broken install, not a user error: say which file is missing
+            raise ParameterError(param, f"built-in history {source!r} is missing at {p}")
+        return p
+    p = Path(source)
     if p.is_dir():
-        raise ParameterError(param, f"{path} is a directory, not a history CSV file")
+        raise ParameterError(param, f"{source} is a directory, not a history CSV file")
     if not p.is_file():
-        raise ParameterError(param, f"history file not found: {path}")
+        names = ", ".join(BUILTIN_HISTORIES)
+        raise ParameterError(
+            param, f"history file not found: {source} (built-in histories: {names})"
+        )
+    return p
+
+
+def load_history(source, param: str = "--difficulty") -> pd.DataFrame:
+    """Read and validate a history CSV (prompt_id, epoch, correct, samples): a path, or a
+    built-in name such as ``"deepscaler"`` (see ``history_file``)."""
+    p = history_file(source, param)
+    path = source  # the messages name what the user wrote (a built-in name, or the path)
     try:
         df = pd.read_csv(p)
     except Exception as exc:  # any parse failure is a malformed file
@@ -309,7 +339,8 @@ def parse_law(spec: str, epochs=None):
         return HistoryLaw(frame.reset_index(drop=True), source=rest, epochs=ep)
     raise ParameterError(
         "--difficulty",
-        f"unknown spec {spec!r}; use beta:A,B | mix:W*beta:A,B+... | point:G | history:PATH",
+        f"unknown spec {spec!r}; use beta:A,B | mix:W*beta:A,B+... | point:G | history:PATH"
+        f" | history:{'|'.join(BUILTIN_HISTORIES)}",
     )
 
 

@@ -6,9 +6,7 @@ rollouts without replacement from that record (so k <= samples).  Strategies see
 draw.  This is the referee harness for the history-informed strategies (``informed.py``) and the
 place where their hyperparameters are cross-validated (``benchmarks/fit_informed.py``).
 
->>> from pathlib import Path
->>> data = Path(__file__).resolve().parents[3] / "shared" / "data"
->>> frame = load_history(data / "deepscaler_pass_history.csv")
+>>> frame = load_history("deepscaler")  # the DeepScaleR histories shipped in sara_sim/data
 >>> out = replay(frame, "sara", range(0, 2), seed=0, tau_low=0.5)
 >>> out["epochs"], out["rollouts"] > 0, out["effective_groups"] > 0
 (2, True, True)

@@ -32,8 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from sara_sim.core.difficulty import builtin_history
+
 GOLDEN = Path(__file__).with_name("golden_sim.json")
-HISTORY = Path(__file__).resolve().parents[2].parent / "shared/data/deepscaler_pass_history.csv"
+# by its path (not its built-in name): the keys and recorded laws name the file, as they always did
+HISTORY = builtin_history("deepscaler")
 KS = (4, 8, 16, 128)
 SEEDS = (0, 7)
 SIM_LAWS = (

@@ -14,7 +14,7 @@ import pytest
 from sara_sim.cli.app import join_negative_values, main
 
 REPO = Path(__file__).resolve().parents[2]
-HISTORY = str(REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv")
+HISTORY = "deepscaler"  # the histories shipped in sara_sim/data, by their built-in name
 TH = ["theory", "--difficulty", "beta:1,1", "--k", "8", "--tau-low", "0.2"]
 OPT = ["optimal", "--difficulty", "beta:0.3,0.3", "--k", "8"]
 SIM = ["simulate", "--strategy", "sara", "--difficulty", "beta:1,1", "--k", "8", "--steps", "2"]

@@ -3,8 +3,10 @@
 with strict JSON where it prints JSON — so a documented command can never break silently again.
 
 Optional parts ``[--flag VALUE]`` are run *with* the option; placeholders (PATH, A0,B0, a,b) are
-filled in; size flags (--steps, --replicates, --groups, --epochs, --seeds, --out) are replaced by
-small values or appended (--quick for verify / bench, --only 1 for figures)."""
+filled in (PATH: the packaged histories' file, so a path works where the built-in name does);
+size flags (--steps, --replicates, --groups, --epochs, --seeds, --out) are replaced by small
+values or appended (--quick for verify / bench, --only 1 for figures).  Each runs from an empty
+folder: a documented command needs no file of the checkout."""
 
 import json
 import re
@@ -19,9 +21,10 @@ from sara_sim.cli import app as cli
 from sara_sim.cli import replay as cli_replay
 from sara_sim.cli import sim as cli_sim
 from sara_sim.cli.app import main
+from sara_sim.core.difficulty import builtin_history
 
 REPO = Path(__file__).resolve().parents[2]
-HISTORY = REPO.parent / "shared" / "data" / "deepscaler_pass_history.csv"
+HISTORY = builtin_history("deepscaler")
 PLACEHOLDERS = {"PATH.csv": str(HISTORY), "PATH": str(HISTORY), "A0,B0": "1,1", "a,b": "ds,sara"}
 SMALL = {  # subcommand -> flags replaced (or appended) to keep each run to a few seconds
     "simulate": {"--steps": "3", "--replicates": "1", "--groups": "8"},
@@ -80,11 +83,15 @@ def test_the_readme_documents_every_subcommand():
     used = {line.split()[1] for line in readme_commands()}
     assert {"theory", "optimal", "simulate", "compare", "verify", "bench", "replay"} <= used
     assert "figures" in used and len(readme_commands()) >= 9
+    # the recorded histories by their built-in name, so the commands run from any folder
+    assert any("history:deepscaler" in line for line in readme_commands())
+    assert any("--history deepscaler" in line for line in readme_commands())
+    assert not any("shared" in line for line in readme_commands())
 
 
 @pytest.mark.parametrize("line", readme_commands() + docstring_commands())
 def test_documented_command_runs(line, capsys, monkeypatch, tmp_path):
-    monkeypatch.chdir(REPO)  # the README's relative paths (../shared/data/...)
+    monkeypatch.chdir(tmp_path)  # any folder: a documented command needs no file of the checkout
     argv = to_argv(line, tmp_path / "figs")
     rc = main(argv)
     out = capsys.readouterr()

@@ -1,7 +1,5 @@
 """Every strategy on every law kind; reproducibility; per-strategy bookkeeping."""
 
-from pathlib import Path
-
 import numba
 import numpy as np
 import pandas as pd
@@ -12,7 +10,7 @@ from sara_sim.sim.laws import SequenceLaw, TokenModel, parse_sim_law
 from sara_sim.sim.simulate import cell_key, simulate, summarize, sweep
 from sara_sim.sim.strategies import STRATEGIES
 
-HISTORY = Path(__file__).parents[2].parent / "shared/data/deepscaler_pass_history.csv"
+HISTORY = "deepscaler"  # the histories shipped in sara_sim/data, by their built-in name
 LAW_KINDS = [
     ("beta:0.4,0.6", None, 0),
     ("beta:0.4,0.6", None, 300),  # a fixed pool, revisited: histories can be learnt
