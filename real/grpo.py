@@ -3,11 +3,11 @@
 Advantages are normalised within each group of k rollouts (r - mean) / std (Dr.GRPO's variant
 without the std is an option). The loss is the clipped token-level surrogate, averaged over all
 completion tokens of the batch (DAPO's token-mean), with clip-higher (eps_high > eps_low) optional
-and a k3 KL penalty to a frozen reference optional (off by default, as in DAPO/DESIGN §7).
+and a k3 KL penalty to a frozen reference optional (off by default, as in DAPO; docs/design.md §7).
 
 Old logprobs — the denominator of the importance ratio — come by default from the engine: vLLM
 returns the logprob of every sampled token under the very weights that sampled it, so no extra
-forward pass is needed, and on CPU float32 they match torch to ~1e-5 (VLLM_CPU.md). With
+forward pass is needed, and on CPU float32 they match torch to ~1e-5 (docs/vllm_cpu.md). With
 `old_logprobs="recompute"` torch recomputes them before the first update instead: one more forward
 pass, but the ratio is then exactly 1 at the first minibatch under the trainer's own numerics —
 the right choice on a GPU with bf16, where vLLM's and torch's kernels differ by ~1e-2 per token and

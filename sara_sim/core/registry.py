@@ -1,4 +1,5 @@
-"""The strategies, one row each (DESIGN §3): the only place their names and defaults are written.
+"""The strategies, one row each (docs/design.md §3): the only place their names and defaults are
+written.
 
 Every list of strategy names in the toolkit is a view of ``ROWS``: the simulator's
 (``sara-sim simulate / compare``: rows with a kernel), the collectors' (``make_collector``,
@@ -35,14 +36,15 @@ IMPLEMENTATIONS = ("kernel", "collector", "replay", "real")
 
 @dataclass(frozen=True)
 class SaraParams:
-    """The SARA collectors' knobs (DESIGN §1-§2), passed whole to ``SaraCollector``."""
+    """The SARA collectors' knobs (docs/design.md §1-§2), passed whole to ``SaraCollector``."""
 
     tau_low: float = 0.2  # abandon when p_eff < tau_low (paper's rule; 0.2: our default)
-    tau_high: float | None = None  # commit side of the rule: off (DESIGN §1)
-    prior: tuple = (1.0, 1.0)  # Beta(1, 1): the paper's uniform prior (DESIGN §1)
-    capacity: int | None = None  # rollouts per round; None: groups x k (or the budget), DESIGN §2
-    probe: int = 0  # first-round rollouts; 0: up to the abandonment point (DESIGN §2)
-    increment: int = 0  # later rounds; 0: auto (DESIGN §2)
+    tau_high: float | None = None  # commit side of the rule: off (docs/design.md §1)
+    prior: tuple = (1.0, 1.0)  # Beta(1, 1): the paper's uniform prior (docs/design.md §1)
+    # rollouts per round; None: groups x k (or the budget), docs/design.md §2
+    capacity: int | None = None
+    probe: int = 0  # first-round rollouts; 0: up to the abandonment point (docs/design.md §2)
+    increment: int = 0  # later rounds; 0: auto (docs/design.md §2)
     eb_window: int = 4  # sara-eb / -auto / -history: steps of outcomes the prior fits (ours)
     max_rounds: int = 100  # rounds per step before the step is reported capped (ours)
     rule: str = "tau"  # sara-history: "tau" (the paper's rule) or "price" (``informed.py``)
@@ -50,7 +52,7 @@ class SaraParams:
 
 @dataclass(frozen=True)
 class DSParams:
-    """DAPO dynamic sampling with verl semantics (DESIGN §3; the DAPO recipe's values)."""
+    """DAPO dynamic sampling with verl semantics (docs/design.md §3; the DAPO recipe's values)."""
 
     gen_batch_size: int | None = None  # prompts per generation batch; None: groups
     max_num_gen_batches: int = 10  # 0: no cap
@@ -112,18 +114,19 @@ _ALL = ("kernel", "collector", "replay", "real")
 _COLLECT = ("collector", "replay", "real")
 ROWS = (
     Row("uniform", "uniform", "N prompts x k rollouts", _ALL, "batch", "UNIFORM",
-        fixed_budget=("kernel", "collector"), sources="DESIGN §3"),
+        fixed_budget=("kernel", "collector"), sources="docs/design.md §3"),
     Row("ds", "dynamic-sampling", "dynamic sampling (verl)", _ALL, "batch", "DS",
-        sim_defaults=dict(_DS), sources="DESIGN §3; verl DAPO recipe (max_num_gen_batches 10)"),
+        sim_defaults=dict(_DS),
+        sources="docs/design.md §3; verl DAPO recipe (max_num_gen_batches 10)"),
     Row("sara", "sara", "tau rule, uniform prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults={"plan": None},
-        sources="paper; DESIGN §1-§2 (prior 1,1)"),
+        sources="paper; docs/design.md §1-§2 (prior 1,1)"),
     Row("sara-eb", "sara", "tau rule, empirical-Bayes prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults=dict(_EB),
-        sources="DESIGN §3; eb_window 4 (ours)"),
+        sources="docs/design.md §3; eb_window 4 (ours)"),
     Row("sara-auto", "sara", "Bayes-optimal plan, EB prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults=dict(_EB),
-        sources="DESIGN §3 (optimal.bayes_optimal)"),
+        sources="docs/design.md §3 (optimal.bayes_optimal)"),
     Row("sara-history", "sara-history", "per-prompt informed prior (informed.py)", _ALL, "sara",
         needs_history=True, fixed_budget=("collector",), sim_defaults={**_EB, **_INFORMED},
         sources="informed.py; benchmarks/fit_informed.py (cross-validated)"),

@@ -1,4 +1,4 @@
-"""SARA's round schedule: the per-round decisions of a step, written once (DESIGN §2).
+"""SARA's round schedule: the per-round decisions of a step, written once (docs/design.md §2).
 
 Both implementations of the round loop call these jitted functions — the Python collector
 (``sara_collector.SaraCollector``, which drives real engines) and the Numba kernel

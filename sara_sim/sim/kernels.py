@@ -1,5 +1,5 @@
-"""Numba kernel of SARA's round-synchronous collection (DESIGN §2): sara, sara-eb, sara-auto,
-sara-history and SPEED-RL.
+"""Numba kernel of SARA's round-synchronous collection (docs/design.md §2): sara, sara-eb,
+sara-auto, sara-history and SPEED-RL.
 
 ``sara_steps`` runs ``n_steps`` training steps of R independent replicates (``prange`` over
 replicates, each drawing from its own generator, see ``rng``).  Each step mirrors

@@ -1,4 +1,5 @@
-"""Numba kernel of the one-shot and predict-then-select peers (DESIGN §3), one step per call.
+"""Numba kernel of the one-shot and predict-then-select peers (docs/design.md §3), one step per
+call.
 
 All of them send whole groups (no per-prompt stopping), so a prompt costs one Binomial (or urn)
 draw per engine call.  Strategy codes and their parameters (``prm`` vector, indices ``P_*``;

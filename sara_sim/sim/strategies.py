@@ -1,6 +1,6 @@
-"""The simulator's strategies (DESIGN §3; names, defaults and their sources: ``registry.py``):
-their parameters checked and encoded for the kernels, and the per-step planning that stays in
-Python (the empirical-Bayes fit and the Bayes-optimal plan).
+"""The simulator's strategies (docs/design.md §3; names, defaults and their sources:
+``registry.py``): their parameters checked and encoded for the kernels, and the per-step planning
+that stays in Python (the empirical-Bayes fit and the Bayes-optimal plan).
 
 =============== ======================================================================== =========
 strategy        what it does (parameters, defaults)                                      kernel

@@ -1,8 +1,8 @@
 """The Numba kernel and the core's Python allocator take identical decisions on identical
-outcome sequences (DESIGN §6: one source of truth for the rule; both take the round's decisions
-through ``schedule``).  Fresh prompts, and a finite pool revisited epoch after epoch, where
-sara-history plans from evidence — including visits that end after a later visit of the same
-prompt was recorded (out-of-order observations)."""
+outcome sequences (docs/design.md §6: one source of truth for the rule; both take the round's
+decisions through ``schedule``).  Fresh prompts, and a finite pool revisited epoch after epoch,
+where sara-history plans from evidence — including visits that end after a later visit of the
+same prompt was recorded (out-of-order observations)."""
 
 import numpy as np
 import pytest
