@@ -85,7 +85,9 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
         raise ParameterError(flag, f"{out} is being written by another run (pid {pid})")
     if not holds_run(out):  # nothing to continue, nothing to lose: a plain start is accepted
         if cfg.resume and not (out / "metrics.jsonl").exists():
-            raise ParameterError("--resume", f"no run in {out} to resume (start without --resume)")
+            raise ParameterError(
+                "--resume", f"no checkpoint and no step in {out} to resume (start without --resume)"
+            )
         if cfg.resume:  # a run that failed on its first step: resuming it is starting it
             print(f"note: {out} holds no completed step; the run starts at step 0", file=sys.stderr)
         return
