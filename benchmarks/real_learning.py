@@ -54,6 +54,7 @@ Bad arguments exit 2 with one line before any engine starts."""
 import argparse
 import json
 import platform
+import shlex
 import sys
 import time
 from dataclasses import asdict, replace
@@ -366,7 +367,7 @@ def command(script: str, argv, out, model=None) -> str:
     for w in argv:
         flag, eq, val = w.partition("=")
         words.append(f"{flag}={swap.get(val, val)}" if eq else swap.get(w, w))
-    return " ".join(["python", script, *(f"'{w}'" if " " in w else w for w in words)])
+    return shlex.join(["python", script, *words])
 
 
 def _version(version, name: str) -> str | None:

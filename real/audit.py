@@ -21,6 +21,7 @@ and prints (and writes to `audit.json`) what each allocator would cost on that m
 The numbers come from `real/audit_theory.py`; this module checks the arguments, samples and
 writes the files."""
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -152,6 +153,8 @@ def run_audit(a, engine=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     hist = out / "history.csv"
+    if hist.exists() and not (out / "audit.json").exists():
+        print(f"note: {out} holds an unfinished audit (no audit.json): redone", file=sys.stderr)
     for f in (out / "audit.json", hist):  # never an old audit.json beside a new history
         f.unlink(missing_ok=True)
     guard = RewardGuard(task.reward)

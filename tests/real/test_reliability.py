@@ -130,7 +130,32 @@ def test_a_full_disk_in_audit_leaves_no_partial_audit(tiny_dir, engine, tmpfs, m
     assert err == [f"sara-real: error: cannot write {out / 'audit.json'}: No space left on device"]
     assert sorted(p.name for p in out.iterdir()) == ["history.csv"]  # no partial audit.json
     filler.unlink()
-    assert main(argv) == 0, capsys.readouterr().err  # the unfinished audit does not block a rerun
+    assert main(argv) == 0  # the unfinished audit does not block a rerun
+    assert "holds an unfinished audit (no audit.json): redone" in capsys.readouterr().err
     res = json.loads((out / "audit.json").read_text())
     assert res["task"] == "arithmetic"
     assert main(argv) == 2 and "already holds an audit" in capsys.readouterr().err
+
+
+def test_undefined_compare_ratios_are_null_and_dashes():
+    """DS without an effective group: its cost per effective group is undefined, so is every
+    ratio to it — null in compare.json, an empty cell in compare.csv, '-' in the table."""
+    import pandas as pd
+
+    from real.compare import COLUMNS, format_table, vs_ds
+    from sara_sim.core.files import dumps_json
+
+    rows = [
+        {c: None for c in COLUMNS} | {"allocator": "ds", "rollouts": 64, "effective_groups": 0},
+        {c: None for c in COLUMNS}
+        | {"allocator": "sara", "rollouts_per_effective_group": 9.5, "effective_groups": 4},
+    ]
+    table = vs_ds(pd.DataFrame(rows, columns=COLUMNS), ["ds", "sara"])
+    record = json.loads(dumps_json(table.to_dict("records")), parse_constant=lambda c: 1 / 0)
+    assert [r["rollouts_vs_ds"] for r in record] == [None, None]
+    assert record[1]["rollouts_per_effective_group"] == 9.5
+    assert "nan" not in table.to_csv(index=False).lower()
+    curves = pd.DataFrame(columns=["allocator", "steps_done", "cum_rollouts", "eval_accuracy"])
+    text = format_table(table, curves)
+    sara = next(line for line in text.splitlines() if line.startswith("sara "))
+    assert sara.split()[1:3] == ["9.50", "-"] and "nan" not in text
