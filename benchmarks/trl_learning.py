@@ -64,24 +64,29 @@ def main(argv=None) -> int:
     base = bench.base_config
     bench.base_config = lambda a, k, seed: replace(base(a, k, seed), trainer="trl")
     rc = bench.main([*DEFAULTS, *argv])  # argparse: a flag given again wins
+    from sara_sim.core.files import atomic_write, dumps_json
+
     if rc != 0:
         return rc
-    out = Path(_out([*DEFAULTS, *argv]))
+    paths = _paths([*DEFAULTS, *argv])
+    out = Path(paths.out)
     meta_path = out / "learning.meta.json"
     meta = json.loads(meta_path.read_text())
-    meta["command"] = " ".join(["python benchmarks/trl_learning.py", *argv])
+    meta["command"] = bench.command("benchmarks/trl_learning.py", argv, paths.out, paths.model)
     meta["packages"].update({p: version(p) for p in ("trl", "accelerate", "datasets")})
-    meta_path.write_text(json.dumps(meta, indent=1))
+    atomic_write(meta_path, dumps_json(meta))  # a crash keeps the old file or the new one
     text = tables(out / "learning.csv")
-    (out / "learning_tables.md").write_text(text + "\n")
+    atomic_write(out / "learning_tables.md", text + "\n")
     print(text)
     return 0
 
 
-def _out(argv) -> str:
+def _paths(argv):
+    """--out and --model as the benchmark parsed them (a flag given again wins)."""
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--out")
-    return ap.parse_known_args(argv)[0].out
+    ap.add_argument("--model")
+    return ap.parse_known_args(argv)[0]
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from sara_sim.core.errors import ParameterError
+from sara_sim.core.files import os_error_line
 
 from . import FIGURES, run
 
@@ -38,6 +39,9 @@ def main(argv=None):
     except ParameterError as exc:
         print(f"paper_figs: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a read-only folder: one line naming the file
+        print(f"paper_figs: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
     return 0
 
 

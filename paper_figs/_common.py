@@ -94,23 +94,22 @@ def wilson(successes, trials, z=1.96):
 
 
 def save(result: Figure, out: Path, name: str, seed: int) -> list[Path]:
-    """Write NAME.png (caption in its metadata), NAME.csv and NAME.txt (the caption)."""
+    """Write NAME.png (caption in its metadata), NAME.csv and NAME.txt (the caption), each
+    atomically: a full disk leaves the old file or the new one, and is one line naming it."""
     import matplotlib.pyplot as plt
 
-    out.mkdir(parents=True, exist_ok=True)
+    from sara_sim.core.files import atomic_save, atomic_write, writing
+
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
     caption = " ".join(result.caption.split())
     png, csv, txt = (out / f"{name}.{ext}" for ext in ("png", "csv", "txt"))
-    result.fig.savefig(
-        png,
-        bbox_inches="tight",
-        metadata={
-            "Title": name,
-            "Description": caption,
-            "Source": f"python -m paper_figs --seed {seed}",
-        },
-    )
-    plt.close(result.fig)
-    result.data.to_csv(csv, index=False, float_format="%.10g")
+    meta = {"Title": name, "Description": caption, "Source": f"python -m paper_figs --seed {seed}"}
+    try:
+        atomic_save(png, lambda tmp: result.fig.savefig(tmp, bbox_inches="tight", metadata=meta))
+    finally:
+        plt.close(result.fig)
+    atomic_write(csv, result.data.to_csv(index=False, float_format="%.10g"))
     lines = [
         name,
         "",
@@ -120,12 +119,12 @@ def save(result: Figure, out: Path, name: str, seed: int) -> list[Path]:
         f"data: {csv.name}",
     ]
     lines += [f"{key}: {val}" for key, val in result.notes.items()]
-    txt.write_text("\n".join(lines) + "\n")
+    atomic_write(txt, "\n".join(lines) + "\n")
     written = [png, csv, txt]
     for suffix, table in result.tables.items():
         path = out / f"{name}_{suffix}"
-        table.to_csv(path.with_suffix(".csv"), index=False, float_format="%.10g")
-        path.with_suffix(".md").write_text(markdown(table) + "\n")
+        atomic_write(path.with_suffix(".csv"), table.to_csv(index=False, float_format="%.10g"))
+        atomic_write(path.with_suffix(".md"), markdown(table) + "\n")
         written += [path.with_suffix(".csv"), path.with_suffix(".md")]
     return written
 

@@ -21,14 +21,14 @@ and prints (and writes to `audit.json`) what each allocator would cost on that m
 The numbers come from `real/audit_theory.py`; this module checks the arguments, samples and
 writes the files."""
 
-import json
-import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from real.audit_theory import TAU_GRID, analyze, finite, format_report
 from sara_sim.core.errors import ParameterError, check_k
+from sara_sim.core.files import append_bytes, atomic_write, dumps_json
 
 # ------------------------------------------------------------------ checks (before any engine)
 
@@ -55,7 +55,9 @@ def check_audit_args(a) -> None:
         resolve_model(a.model, build=False)
     out = Path(a.out)
     check_writable(out, "--out")
-    if (out / "history.csv").exists() and not a.overwrite:
+    # audit.json is written last and atomically: it is there only when an audit finished; the
+    # history.csv of an audit that stopped before (a full disk, a kill) does not block a rerun
+    if (out / "audit.json").exists() and not a.overwrite:
         raise ParameterError("--out", f"{out} already holds an audit; pass --overwrite to redo it")
 
 
@@ -108,14 +110,12 @@ def sample_pass(engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, t
 
 
 def append_rows(path: Path, rows: list[dict]) -> None:
-    """Append a pass to history.csv and fsync: a crash keeps every finished pass."""
+    """Append a pass to history.csv and fsync: a crash keeps every finished pass (a failed write
+    is cut back off: `sara_sim.core.files.append_bytes`)."""
     import pandas as pd
 
     new = not path.exists()
-    with open(path, "a") as f:
-        pd.DataFrame(rows).to_csv(f, header=new, index=False)
-        f.flush()
-        os.fsync(f.fileno())
+    append_bytes(path, pd.DataFrame(rows).to_csv(header=new, index=False).encode())
 
 
 # ------------------------------------------------------------------ the command
@@ -153,7 +153,10 @@ def run_audit(a, engine=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     hist = out / "history.csv"
-    hist.unlink(missing_ok=True)
+    if hist.exists() and not (out / "audit.json").exists():
+        print(f"note: {out} holds an unfinished audit (no audit.json): redone", file=sys.stderr)
+    for f in (out / "audit.json", hist):  # never an old audit.json beside a new history
+        f.unlink(missing_ok=True)
     guard = RewardGuard(task.reward)
     bar = None
     if a.progress:
@@ -173,7 +176,7 @@ def run_audit(a, engine=None) -> int:
     res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed)
     res |= {"task": a.task, "reward_errors": guard.errors, "engine_url": a.engine_url}
     res = finite(res)
-    (out / "audit.json").write_text(json.dumps(res, indent=1))
+    atomic_write(out / "audit.json", dumps_json(res))
     print(format_report(res))
     print(f"wrote {hist} and {out / 'audit.json'}")
     return 0

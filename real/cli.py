@@ -266,9 +266,12 @@ def main(argv=None) -> int:
     except (ParameterError, FileExistsError) as e:
         print(f"sara-real: error: {e}", file=sys.stderr)
         return 2
-    except ServerError as e:  # a server down mid-run: what was written stays; --resume goes on
+    except (ServerError, OSError) as e:  # a server down, a full disk: what was written stays
+        from sara_sim.core.files import os_error_line
+
         hint = " (resume with --resume)" if args.cmd in ("validate", "compare") else ""
-        print(f"sara-real: error: {e}{hint}", file=sys.stderr)
+        text = os_error_line(e) if isinstance(e, OSError) else str(e)
+        print(f"sara-real: error: {text}{hint}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("sara-real: interrupted (resume with --resume)", file=sys.stderr)

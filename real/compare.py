@@ -11,6 +11,7 @@ from pathlib import Path
 
 from real import _env  # noqa: F401
 from real.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
+from sara_sim.core.files import atomic_save, dumps_json
 
 
 def check_compare(cfg, allocators: list[str]) -> dict:
@@ -44,8 +45,8 @@ def check_compare(cfg, allocators: list[str]) -> dict:
                 "--allocators",
                 f"the compare in {out} ran {','.join(before)}; resume it with the same list",
             )
-    elif not cfg.overwrite:
-        used = [str(out)] if before is not None else []
+    elif not cfg.overwrite:  # a compare whose runs never completed a step may start again
+        used = [str(out)] if before is not None and any(holds_run(out / a) for a in before) else []
         used += [str(out / a) for a in allocators if holds_run(out / a)]
         if used:
             raise ParameterError(
@@ -121,17 +122,29 @@ def _run_compare(cfg, allocators, engine, checked):
                 curves.append(
                     _point(a, r["step"] + 1, r["cum_rollouts"], r["cum_tokens"], r["eval_accuracy"])
                 )
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    if "ds" in allocators:  # the method's headline: cost per effective group relative to DS
-        ref = table.set_index("allocator").loc["ds"]
-        for c in ("rollouts_per_effective_group", "tokens_per_effective_group"):
-            table[c.replace("_per_effective_group", "") + "_vs_ds"] = table[c] / ref[c]
+    table = vs_ds(pd.DataFrame(rows, columns=COLUMNS), allocators)
     curves = pd.DataFrame(curves)
-    table.to_csv(out / "compare.csv", index=False)
-    curves.to_csv(out / "compare_eval.csv", index=False)
+    atomic_write(out / "compare.csv", table.to_csv(index=False))  # undefined: an empty cell
+    atomic_write(out / "compare_eval.csv", curves.to_csv(index=False))
     record = {"table": table.to_dict("records"), "eval": curves.to_dict("records")}
-    atomic_write(out / "compare.json", json.dumps(record, indent=1).encode())
+    atomic_write(out / "compare.json", dumps_json(record))  # undefined: null
     return table, curves
+
+
+def vs_ds(table, allocators):
+    """The method's headline: cost per effective group relative to DS; undefined (nan) where
+    either run had no effective group (its cost per effective group is undefined)."""
+    import numpy as np
+    import pandas as pd
+
+    if "ds" not in allocators:
+        return table
+    for c in ("rollouts_per_effective_group", "tokens_per_effective_group"):
+        v = pd.to_numeric(table[c], errors="coerce").astype(float)  # None -> nan
+        ref = float(v[table["allocator"] == "ds"].iloc[0])
+        ratio = v / ref if np.isfinite(ref) and ref > 0 else v * np.nan
+        table[c.replace("_per_effective_group", "") + "_vs_ds"] = ratio
+    return table
 
 
 def step_frame(out, allocators):
@@ -172,7 +185,7 @@ def plot_compare(out, table, curves, allocators) -> list[Path]:
     )
     paths.append(out / "compare_eval_vs_rollouts.png")
     fig.tight_layout()
-    fig.savefig(paths[-1], dpi=130)
+    atomic_save(paths[-1], lambda tmp: fig.savefig(tmp, dpi=130))
     plt.close(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
@@ -184,7 +197,7 @@ def plot_compare(out, table, curves, allocators) -> list[Path]:
         ax.set(xlabel="", ylabel=f"{label} per effective group")
     fig.tight_layout()
     paths.append(out / "compare_cost.png")
-    fig.savefig(paths[-1], dpi=130)
+    atomic_save(paths[-1], lambda tmp: fig.savefig(tmp, dpi=130))
     plt.close(fig)
 
     steps = step_frame(out, allocators)
@@ -193,7 +206,7 @@ def plot_compare(out, table, curves, allocators) -> list[Path]:
     ax.set(xlabel="rounds per step", ylabel="steps")
     fig.tight_layout()
     paths.append(out / "compare_rounds.png")
-    fig.savefig(paths[-1], dpi=130)
+    atomic_save(paths[-1], lambda tmp: fig.savefig(tmp, dpi=130))
     plt.close(fig)
     return paths
 

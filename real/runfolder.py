@@ -1,12 +1,18 @@
 """The run folder's rules, checked before anything heavy starts (real.checks.check_config calls
 `check_run_folder` last); the files themselves are written by `real/runlog.py`.
 
-* a used `--out` (metrics, checkpoint or summary present) needs `--resume` or `--overwrite`;
+* a used `--out` (a checkpoint, a summary or a completed step) needs `--resume` or
+  `--overwrite` (only `--overwrite` when there is no checkpoint to resume); a run that failed on
+  its first step left nothing to lose, so a plain start — or a `--resume`, from step 0 — is
+  accepted (never a circle of advice);
+* a resumed run's metrics lines must cover every step its checkpoint does (a torn last line is
+  repaired, `real.runlog.resume_metrics`), checked here, before any engine starts;
 * `--resume` needs a readable checkpoint written with the same experiment: only the settings in
   `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ; the saved config may
   be nested (`asdict(Config)`) or flat (runs written before Config had sections);
 * a folder another live run is writing (its `.lock` is held) is refused."""
 
+import sys
 from pathlib import Path
 
 from real.config import Config
@@ -47,8 +53,23 @@ def has_checkpoint(folder: Path, trainer: str = "native") -> bool:
     return Path(folder, "checkpoint.pt").is_file()
 
 
+def done_steps(folder: Path) -> int:
+    """Complete metrics lines in `folder` (a damaged file counts as used: never overwritten)."""
+    from real.runlog import read_metrics
+
+    try:
+        return len(read_metrics(Path(folder) / "metrics.jsonl"))
+    except ParameterError:
+        return 1
+
+
 def holds_run(folder: Path) -> bool:
-    return any((Path(folder) / f).exists() for f in RUN_FILES)
+    """A checkpoint (native or TRL), a summary or a completed step: a run not to be lost. A run
+    that failed on its first step (an empty metrics file, no checkpoint) holds nothing."""
+    folder = Path(folder)
+    if has_checkpoint(folder) or has_checkpoint(folder, "trl"):
+        return True
+    return (folder / "summary.json").exists() or done_steps(folder) > 0
 
 
 def check_run_folder(cfg, flag: str = "--out") -> None:
@@ -62,11 +83,20 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
     pid = lock_holder(out)
     if pid is not None:
         raise ParameterError(flag, f"{out} is being written by another run (pid {pid})")
-    if not cfg.resume:
-        if holds_run(out) and not cfg.overwrite:
+    if not holds_run(out):  # nothing to continue, nothing to lose: a plain start is accepted
+        if cfg.resume and not (out / "metrics.jsonl").exists():
             raise ParameterError(
-                flag, f"{out} already holds a run; pass --resume to continue it or --overwrite"
+                "--resume", f"no checkpoint and no step in {out} to resume (start without --resume)"
             )
+        if cfg.resume:  # a run that failed on its first step: resuming it is starting it
+            print(f"note: {out} holds no completed step; the run starts at step 0", file=sys.stderr)
+        return
+    if not cfg.resume:
+        if not cfg.overwrite:
+            advice = "pass --resume to continue it or --overwrite"
+            if not has_checkpoint(out, cfg.trainer):  # a resume would be refused: say so
+                advice = "it stopped before its first checkpoint; pass --overwrite to start over"
+            raise ParameterError(flag, f"{out} already holds a run; {advice}")
         return
     if cfg.trainer == "trl":
         return _check_trl_resume(cfg, out)
@@ -75,7 +105,9 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
     ckpt = out / "checkpoint.pt"
     if not ckpt.is_file():
         raise ParameterError(
-            "--resume", f"no checkpoint in {out} to resume (start the run without --resume)"
+            "--resume",
+            f"no checkpoint in {out} to resume: the run stopped before its first checkpoint "
+            f"({done_steps(out)} steps done); --overwrite starts it over",
         )
     saved = read_checkpoint_config(ckpt)
     check_same_run(saved["config"], cfg)
@@ -83,17 +115,23 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
         raise ParameterError(
             "--steps", f"the run in {out} has done {saved['step'] + 1} steps; give at least that"
         )
+    from real.runlog import resume_metrics
+
+    resume_metrics(out / "metrics.jsonl", saved["step"] + 1, saved["row"])  # repairable?
 
 
 def _check_trl_resume(cfg, out: Path) -> None:
     """A TRL run resumes from TRL's own OUT/trl/checkpoint-N; its settings are in config.json."""
     import json
 
-    if not list((out / "trl").glob("checkpoint-*")):
+    ckpts = sorted((out / "trl").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    if not ckpts:
         if (out / "checkpoint.pt").is_file():
             raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
         raise ParameterError(
-            "--resume", f"no TRL checkpoint in {out}/trl to resume (start without --resume)"
+            "--resume",
+            f"no TRL checkpoint in {out}/trl to resume: the run stopped before its first "
+            f"checkpoint ({done_steps(out)} steps done); --overwrite starts it over",
         )
     saved = out / "config.json"
     try:
@@ -102,11 +140,16 @@ def _check_trl_resume(cfg, out: Path) -> None:
         if isinstance(e, ParameterError):
             raise
         raise ParameterError("--resume", f"{saved} is missing or unreadable ({e})") from None
+    from real.runlog import resume_metrics
+    from real.trl_run import saved_row
+
+    start = int(ckpts[-1].name.split("-")[1]) // cfg.grpo.minibatches
+    resume_metrics(out / "metrics.jsonl", start, saved_row(ckpts[-1]))  # repairable?
 
 
 def read_checkpoint_config(ckpt: Path) -> dict:
-    """{"step", "config"} of a checkpoint, or a one-line error naming the file when it is torn
-    or corrupted (every zip record's CRC is checked; tensors are memory-mapped, not read)."""
+    """{"step", "config", "row"} of a checkpoint, or a one-line error naming the file when it is
+    torn or corrupted (every zip record's CRC is checked; tensors are memory-mapped, not read)."""
     import zipfile
 
     bad = None
@@ -120,7 +163,8 @@ def read_checkpoint_config(ckpt: Path) -> dict:
 
         try:
             ck = torch.load(ckpt, map_location="cpu", weights_only=False, mmap=True)
-            return {"step": int(ck["step"]), "config": dict(ck["config"])}
+            row = ck.get("metrics_row")  # the step's metrics line (a torn one is restored)
+            return {"step": int(ck["step"]), "config": dict(ck["config"]), "row": row}
         except Exception as e:  # unpickling a damaged file can raise almost anything
             bad = f"{type(e).__name__}: {e}"
     raise ParameterError(

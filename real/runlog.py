@@ -1,51 +1,99 @@
 """The run directory's files: metrics.jsonl (one line per step), summary.json, checkpoints.
 
-Every write that must survive a SIGKILL is either an fsynced append (a metrics line) or a
-whole-file replace (write a temp file, fsync, os.replace), so a reader never sees half a file;
-at worst the last metrics line is torn, and readers skip it."""
+Every write that must survive a SIGKILL or a full disk is either an fsynced append (a metrics line;
+a failed write is cut back off) or a whole-file replace (write a temp file, fsync, os.replace), so
+a reader never sees half a file (`sara_sim.core.files`). At worst the last metrics line is torn (a
+kill mid-write): readers skip it, and a resume repairs it (`resume_metrics`): the line is dropped
+and its step run again, or — when the checkpoint already covers that step — restored from the copy
+the checkpoint keeps. A damaged line before the last is one error naming the file and the line."""
 
 import json
 import os
+import sys
 from pathlib import Path
 
+from sara_sim.core.errors import ParameterError
+from sara_sim.core.files import append_bytes, atomic_write  # noqa: F401  (re-exported)
 
-def atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+
+def scan_metrics(path: Path, flag: str = "--out") -> tuple[list[dict], int | None]:
+    """(parsed lines, number of a torn last line or None). Bytes, not text: a torn tail may end
+    inside a UTF-8 character. A bad line before the last is not a crash's trace: an error."""
+    path = Path(path)
+    if not path.exists():
+        return [], None
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ParameterError(flag, f"cannot read {path} ({e.strerror})") from None
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the file ends with a newline: no unterminated tail
+    rows = []
+    for n, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line.decode("utf-8"))
+            if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+                raise ValueError("not a step record")
+        except ValueError as e:  # UnicodeDecodeError and JSONDecodeError included
+            if n == len(lines):
+                return rows, n
+            why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "not a metrics record"
+            raise ParameterError(
+                flag, f"{path} line {n} is {why}: the file is damaged; --overwrite starts over"
+            ) from None
+        rows.append(row)
+    return rows, None
 
 
 def read_metrics(path: Path) -> list[dict]:
     """Parsed lines; a torn last line (killed mid-write) is skipped."""
-    rows = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+    return scan_metrics(path)[0]
 
 
-def truncate_metrics(path: Path, below_step: int) -> list[dict]:
-    """Keep one line per step < below_step (the first written), drop the rest, atomically."""
+def resume_metrics(path: Path, below_step: int, restore: dict | None = None, flag="--resume"):
+    """(the lines a run resumed at `below_step` keeps, a note on a repair or None): one line per
+    step < below_step (the first written). Every such step must have its line — except that the
+    last one, if torn, is `restore` (the checkpoint's copy); a step missing otherwise is an error,
+    never a silent gap."""
+    rows, torn = scan_metrics(path, flag)
     kept, seen = [], set()
-    for r in read_metrics(path):
-        if r.get("step", -1) < below_step and r["step"] not in seen:
+    for r in rows:
+        if r["step"] < below_step and r["step"] not in seen:
             seen.add(r["step"])
             kept.append(r)
+    missing = sorted(set(range(below_step)) - seen)
+    note = None
+    if torn is not None:
+        note = f"{path}: line {torn} was cut off by a crash mid-write; removed"
+        if missing == [below_step - 1] and (restore or {}).get("step") == missing[0]:
+            kept.append(restore)
+            missing = []
+            note += f" and step {below_step - 1}'s line restored from the checkpoint"
+        else:
+            note += " (its step runs again)"
+    if missing:
+        shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise ParameterError(
+            flag,
+            f"{path} lacks the line of step{'s' * (len(missing) > 1)} {shown}, which the "
+            "checkpoint covers; "
+            "--overwrite starts over",
+        )
+    return kept, note
+
+
+def truncate_metrics(path: Path, below_step: int, restore: dict | None = None) -> list[dict]:
+    """Keep the lines `resume_metrics` keeps, drop the rest, atomically; says what it repaired."""
+    kept, note = resume_metrics(path, below_step, restore)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     atomic_write(path, "".join(json.dumps(r) + "\n" for r in kept).encode())
     return kept
 
 
 def append_metrics(path: Path, row: dict) -> None:
-    with open(path, "a") as f:
-        f.write(json.dumps(row) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_bytes(path, (json.dumps(row) + "\n").encode())
 
 
 # What `validate` prints and `compare` tabulates, from the summary below.
@@ -76,6 +124,7 @@ def summarize(rows: list[dict], cfg: dict, eval_initial, model_dir) -> dict:
     roll = sum(r["rollouts"] for r in rows)
     tok = sum(r["tokens"] for r in rows)
     wall = sum(r["wall_s"] for r in rows)
+    groups = sum(r["groups"] for r in rows)
     evals = [
         (r["step"], r["cum_rollouts"], r["eval_accuracy"]) for r in rows if "eval_accuracy" in r
     ]
@@ -90,10 +139,10 @@ def summarize(rows: list[dict], cfg: dict, eval_initial, model_dir) -> dict:
         "rollouts": roll,
         "tokens": tok,
         "effective_groups": eff,
-        "batch_groups": sum(r["groups"] for r in rows),
+        "batch_groups": groups,
         "rollouts_per_effective_group": roll / eff if eff else None,
         "tokens_per_effective_group": tok / eff if eff else None,
-        "effective_fraction": eff / max(1, sum(r["groups"] for r in rows)),
+        "effective_fraction": eff / groups if groups else None,
         "rounds_median": float(np.median([r["rounds"] for r in rows])) if rows else None,
         "rounds_mean": float(np.mean([r["rounds"] for r in rows])) if rows else None,
         "abandoned": sum(r["abandoned"] for r in rows),
@@ -129,10 +178,11 @@ class RunLock:
     def __enter__(self):
         import fcntl
 
-        from sara_sim.core.errors import ParameterError
+        from sara_sim.core.files import writing
 
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        with writing(self.folder / LOCK):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -140,8 +190,13 @@ class RunLock:
             raise ParameterError(
                 "--out", f"{self.folder} is being written by another run (pid {_pid(self.folder)})"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:
+            with writing(self.folder / LOCK):  # the pid is only shown to a refused second run
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+        except BaseException:
+            os.close(fd)
+            raise
         self.fd = fd
         return self
 

@@ -3,13 +3,13 @@
 Crash safety: the metrics line of step s is appended (and fsynced) before the checkpoint of step s
 is written (to a temp file, then os.replace). A run killed anywhere — even by SIGKILL — therefore
 resumes from the last checkpoint c with every metrics line of steps <= c on disk; lines of later
-steps (and a torn last line) are dropped on resume and recomputed, so none is lost or duplicated.
+steps (and a torn last line) are dropped on resume and recomputed, so none is lost or duplicated;
+the checkpoint keeps a copy of step c's line, restored if that line is found torn.
 The checkpoint holds everything the next step depends on: model, optimizer, allocator state, the
 rollout pool (in-progress prompts and carried groups), the prompt stream position and the
 sampling-seed counter."""
 
 import io
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +24,7 @@ from real.runlog import (
     summarize,
     truncate_metrics,
 )
+from sara_sim.core.files import dumps_json
 
 # ------------------------------------------------------------------ helpers
 
@@ -176,21 +177,24 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
         "alloc_s": 0.0,
         "reward_errors": 0,
     }
-    start, eval_initial = 0, None
+    start, eval_initial, saved_row = 0, None, None
 
     # ---------------- resume: restore everything the next step depends on
-    if cfg.resume:  # check_config proved the checkpoint readable and of the same experiment
+    # (a --resume of a run that never completed a step has no checkpoint: it starts at 0)
+    if cfg.resume and ckpt_path.is_file():  # check_config proved it readable, same experiment
         ck = torch.load(ckpt_path, map_location="cpu", weights_only=False)
         model.load_state_dict(ck["model"])
         trainer.load_state_dict(ck["trainer"])
         rc.load_state_dict(ck["collector"])
         stream.load_state_dict(ck["stream"])
         totals, eval_initial, start = ck["totals"], ck["eval_initial"], ck["step"] + 1
+        saved_row = ck.get("metrics_row")
         torch.set_rng_state(ck["torch_rng"])
     else:
         for p in (metrics_path, ckpt_path, out / "summary.json"):
             p.unlink(missing_ok=True)
-    truncate_metrics(metrics_path, start)  # drop lines of steps after the checkpoint
+    # drop lines of steps after the checkpoint; a torn last line is repaired (see real.runlog)
+    truncate_metrics(metrics_path, start, restore=saved_row)
     engine.push_weights(model)  # the engine may hold another run's weights (compare)
     initial_wins = None
     if eval_initial is None:
@@ -299,6 +303,7 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
                     "eval_initial": eval_initial,
                     "torch_rng": torch.get_rng_state(),
                     "config": asdict(cfg),
+                    "metrics_row": row,  # restores the line if a crash tears it after this
                 },
                 buf,
             )
@@ -316,5 +321,5 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
 
     # ---------------- summary: recomputed from the metrics file, the single source of truth
     summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
-    atomic_write(out / "summary.json", json.dumps(summary, indent=1).encode())
+    atomic_write(out / "summary.json", dumps_json(summary))
     return summary

@@ -22,8 +22,18 @@ from pathlib import Path
 from real import _env  # noqa: F401  (before torch / vllm)
 from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
 from sara_sim.core.errors import ParameterError
+from sara_sim.core.files import dumps_json
 
 DATASET_ROWS = 4096  # rows of a generated task's TRL dataset (the adapter cycles epochs over it)
+ROW_FILE = "sara_metrics_row.json"  # in OUT/trl/checkpoint-N: that step's metrics line
+
+
+def saved_row(ckpt_dir: Path) -> dict | None:
+    """The metrics line a TRL checkpoint keeps of its step (restores a torn one), if readable."""
+    try:
+        return json.loads((Path(ckpt_dir) / ROW_FILE).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def check_trl_config(cfg) -> None:
@@ -143,7 +153,7 @@ def train_trl(cfg, checked, engine=None) -> dict:
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(model_dir)
     start = int(ckpts[-1].name.split("-")[1]) // cfg.grpo.minibatches if resume else 0
-    rows = truncate_metrics(metrics_path, start)
+    rows = truncate_metrics(metrics_path, start, restore=saved_row(ckpts[-1]) if resume else None)
     if resume:
         eval_initial = json.loads((out / "eval_initial.json").read_text())["eval_initial"]
     else:
@@ -168,7 +178,7 @@ def train_trl(cfg, checked, engine=None) -> dict:
         trainer.remove_callback(PrinterCallback)
     trainer.train(resume_from_checkpoint=str(ckpts[-1]) if resume else None)
     summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
-    atomic_write(out / "summary.json", json.dumps(summary, indent=1).encode())
+    atomic_write(out / "summary.json", dumps_json(summary))
     return summary
 
 
@@ -187,7 +197,7 @@ class _RunLog(_callback_base()):
         self.path, self.eval_wins, self.initial_wins = path, eval_wins, None
         last = rows[-1] if rows else {}
         self.cum = {k: last.get(f"cum_{k}", 0) for k in ("rollouts", "tokens", "effective")}
-        self.errors_seen = 0
+        self.errors_seen, self.last_row = 0, None
         self.losses, self.t_last = [], time.perf_counter()
 
     def on_train_begin(self, args, state, control, **kw):
@@ -248,4 +258,10 @@ class _RunLog(_callback_base()):
         if self.initial_wins is not None:
             row["eval_initial_wins"], self.initial_wins = self.initial_wins, None
         append_metrics(self.path, row)
-        self.losses = []
+        self.losses, self.last_row = [], row
+
+    def on_save(self, args, state, control, **kw):
+        """After TRL wrote checkpoint-N (and after on_log): keep a copy of that step's line."""
+        if self.last_row is not None and state.is_world_process_zero:
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            atomic_write(ckpt / ROW_FILE, json.dumps(self.last_row).encode())

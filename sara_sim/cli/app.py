@@ -17,6 +17,7 @@ import sys
 
 from ..core.difficulty import BetaLaw
 from ..core.errors import ParameterError, check_budget, check_int
+from ..core.files import os_error_line
 from .common import (
     HISTORY_NAMES,
     _emit,
@@ -155,6 +156,9 @@ def main(argv=None):
     except ParameterError as exc:
         print(f"sara-sim: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a read-only folder: one line naming the file
+        print(f"sara-sim: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
     return rc or 0
 
 

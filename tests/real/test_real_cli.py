@@ -159,8 +159,11 @@ def test_used_folder_needs_resume_or_overwrite(tmp_path, capsys):
     out.mkdir()
     (out / "metrics.jsonl").write_text('{"step": 0}\n')
     err = _bad(["validate", "--out", str(out)], capsys)
-    assert "--resume" in err and "--overwrite" in err
+    # no checkpoint: --resume would be refused, so only --overwrite is offered (no circle)
+    assert "before its first checkpoint" in err and "--overwrite" in err and "--resume" not in err
     assert (out / "metrics.jsonl").read_text() == '{"step": 0}\n'
+    err = _bad(["validate", "--resume", "--out", str(out)], capsys)
+    assert "before its first checkpoint" in err and "--overwrite starts it over" in err
 
 
 def test_compare_bad_input(tmp_path, capsys):

@@ -71,6 +71,15 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
     before = (out / "learning.csv").read_text()
     assert bench.main([*argv, "--resume"]) == 0
     assert (out / "learning.csv").read_text() == before
+    meta_text = (out / "learning.meta.json").read_text()
+    assert str(tmp_path) not in meta_text  # the model by its cache key, runs relative to OUT
+    # changed settings on --resume: refused in one line naming the setting; data and meta kept
+    capsys.readouterr()
+    assert bench.main([*argv, "--resume", "--steps", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "steps=3, not 4" in err[0], err
+    assert (out / "learning.meta.json").read_text() == meta_text
+    assert (out / "learning.csv").read_text() == before
 
 
 def test_eval_se_accounts_for_problems():

@@ -235,8 +235,11 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     assert s_trl["eval_final"] is not None and s_trl["effective_fraction"] == 1.0
     # a used --out is refused; --resume continues it without lost or repeated lines
     assert main(["validate", *common(4), *trl_argv]) == 2
+    data = (t_out / "metrics.jsonl").read_bytes()
+    (t_out / "metrics.jsonl").write_bytes(data[:-40])  # step 1's line torn; its checkpoint kept
     assert main(["validate", *common(4), *trl_argv, "--resume"]) == 0
-    assert [r["step"] for r in read_metrics(t_out / "metrics.jsonl")] == [0, 1, 2, 3]
+    rows = read_metrics(t_out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3] and rows[:2] == trl_rows  # restored
     assert json.loads((t_out / "summary.json").read_text())["steps"] == 4
     # a run folder is resumed only by the trainer that wrote it (no silent fresh start)
     with pytest.raises(ParameterError, match="^--resume: .* holds a --trainer trl run"):

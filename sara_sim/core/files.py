@@ -1,0 +1,109 @@
+"""Writing result files so that nothing is lost and nothing misleads: the one implementation used
+by every writer (sara-sim figures, paper_figs, sara-real's runs, compares, audits, benchmarks).
+
+* `atomic_write`: a temp file beside the target, fsynced, then `os.replace` — a crash or a full
+  disk leaves the old complete file or the new complete one, never half of either (the temp file
+  is removed on failure, so it neither lingers nor blocks a rerun);
+* `append_bytes`: an fsynced append that, when the write fails (ENOSPC...), cuts the file back to
+  its old length — a torn tail is left only by a kill mid-write, and readers detect it;
+* `writing(path)`: turns any OSError raised while writing `path` into a `WriteError`, whose
+  message is one line naming the file and the OS's reason; the CLIs print it and exit 1.
+
+JSON results go through `dumps_json`: an undefined number (nan, inf) is null, never a stand-in."""
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+
+class WriteError(OSError):
+    """An OS error while writing a named file (disk full, read-only, permission...)."""
+
+    def __init__(self, path, err: OSError):
+        self.path = Path(path)
+        reason = err.strerror or str(err) or type(err).__name__
+        super().__init__(err.errno, f"cannot write {self.path}: {reason}")
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+@contextlib.contextmanager
+def writing(path):
+    """`with writing(path): ...` — an OSError inside becomes a WriteError naming `path`."""
+    try:
+        yield
+    except WriteError:
+        raise
+    except OSError as e:
+        raise WriteError(path, e) from None
+
+
+def atomic_write(path, data: bytes | str) -> None:
+    """Replace `path` with `data` in one step (see the module docstring)."""
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode()
+    tmp = path.with_name(path.name + ".tmp")
+    with writing(path):
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:  # a full disk or an interrupt: no stale temp file stays
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def atomic_save(path, save) -> None:
+    """`save(tmp_path)` writes the file (a figure, a CSV); it then replaces `path` atomically."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")  # keeps the suffix: savefig reads it
+    with writing(path):
+        try:
+            save(tmp)
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def append_bytes(path, data: bytes) -> None:
+    """Append `data` and fsync; a failed write is cut back off (see the module docstring)."""
+    path = Path(path)
+    with writing(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:  # os.write may write part of the buffer
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)  # shrinking needs no space: the old file comes back
+                raise
+        finally:
+            os.close(fd)
+
+
+def os_error_line(e: OSError) -> str:
+    """One line for an OS error: the file it names (if any) and the OS's reason."""
+    if isinstance(e, WriteError):
+        return str(e)
+    reason = e.strerror or str(e) or type(e).__name__
+    if e.filename is not None:
+        return f"{e.filename}: {reason}"
+    return reason
+
+
+def dumps_json(obj, indent=1) -> str:
+    """JSON text with every undefined number (nan, inf) as null (JSON has no nan)."""
+    from sara_sim.core.errors import finite_or_none
+
+    return json.dumps(finite_or_none(obj), indent=indent, allow_nan=False)
