@@ -179,7 +179,7 @@ def plan_law(law, k, plan, probe=0, increment=0):
         p_false = 0.0
     if never_commits(plan, ends):  # every prompt abandoned: exact, not 1 - (sum of two sides)
         p_abandon, p_false, p_sat, proxy_lost = 1.0, p_mixed, 0.0, proxy_full
-        rollouts = 0.0 if plan[0] == ABANDON else rollouts  # skipped: one pass, not two
+        rollouts = 0.0 if plan[0] == ABANDON else 1.0  # skipped, or one rollout each
     if plan[0] == COMMIT:
         p_sat = 0.0
     p_effective = max(p_mixed - p_false, 0.0)
