@@ -115,8 +115,9 @@ def build(seed=0, history=None):
         f"{LAW} and k in {list(KS)}, with the paper's uniform prior and with the true law as "
         "prior; stars mark the best tau_low. The Bayes-optimal stopping policy (backward "
         "induction + Dinkelbach, side-specific abandonment points) is the floor; DS, which never "
-        "abandons, is the dashed line. Costs above the top of a panel are cut off (inf where "
-        "every prompt is skipped)."
+        "abandons, is the dashed line. Costs above the top of a panel are cut off; where the "
+        "rule abandons every prompt at its first rollout no group can be effective and the cost "
+        "is undefined (blank in the CSV, not drawn)."
     )
     assert all(math.isfinite(v) for v in best["cost_per_effective_group"])
     return Figure(fig, df, caption, notes)

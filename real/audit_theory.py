@@ -48,24 +48,35 @@ def outcome_counts(law, k, res) -> tuple[float, float]:
     return passes, fails
 
 
+def _ratio(num, den):
+    """num / den; None (undefined) when either is undefined or den is 0 (theory's impossible
+    events are exactly 0, so this never divides by a rounding residue)."""
+    return None if num is None or den is None or den == 0 else num / den
+
+
+def _savings(cost, ref):
+    """1 - cost / ref: the fraction saved against DS; None where either cost is undefined."""
+    ratio = _ratio(cost, ref)
+    return None if ratio is None else 1.0 - ratio
+
+
 def _row(name, law, k, res, lengths, ds):
     passes, fails = outcome_counts(law, k, res)
     tokens = passes * lengths[0] + fails * lengths[1]
-    eff = res["p_effective"]
     row = {
         "allocator": name,
         "rollouts_per_effective_group": res["cost_per_effective_group"],
-        "tokens_per_effective_group": tokens / eff if eff > 0 else math.inf,
+        "tokens_per_effective_group": _ratio(tokens, res["p_effective"]),
         "rollouts_per_prompt": res["rollouts_per_prompt"],
-        "p_effective": eff,
+        "p_effective": res["p_effective"],
         "p_false_abandon": res["p_false_abandon"],
         "abandon_after_fail": res["abandon_after_fail"],
         "abandon_after_pass": res["abandon_after_pass"],
         "plan": [int(x) for x in res["plan"]],
     }
     if ds is not None:
-        row["savings_vs_ds"] = 1.0 - row["rollouts_per_effective_group"] / ds[0]
-        row["token_savings_vs_ds"] = 1.0 - row["tokens_per_effective_group"] / ds[1]
+        row["savings_vs_ds"] = _savings(row["rollouts_per_effective_group"], ds[0])
+        row["token_savings_vs_ds"] = _savings(row["tokens_per_effective_group"], ds[1])
     return row
 
 
@@ -124,7 +135,14 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
 
 
 def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
-    """95 % percentile intervals over prompts for each row's cost and savings (plan held fixed)."""
+    """95 % percentile intervals over prompts for each row's cost and savings (plan held fixed).
+
+    A resample can leave a statistic undefined (no effective group under the plan, or no mixed
+    group for DS); its interval is then null, never computed over the other resamples only (that
+    would condition on the resample being favourable), and `undefined_resamples` says in how many
+    resamples it was undefined."""
+    import pandas as pd
+
     from sara_sim.core.difficulty import HistoryLaw
     from sara_sim.core.theory import plan_law
 
@@ -133,8 +151,6 @@ def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
     ds_costs = []
     groups = {p: g for p, g in frame.groupby("prompt_id")}
     pids = np.array(list(groups))
-    import pandas as pd
-
     for _ in range(n_boot):
         pick = rng.choice(pids, size=len(pids), replace=True)
         law = HistoryLaw(pd.concat([groups[p] for p in pick], ignore_index=True))
@@ -144,24 +160,33 @@ def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
             ds_cost = res["ds_cost_per_effective_group"]
             by_plan[plan].append(res["cost_per_effective_group"])
         ds_costs.append(ds_cost)
-    ds_costs = np.array(ds_costs)
 
-    def ci(x):
-        x = np.asarray(x, float)
-        x = x[np.isfinite(x)]
-        return [float(np.quantile(x, 0.025)), float(np.quantile(x, 0.975))] if len(x) else None
-
-    out = {"resamples": n_boot, "ds_rollouts_per_effective_group": ci(ds_costs)}
+    out = {"resamples": n_boot, "ds_rollouts_per_effective_group": percentile_interval(ds_costs)}
     for r in rows:
-        costs = np.array(by_plan[tuple(r["plan"])])
+        costs = by_plan[tuple(r["plan"])]
+        savings = [_savings(c, d) for c, d in zip(costs, ds_costs, strict=True)]
         key = r["allocator"] + (f"@{r['tau_low']:g}" if "tau_low" in r else "")
         if r is rows[-2]:
             key = "best_tau"
         out[key] = {
-            "rollouts_per_effective_group": ci(costs),
-            "savings_vs_ds": ci(1.0 - costs / ds_costs),
+            "rollouts_per_effective_group": percentile_interval(costs),
+            "savings_vs_ds": percentile_interval(savings),
+            "undefined_resamples": sum(x is None for x in savings),
         }
     return out
+
+
+def percentile_interval(values) -> list[float] | None:
+    """[2.5 %, 97.5 %] quantiles of the resampled values; None when there are none or any is
+    undefined (None): an interval over the defined ones only would hide the undefined mass.
+
+    >>> percentile_interval([1.0, 2.0, 3.0]), percentile_interval([1.0, None, 3.0])
+    ([1.05, 2.95], None)
+    """
+    if not values or any(v is None for v in values):
+        return None
+    x = np.asarray(values, float)
+    return [float(np.quantile(x, 0.025)), float(np.quantile(x, 0.975))]
 
 
 def replay_table(frame, k, tau, seed=0, groups=None) -> list[dict]:
@@ -180,12 +205,12 @@ def replay_table(frame, k, tau, seed=0, groups=None) -> list[dict]:
                 "strategy": name,
                 "rollouts": out["rollouts"],
                 "effective_groups": out["effective_groups"],
-                "rollouts_per_effective_group": out["cost_per_effective_group"],
+                "rollouts_per_effective_group": _ratio(out["rollouts"], out["effective_groups"]),
             }
         )
     ds = rows[0]["rollouts_per_effective_group"]
     for r in rows:
-        r["savings_vs_ds"] = 1.0 - r["rollouts_per_effective_group"] / ds
+        r["savings_vs_ds"] = _savings(r["rollouts_per_effective_group"], ds)
     return rows
 
 
@@ -208,11 +233,15 @@ def recommend(out) -> dict:
         + (f", 95% CI {ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "")
         + f"); Bayes-optimal stopping {out['bayes_optimal']['rollouts_per_effective_group']:.2f}"
     )
-    informed = [r for r in out.get("replay", []) if r["strategy"] in INFORMED]
+    informed = [
+        r
+        for r in out.get("replay", [])
+        if r["strategy"] in INFORMED and r["rollouts_per_effective_group"] is not None
+    ]
     if informed:
         top = min(informed, key=lambda r: r["rollouts_per_effective_group"])
-        sara = next(r for r in out["replay"] if r["strategy"] == "sara")
-        if top["rollouts_per_effective_group"] < sara["rollouts_per_effective_group"]:
+        sara = {r["strategy"]: r for r in out["replay"]}["sara"]["rollouts_per_effective_group"]
+        if sara is None or top["rollouts_per_effective_group"] < sara:
             rec["informed"] = {
                 "allocator": top["strategy"],
                 "flags": f"--allocator {top['strategy']} --k {k} --task-size N",

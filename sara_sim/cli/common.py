@@ -86,8 +86,10 @@ def _emit(args, out, title):
     print(title)
     width = max(len(key) for key in out)
     for key, val in out.items():
-        if isinstance(val, float):
-            val = f"{val:.6g}" if math.isfinite(val) else "n/a (undefined or infinite)"
+        if val is None or (isinstance(val, float) and not math.isfinite(val)):
+            val = "-"  # undefined (e.g. a cost when no group can be effective) or not given
+        elif isinstance(val, float):
+            val = f"{val:.6g}"
         print(f"  {key:<{width}}  {val}")
 
 

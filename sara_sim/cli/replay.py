@@ -89,10 +89,10 @@ def cmd_replay(args):
     cols += [("f.aband", ">9"), ("starve>=5", ">10"), ("longest", ">8"), ("starved", ">8")]
     print("".join(f"{name:{fmt}}" for name, fmt in cols))
     for r in rows:
-        se = f"{r['cost_se']:7.2f}" if math.isfinite(r["cost_se"]) else f"{'-':>7}"
         print(
-            f"{r['strategy']:<14}{r['cost_per_effective_group']:9.2f}{se}"
-            f"{r['savings_vs_ds']:8.1%}{r['false_abandon_rate']:9.3f}{r['starving_prompt_share']:10.3f}"
+            f"{r['strategy']:<14}{_cell(r['cost_per_effective_group'], '9.2f')}"
+            f"{_cell(r['cost_se'], '7.2f')}{_cell(r['savings_vs_ds'], '8.1%')}"
+            f"{r['false_abandon_rate']:9.3f}{r['starving_prompt_share']:10.3f}"
             f"{r['longest_starvation_epochs']:8.0f}{r['starved_learnable_visit_share']:8.3f}"
         )
     print(
@@ -103,6 +103,14 @@ def cmd_replay(args):
     )
     print("that drew nothing; ±se: standard error over seeds ('-' with one seed).")
     return 0
+
+
+def _cell(x, spec):
+    """A table cell: `-` where the number is undefined (one seed's SE, a cost or saving when no
+    group was effective), right-aligned to the width in `spec`."""
+    if x is None or not math.isfinite(x):
+        return f"{'-':>{spec.split('.')[0]}}"
+    return format(x, spec)
 
 
 def add_replay_command(sub, int_type, float_type):

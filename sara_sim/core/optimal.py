@@ -23,7 +23,7 @@ from numba import njit
 
 from .errors import ParameterError, check_float, check_int, check_k
 from .policy import ABANDON, CONTINUE, FAIL, PASS
-from .theory import check_law, plan_law
+from .theory import can_mix, check_law, full_group_law, plan_law
 
 
 def _predictive(belief, k):
@@ -92,7 +92,7 @@ def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200):
     max_iter = check_int(max_iter, "max_iter", 1)
     q = _predictive(belief, k)
     p_mixed = 1.0 - math.exp(belief.log_moment(0, k)) - math.exp(belief.log_moment(k, 0))
-    if not p_mixed > 0:
+    if not (p_mixed > 0 and can_mix(full_group_law(belief, k))):  # > 0 may be a float residue
         raise ParameterError("--difficulty", "the law gives no mixed groups at this k")
     # start just above the DS cost (the never-abandon policy) so that ties do not abandon it
     lam = k / p_mixed * (1.0 + 1e-9)

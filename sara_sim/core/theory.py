@@ -35,10 +35,13 @@ from .errors import (
 from .policy import (
     ABANDON,
     COMMIT,
+    CONTINUE,
     FAIL,
     NO_TAU_HIGH,
     PASS,
     SATURATED,
+    decide_plan,
+    next_request,
     side_terminal,
     threshold_plan,
 )
@@ -50,8 +53,6 @@ def _log_binom(n, s):
 
 def _expected_rounds(law, k, plan, probe, increment):
     """E[number of rounds in which the prompt receives rollouts] (probe, continues, fill)."""
-    from .policy import CONTINUE, next_request
-
     if plan[0] == ABANDON:
         return 0.0
     if plan[0] == COMMIT:
@@ -64,8 +65,6 @@ def _expected_rounds(law, k, plan, probe, increment):
         n = first
         while True:
             s = 0 if side == FAIL else n
-            from .policy import decide_plan
-
             d = decide_plan(n, s, k, plan)
             p_here = math.exp(law.log_moment(0, n) if side == FAIL else law.log_moment(n, 0))
             if d == COMMIT and n < k:
@@ -103,23 +102,36 @@ def check_plan(plan, k, name: str = "plan") -> np.ndarray:
     return np.asarray(vals, np.int64)
 
 
-def plan_law(law, k, plan, probe=0, increment=0):
-    """Exact per-prompt quantities of a plan (see module docstring) under `law`.
+def _ratio(num, den):
+    """num / den, or None where den is exactly 0: the ratio to an impossible event is undefined
+    (``plan_law`` makes such probabilities exactly 0, never a rounding residue)."""
+    return num / den if den > 0 else None
 
-    Every value is a finite float or None where it is undefined: the cost per effective group is
-    ``inf`` when no group can be effective (the CLIs print such a value as JSON null)."""
-    check_law(law)
-    k = check_k(k)
-    probe, increment = check_schedule(probe, increment, k)
-    plan = check_plan(plan, k)
-    lm = law.log_moment
+
+def full_group_law(law, k) -> np.ndarray:
+    """P(a full group of k has s successes), s = 0..k: C(k, s) M(s, k - s)."""
     s = np.arange(k + 1)
-    p_full = np.exp(_log_binom(k, s) + lm(s, k - s))  # successes in a full group
-    p_allfail, p_allpass = float(p_full[0]), float(p_full[k])
-    p_mixed = float(max(1.0 - p_allfail - p_allpass, 0.0))
-    var = s * (k - s) / k**2
-    proxy_full = float(np.sum(p_full * var))
+    return np.exp(_log_binom(k, s) + law.log_moment(s, k - s))
 
+
+def can_mix(p_full) -> bool:
+    """Whether a full group can be mixed at all under the law (some 0 < s < k has mass): else
+    P(mixed) is exactly 0, not the residue of 1 - P(all fail) - P(all pass) in floating point."""
+    return bool(np.any(p_full[1:-1] > 0))
+
+
+def never_commits(plan, ends) -> bool:
+    """The plan abandons every prompt before it can hold two outcomes — skipped at n = 0, or both
+    sides stop at their first rollout — so no group can be effective: P(effective) is exactly 0."""
+    if plan[0] != CONTINUE:
+        return plan[0] == ABANDON
+    return all(e == 1 and d == ABANDON for e, d in ends.values())
+
+
+def _sides(law, k, plan, probe, increment, p_full):
+    """Per-side terms of ``plan_law``, summed over the fail and pass sides: E[rollouts],
+    P(abandon), P(false abandon), P(saturated), the signal proxy lost; each side's end (e, d)."""
+    lm = law.log_moment
     rollouts, p_abandon, p_false, p_sat, proxy_lost = float(k), 0.0, 0.0, 0.0, 0.0
     ends = {}
     for side in (FAIL, PASS):
@@ -129,7 +141,7 @@ def plan_law(law, k, plan, probe=0, increment=0):
         if e == 0:
             continue
         through = float(np.exp(lm(0, e) if side == FAIL else lm(e, 0)))
-        full = p_allfail if side == FAIL else p_allpass
+        full = float(p_full[0] if side == FAIL else p_full[k])
         if d == ABANDON:
             rollouts -= through * (k - e)
             p_abandon += through
@@ -141,17 +153,41 @@ def plan_law(law, k, plan, probe=0, increment=0):
             proxy_lost += float(np.sum(p_j * j * (k - j) / k**2))
         elif d == SATURATED:
             p_sat += through
-    if plan[0] == ABANDON:  # skipped before any rollout: one pass, not two
-        rollouts, p_abandon, p_false, p_sat, proxy_lost = 0.0, 1.0, p_mixed, 0.0, proxy_full
+    return rollouts, p_abandon, p_false, p_sat, proxy_lost, ends
+
+
+def plan_law(law, k, plan, probe=0, increment=0):
+    """Exact per-prompt quantities of a plan (see module docstring) under `law`.
+
+    An event the plan or the law makes impossible has probability exactly 0.0 (``never_commits``,
+    ``can_mix``), and every ratio to it is None (undefined; JSON null, `-` in tables): the cost
+    per effective group when no group can be effective, DS's cost when no group can mix, the
+    savings, the yields.  ``abandon_reliability`` (P(false | abandoned)) is 0.0 when nothing is
+    abandoned (no abandonment, so none false)."""
+    check_law(law)
+    k = check_k(k)
+    probe, increment = check_schedule(probe, increment, k)
+    plan = check_plan(plan, k)
+    s = np.arange(k + 1)
+    p_full = full_group_law(law, k)
+    p_mixed = float(max(1.0 - p_full[0] - p_full[k], 0.0)) if can_mix(p_full) else 0.0
+    proxy_full = float(np.sum(p_full * (s * (k - s) / k**2)))  # E[s(k - s)/k^2], full groups
+    rollouts, p_abandon, p_false, p_sat, proxy_lost, ends = _sides(
+        law, k, plan, probe, increment, p_full
+    )
+    if p_mixed == 0.0:  # no group can mix: none is falsely abandoned (not a residue)
+        p_false = 0.0
+    if never_commits(plan, ends):  # every prompt abandoned: exact, not 1 - (sum of two sides)
+        p_abandon, p_false, p_sat, proxy_lost = 1.0, p_mixed, 0.0, proxy_full
+        rollouts = 0.0 if plan[0] == ABANDON else 1.0  # skipped, or one rollout each
     if plan[0] == COMMIT:
         p_sat = 0.0
     p_effective = max(p_mixed - p_false, 0.0)
-    p_commit = max(1.0 - p_abandon - p_sat, 0.0)
-    cost = rollouts / p_effective if p_effective > 0 else math.inf
-    ds_cost = k / p_mixed if p_mixed > 0 else math.inf
+    cost, ds_cost = _ratio(rollouts, p_effective), _ratio(k, p_mixed)
+    yld, uniform = _ratio(p_effective, rollouts), p_mixed / k
     return {
         "rollouts_per_prompt": rollouts,
-        "p_commit": p_commit,
+        "p_commit": max(1.0 - p_abandon - p_sat, 0.0),
         "p_abandon": p_abandon,
         "p_false_abandon": p_false,
         "p_saturated": p_sat,
@@ -160,12 +196,10 @@ def plan_law(law, k, plan, probe=0, increment=0):
         "abandon_reliability": (p_false / p_abandon) if p_abandon > 0 else 0.0,
         "cost_per_effective_group": cost,
         "ds_cost_per_effective_group": ds_cost,
-        "savings_vs_ds": 1.0 - cost / ds_cost if math.isfinite(ds_cost) else math.nan,
-        "yield_per_rollout": p_effective / rollouts if rollouts > 0 else 0.0,
-        "uniform_yield_per_rollout": p_mixed / k,
-        "yield_ratio_vs_uniform": (p_effective / rollouts) / (p_mixed / k)
-        if rollouts > 0 and p_mixed > 0
-        else math.nan,
+        "savings_vs_ds": None if cost is None or ds_cost is None else 1.0 - cost / ds_cost,
+        "yield_per_rollout": yld,
+        "uniform_yield_per_rollout": uniform,
+        "yield_ratio_vs_uniform": None if yld is None else _ratio(yld, uniform),
         "signal_proxy_per_prompt": proxy_full - proxy_lost,
         "gradient_bound_per_prompt": p_effective * (k - 1) / k**2,
         "rounds_per_prompt": _expected_rounds(law, k, plan, probe, increment),
@@ -209,7 +243,8 @@ def tau_breakpoints(k, prior=(1.0, 1.0)):
 
 def best_tau(law, k, prior=(1.0, 1.0), probe=0, increment=0, progress=False):
     """Exact best single tau_low: the cost is piecewise constant in tau_low with breaks at the
-    p_eff values, so one tau per piece covers all of [0, 1].  Returns (tau, cost, (lo, hi)).
+    p_eff values, so one tau per piece covers all of [0, 1].  Returns (tau, cost, (lo, hi)), or
+    (None, None, (None, None)) when no tau_low gives an effective group (the law cannot mix).
     O(k^2) work (~2k pieces of O(k)); `progress` shows a bar on a terminal for large k."""
     check_law(law, "--difficulty")
     k = check_k(k, "--k")
@@ -217,7 +252,7 @@ def best_tau(law, k, prior=(1.0, 1.0), probe=0, increment=0, progress=False):
     check_schedule(probe, increment, k)
     edges = np.concatenate([[0.0], tau_breakpoints(k, prior), [1.0]])
     edges = np.unique(edges)
-    best = (None, math.inf, None)
+    best = (None, None, (None, None))
     pieces = list(zip(edges[:-1], edges[1:]))
     if progress and len(pieces) > 2000 and sys.stderr.isatty():
         from tqdm import tqdm
@@ -228,6 +263,6 @@ def best_tau(law, k, prior=(1.0, 1.0), probe=0, increment=0, progress=False):
         cost = sequential_law(law, k, tau, None, prior, probe, increment)[
             "cost_per_effective_group"
         ]
-        if cost < best[1] - 1e-12:
+        if cost is not None and (best[1] is None or cost < best[1] - 1e-12):
             best = (float(tau), float(cost), (float(lo), float(hi)))
     return best

@@ -1,4 +1,5 @@
-"""Every notebook in notebooks/ is committed without outputs and runs top to bottom.
+"""Every notebook in notebooks/ is committed without outputs, holds exactly the cells of its
+jupytext source notebooks/NAME.py, and runs top to bottom.
 
 The notebooks run in a kernel of *this* interpreter (a kernelspec written to a temporary
 JUPYTER_PATH that points at sys.executable), so the test needs no user-level Jupyter setup and
@@ -6,14 +7,18 @@ cannot pick up another environment's `python3` kernel.
 """
 
 import json
-import subprocess
+import math
 import sys
 import time
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.theory import sequential_law
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -65,30 +70,46 @@ def test_opens_with_question_and_parameters(name):
     assert nb.cells.index(tagged[0]) == 1, f"{name}: the parameter cell comes right after"
 
 
-def test_built_from_the_generator():
-    """The committed notebooks are exactly what notebooks/build_notebooks.py writes."""
-    proc = subprocess.run(
-        [sys.executable, str(NOTEBOOKS / "build_notebooks.py"), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def _cells(nb):
+    return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
+
+
+def test_every_source_has_its_notebook():
+    sources = {p.stem for p in NOTEBOOKS.glob("*.py")}
+    assert sources == {Path(name).stem for name in NAMES}
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_executes(name, kernel_path, monkeypatch):
+def test_in_sync_with_its_jupytext_source(name):
+    """The .py (jupytext percent format) is the source; the committed .ipynb is paired to it and
+    rebuilt by `jupytext --update --to ipynb notebooks/*.py` (see notebooks/README.md)."""
+    source = jupytext.read(NOTEBOOKS / name.replace(".ipynb", ".py"))
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert nb.metadata.get("jupytext", {}).get("formats") == "ipynb,py:percent", name
+    stale = [i for i, (a, b) in enumerate(zip(_cells(nb), _cells(source))) if a != b]
+    assert len(nb.cells) == len(source.cells) and not stale, (
+        f"{name} differs from its .py source (cells {stale}); run "
+        "jupytext --update --to ipynb notebooks/*.py"
+    )
+
+
+def _execute(nb, kernel_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", str(kernel_path))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(
         nb,
         kernel_name=KERNEL,
         timeout=600,
         resources={"metadata": {"path": str(NOTEBOOKS)}},
     )
-    t0 = time.perf_counter()
     client.execute()  # raises CellExecutionError (with the traceback) if any cell fails
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_executes(name, kernel_path, monkeypatch):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    t0 = time.perf_counter()
+    _execute(nb, kernel_path, monkeypatch)
     print(f"{name}: executed in {time.perf_counter() - t0:.1f} s")
     errors = [
         o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
@@ -100,3 +121,49 @@ def test_executes(name, kernel_path, monkeypatch):
         for c in nbformat.read(NOTEBOOKS / name, as_version=4).cells
         if c.cell_type == "code"
     )
+
+
+# every sns.heatmap call of the notebook, recorded (data and keywords) before it draws
+SPY = """\
+_heatmaps, _draw_heatmap = [], sns.heatmap
+def _spy(data, **kw):
+    _heatmaps.append((data.copy(), kw))
+    return _draw_heatmap(data, **kw)
+sns.heatmap = _spy"""
+REPORT = """\
+import json as _json
+print("HEATMAPS" + _json.dumps([{
+    "k": [int(k) for k in data.index], "tau": [float(t) for t in data.columns],
+    "values": [[None if v != v else float(v) for v in row] for row in data.to_numpy()],
+    "mask": kw["mask"].to_numpy().tolist() if kw.get("mask") is not None else None,
+    "vmin": float(kw["vmin"]) if kw.get("vmin") is not None else None,
+    "vmax": float(kw["vmax"]) if kw.get("vmax") is not None else None,
+} for data, kw in _heatmaps]))"""
+
+
+def test_threshold_sweep_heatmaps_mask_the_undefined_cells(kernel_path, monkeypatch):
+    """On the issue's law (beta:1,1), the heatmaps get NaN and a mask exactly where no group can
+    be effective (the cost and savings panels), and a colour range from the defined cells only —
+    never the 1e16 that a rounding residue made of those cells."""
+    nb = nbformat.read(NOTEBOOKS / "threshold_sweep.ipynb", as_version=4)
+    law = "beta:1,1"
+    nb.cells.insert(2, nbformat.v4.new_code_cell(f"LAW = {law!r}"))  # after the parameters
+    nb.cells.insert(4, nbformat.v4.new_code_cell(SPY))  # after the imports
+    nb.cells.append(nbformat.v4.new_code_cell(REPORT))
+    _execute(nb, kernel_path, monkeypatch)
+    text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    panels = json.loads(text.split("HEATMAPS", 1)[1])
+    assert len(panels) == 3  # savings vs DS, P(false abandon), cost / DS cost
+    ks, taus = panels[0]["k"], panels[0]["tau"]
+    assert ks == [4, 8, 16, 32, 64] and len(taus) == 19
+    undefined = [
+        [sequential_law(parse_law(law), k, t)["p_effective"] == 0.0 for t in taus] for k in ks
+    ]
+    assert sum(map(sum, undefined)) == 14  # e.g. k = 4 from tau_low 0.65 (p_eff(1) = 0.6) on
+    for i, panel in enumerate(panels):
+        want = undefined if i != 1 else [[False] * len(taus) for _ in ks]  # P(false) is defined
+        nan = [[v is None for v in row] for row in panel["values"]]
+        assert nan == want and panel["mask"] == want, i
+        defined = [v for row in panel["values"] for v in row if v is not None]
+        assert (panel["vmin"], panel["vmax"]) == (min(defined), max(defined)), i
+        assert all(math.isfinite(v) and abs(v) <= 100 for v in defined), i

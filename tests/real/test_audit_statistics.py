@@ -1,0 +1,66 @@
+"""`sara-real audit`'s numbers where a tau_low abandons every prompt at its first rollout: no
+group can be effective, so its costs, savings and bootstrap intervals are null (`-` in the table),
+never the 9e15 rollouts per effective group a floating-point residue gave (issue 17).  No model
+is needed: the statistics are computed from a history.csv frame."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from real.audit_theory import analyze, finite, format_report, percentile_interval
+
+BOOT = 30
+UNDEFINED = ("rollouts_per_effective_group", "tokens_per_effective_group", "savings_vs_ds",
+             "token_savings_vs_ds")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def audit():
+    """48 prompts x 2 passes x 8 samples of a polarised model; tau_low >= 0.8 abandons at n = 1."""
+    rng = np.random.default_rng(3)
+    rate = rng.beta(0.3, 0.3, 48)
+    rows = []
+    for epoch in range(2):
+        for i, g in enumerate(rate):
+            c = int(rng.binomial(8, g))
+            rows.append({"prompt_id": i, "epoch": epoch, "correct": c, "samples": 8,
+                         "pass_tokens": 20 * c, "fail_tokens": 30 * (8 - c)})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    return finite(analyze(frame, 8, taus=(0.3, 0.8, 0.95), bootstrap=BOOT, replay_groups=6))
+
+
+def test_impossible_rows_are_null_and_the_others_finite(audit):
+    text = json.dumps(audit, allow_nan=False)  # strict JSON: no NaN / Infinity
+    by_tau = {r["tau_low"]: r for r in audit["sara"]}
+    for tau in (0.8, 0.95):
+        row = by_tau[tau]
+        assert row["p_effective"] == 0.0 and row["plan"] == [0, 1, 1, 1, 1]
+        assert all(row[key] is None for key in UNDEFINED), row
+        boot = audit["bootstrap"][f"sara@{tau:g}"]
+        assert boot == {"rollouts_per_effective_group": None, "savings_vs_ds": None,
+                        "undefined_resamples": BOOT}  # fmt: skip
+    defined = [audit["ds"], by_tau[0.3], audit["best_tau"], audit["bayes_optimal"]]
+    for row in defined:
+        assert all(math.isfinite(row[key]) for key in UNDEFINED), row
+        assert 1.0 < row["rollouts_per_effective_group"] < 100.0
+    for key in ("ds", "sara@0.3", "best_tau", "bayes-optimal"):
+        lo, hi = audit["bootstrap"][key]["savings_vs_ds"]
+        assert -1.0 < lo <= hi < 1.0 and audit["bootstrap"][key]["undefined_resamples"] == 0
+    assert "e+1" not in text  # no huge stand-in anywhere (9.0e15, 2.2e17, -1.1e15 before)
+
+
+def test_the_table_prints_dashes(audit):
+    lines = format_report(audit).splitlines()
+    row = next(line for line in lines if line.startswith("sara tau=0.95"))
+    assert row.split()[2:] == ["-", "-", "-", "-"]
+    best = next(line for line in lines if line.startswith("best tau="))
+    assert "-" not in best.split()[2:]
+
+
+def test_an_interval_with_an_undefined_resample_is_null():
+    assert percentile_interval([2.0, 4.0]) == [2.05, 3.95]
+    assert percentile_interval([2.0, None, 4.0]) is None
+    assert percentile_interval([]) is None
