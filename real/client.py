@@ -142,7 +142,8 @@ class ServerEngine(Sampler):
         self.kept: dict[tuple, list[Completion]] = {}  # answers of a failed round, for its retry
         self.push_dir = Path(push_dir or _env.CACHE / "push" / f"{os.getpid()}-{id(self):x}")
         self.pushes = 0
-        self.loaded = dict.fromkeys(self.urls, self.served_root)  # weights each server holds
+        # the weights each server holds: what a failed reload goes back to (its own start folder)
+        self.loaded = {u: str(c.get("root") or c["id"]) for u, c in zip(self.urls, cards)}
         if push_dir is None:  # our own snapshot folder: a model's size on disk, removed at exit
             weakref.finalize(self, shutil.rmtree, self.push_dir, ignore_errors=True)
 
