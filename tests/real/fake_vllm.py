@@ -27,6 +27,7 @@ class FakeVLLM:
         self.dead = False  # kill(): every request, on any open connection, is dropped
         self.attempts = Counter()  # completion requests seen per seed
         self.answered = Counter()  # completion requests answered with 200 per seed
+        self.posts = Counter()  # POST requests per path (the push's control calls included)
         self.lock = threading.Lock()
         fake = self
 
@@ -55,7 +56,11 @@ class FakeVLLM:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = json.loads(
+                    self.rfile.read(int(self.headers.get("Content-Length", 0)) or b"{}")
+                )
+                with fake.lock:
+                    fake.posts[self.path.split("?")[0]] += 1
                 if self.path == "/tokenize":
                     return self._json(200, {"tokens": [ord(c) % 90 for c in body["prompt"]]})
                 if self.path != "/v1/completions":

@@ -141,7 +141,11 @@ def test_a_server_down_mid_audit_is_one_line_naming_it(fake, tmp_path):
 
 
 def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
-    for bad, msg in (("localhost:8000", "is not an http"), ("http://a:1,http://a:1", "twice")):
+    for bad, msg in (
+        ("localhost:8000", "is not an http"),
+        ("http://a:1,http://a:1", "twice"),
+        ("http://a:1,,http://b:2", "--engine-url: element 2 of 'http://a:1,,http://b:2' is empty"),
+    ):
         p = subprocess.run(
             [sys.executable, "-m", "real.cli", "validate", "--engine-url", bad]
             + ["--out", str(tmp_path / "o")],
