@@ -54,7 +54,7 @@ class EngineRun(NamedTuple):
 
     start: np.ndarray  # admission time (its prefill iteration starts)
     finish: np.ndarray  # completion time (end of its last iteration)
-    end: float  # the last completion (the first submit time if nothing ran)
+    end: float  # the last completion (0.0 for no request)
     iterations: int  # engine iterations run
     busy: int  # busy slot-iterations = tokens generated
     busy_slot_seconds: float  # sum over segments of running * duration
@@ -96,7 +96,7 @@ def run_engine(cfg: EngineConfig, submit, length) -> EngineRun:
         raise ParameterError("length", f"{len(length)} lengths for {len(submit)} submit times")
     if len(length) and (length.min() < 1 or not np.isfinite(submit).all()):
         raise ParameterError("length", "every request needs >= 1 token and a finite submit time")
-    a, b, c, cap = cfg
+    a, b, c, cap = check_config(cfg, "")  # a + b > 0: every block of iterations takes time
     n = len(submit)
     order = np.argsort(submit, kind="stable")
     start, finish = np.full(n, np.nan), np.full(n, np.nan)

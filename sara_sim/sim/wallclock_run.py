@@ -105,7 +105,7 @@ class RoundTimer:
         lengths = self.setup.lengths.draw(self.len_rng, outcomes)
         run = run_engine(self.setup.engine, np.full(len(lengths), self.t), lengths)
         self.runs.append((self.t, run))
-        self.t = run.end + self.setup.decision_s
+        self.t = (run.end if len(lengths) else self.t) + self.setup.decision_s
         return out
 
 
