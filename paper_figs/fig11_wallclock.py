@@ -14,13 +14,17 @@ from ._common import Figure, history_spec
 KS = (4, 6, 8)  # the histories record 8 outcomes per visit: k <= 8
 STRATEGIES = ("uniform", "ds", "sara", "sara-auto", "sara-history")
 GROUPS, STEPS, PRESET = 32, 12, "gpu"
+# the preset's costs with 256 slots: 32 groups x k = 8 fill the engine at a round's start (the
+# preset's 1024 would need 4x the rollouts, and 4x this figure's time)
+SLOTS = 256
 LEN_PASS, LEN_FAIL, LEN_CV = 2000.0, 3500.0, 0.5
 TRACED = ("ds", "sara")  # occupancy over one step, at k = 8
 
 
 def data(seed, history=None):
     law = parse_law(history_spec(history))
-    setup = Setup(PRESETS[PRESET].engine, lognormal_lengths(LEN_PASS, LEN_FAIL, LEN_CV))
+    engine = PRESETS[PRESET].engine._replace(max_num_seqs=SLOTS)
+    setup = Setup(engine, lognormal_lengths(LEN_PASS, LEN_FAIL, LEN_CV))
     rows, traces = [], []
     for k in KS:
         res = [
@@ -47,7 +51,7 @@ def data(seed, history=None):
 
 def build(seed=0, history=None):
     df, trace = data(seed, history)
-    cap = PRESETS[PRESET].engine.max_num_seqs
+    cap = SLOTS
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(13, 4.4))
     for name in STRATEGIES:
         part = df[df["strategy"] == name]
@@ -75,8 +79,9 @@ def build(seed=0, history=None):
         "engine model of sara_sim.sim.wallclock, round by round: a round's rollouts are submitted "
         "together once the previous round's last rollout has finished (decision time 0). Engine: "
         f"the '{PRESET}' preset (iteration {e.a * 1e3:.2f} ms + {e.b * 1e6:.1f} us per running "
-        f"sequence + {e.c * 1e3:.2f} ms per admitted prompt, {e.max_num_seqs} slots; a roofline "
-        "estimate from public H100 and model-card figures, documented in wallclock.py). Outcomes "
+        f"sequence + {e.c * 1e3:.2f} ms per admitted prompt, a roofline "
+        "estimate from public H100 and model-card figures, documented in wallclock.py) with "
+        f"{SLOTS} slots, which a round of {GROUPS} prompts x 8 rollouts fills. Outcomes "
         "replay the DeepScaleR histories from epoch 0; lengths are lognormal with means "
         f"{LEN_PASS:g} (pass) and {LEN_FAIL:g} (fail) tokens, cv {LEN_CV:g}. {GROUPS} effective "
         f"groups per step, the first {STEPS} steps, one seed: sara-history has seen few prompts "

