@@ -181,6 +181,18 @@ def test_bad_input_is_one_line_naming_the_flag(capsys, argv, flag):
     assert out.out == "" and len(lines) == 1 and flag in lines[0], lines
 
 
+def test_undefined_numbers_are_null_in_json(capsys):
+    """point:1 never mixes: no effective group, so every per-group cost and ratio is undefined."""
+    assert main([*_with("--difficulty", "point:1"), "--strategies", "uniform", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out, parse_constant=lambda t: pytest.fail(t))
+    for r in got["rows"]:
+        assert r["effective_groups"] == 0 and r["wall_per_effective_group_s"] is None
+        assert r["wall_ratio_vs_ds"] is None and r["token_ratio_vs_ds"] is None
+    assert main(_with("--difficulty", "point:1")) == 0
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("uniform"))
+    assert row.split()[1:6] == ["-"] * 5  # wall/eff, wall/ds, tok/eff, tok/ds, roll/eff
+
+
 def test_recorded_lengths_through_the_cli(capsys, tmp_path):
     hist = tmp_path / "history.csv"
     hist.write_text("prompt_id,epoch,correct,samples,pass_tokens,fail_tokens\n0,0,1,2,7,30\n")
