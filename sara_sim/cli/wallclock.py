@@ -21,7 +21,7 @@ ROLLOUT_LIMIT = 2e7
 KEYS = (
     "strategy", "wall_per_effective_group_s", "wall_ratio_vs_ds", "tokens_per_effective_group",
     "token_ratio_vs_ds", "rollouts_per_effective_group", "rounds_per_step", "utilisation",
-    "time_utilisation", "steps", "effective_groups",
+    "time_utilisation", "steps", "effective_groups", "trace_step", "step_occupancy",
 )  # fmt: skip
 
 
@@ -94,6 +94,10 @@ def cmd_wallclock(args):
     print(f"engine: a={e.a:.4g} s, b={e.b:.4g} s/seq, c={e.c:.4g} s/admitted, "
           f"max_num_seqs={e.max_num_seqs}; lengths {inputs['lengths']}")  # fmt: skip
     print(table(rows))
+    print("engine occupancy over one step (running / max_num_seqs, 10 equal time slices):")
+    for r in rows:
+        cells = " ".join(f"{x:.2f}" for x in r["step_occupancy"])
+        print(f"  {r['strategy']:<14}step {r['trace_step']:<4} {cells}")
     return 0
 
 

@@ -175,7 +175,24 @@ def _summary(strategy, rows, setup, timer, marks, j):
         "per_step": rows,
         "trace": np.concatenate(trace) if trace else np.empty((0, 3)),
         "trace_step": j,
+        "step_occupancy": occupancy(np.concatenate(trace), cap) if trace else [],
     }
+
+
+def occupancy(seg, cap, bins=10):
+    """Mean running / cap in `bins` equal slices of [first start, last end] of segments
+    [t0, t1, running] (idle gaps count as 0): the engine's utilisation over one step.
+
+    >>> occupancy(np.array([[0.0, 1.0, 4.0], [3.0, 4.0, 2.0]]), 4, bins=4)
+    [1.0, 0.0, 0.0, 0.5]
+    """
+    lo, hi = float(seg[0, 0]), float(seg[:, 1].max())
+    edges = np.linspace(lo, hi, bins + 1)
+    out = []
+    for left, right in zip(edges[:-1], edges[1:]):
+        overlap = np.clip(np.minimum(seg[:, 1], right) - np.maximum(seg[:, 0], left), 0, None)
+        out.append(float((overlap * seg[:, 2]).sum() / (cap * (right - left))))
+    return out
 
 
 def ratios_to_ds(results):
