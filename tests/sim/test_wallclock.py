@@ -58,6 +58,22 @@ def test_a_later_arrival_enters_at_the_next_iteration_and_idle_gaps_are_skipped(
     assert run.iterations == 6 and run.busy_slot_seconds == 7.0
 
 
+def test_the_engine_refuses_what_it_cannot_time():
+    from sara_sim.core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="a \\+ b must be > 0"):
+        run_engine(EngineConfig(0.0, 0.0, 1.0, 4), [0.0], [1])  # iterations would take no time
+    with pytest.raises(ParameterError, match="max-num-seqs"):
+        run_engine(EngineConfig(1.0, 0.0, 0.0, 0), [0.0], [1])
+    with pytest.raises(ParameterError, match="length"):
+        run_engine(CFG, [0.0, 1.0], [1])
+    with pytest.raises(ParameterError, match="length"):
+        run_engine(CFG, [0.0], [0])
+    empty = run_engine(CFG, [], [])
+    assert (empty.end, empty.iterations, empty.busy) == (0.0, 0, 0)
+    assert math.isnan(empty.utilisation)
+
+
 def reference(cfg, submit, length):
     """Token by token, iteration by iteration: the slow definition run_engine must equal."""
     a, b, c, cap = cfg
