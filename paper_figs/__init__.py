@@ -34,6 +34,7 @@ FIGURES = (
     "fig8_replay_strategies",
     "fig9_informed_priors",
     "fig10_real_learning",
+    "fig11_wallclock",
 )
 __all__ = ["FIGURES", "HISTORY", "check_out", "run", "select"]
 

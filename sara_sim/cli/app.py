@@ -3,7 +3,8 @@
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
     sara-sim theory  --difficulty history:deepscaler --epoch 0 --k 8 --tau-low 0.3
     sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
-    (simulate, compare, verify, bench: the simulator, cli_sim.py; replay: cli_replay.py)
+    (simulate, compare, verify, bench: the simulator, cli_sim.py; replay: cli_replay.py;
+     wallclock: cli/wallclock.py)
 
 JSON output is the contract other tools read; bad input exits 2 with one line naming the parameter.
 JSON is strict (no NaN / Infinity): a number that is undefined or infinite is ``null`` — e.g. a
@@ -29,6 +30,7 @@ from .common import (
 )
 from .replay import add_replay_command
 from .sim import add_sim_commands
+from .wallclock import add_wallclock_command
 
 # Exact theory costs ~k units of ~1 us (k = 1e6: ~1 s), plus ~100 units per schedule round of its
 # expected-rounds loop (--increment 1: ~2k rounds); below the limit it needs no progress bar.
@@ -128,6 +130,7 @@ def build_parser():
     p.set_defaults(func=cmd_figures)
     add_sim_commands(sub)  # simulate | compare | verify | bench
     add_replay_command(sub, _int, _float)  # informed strategies on recorded histories
+    add_wallclock_command(sub)  # wall time per effective group on an engine model
     return parser
 
 

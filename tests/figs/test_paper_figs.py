@@ -241,3 +241,13 @@ def test_fig9_informed_priors_save_and_guards_limit_starvation(full):
         assert g["groups"].sum() == s.loc[label, "committed_groups"]
         mean = (g["success_rate"] * g["share"]).sum()
         assert mean == pytest.approx(s.loc[label, "committed_rate_mean"])
+
+
+def test_fig11_wallclock_ratios_and_occupancy(full):
+    df = csv(full[0], "fig11_wallclock")
+    assert set(df["k"]) == {4, 6, 8} and (df["steps"] == 12).all()
+    assert (df.loc[df["strategy"] == "ds", "wall_ratio_vs_ds"] == 1.0).all()
+    assert df["utilisation"].between(0, 1, inclusive="right").all()
+    # a round barrier: SARA takes more rounds per step than uniform's single round
+    rounds = df.set_index(["strategy", "k"])["rounds_per_step"]
+    assert (rounds.loc["uniform"] == 1).all() and (rounds.loc["sara"] > 1).all()

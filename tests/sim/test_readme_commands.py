@@ -33,6 +33,7 @@ SMALL = {  # subcommand -> flags replaced (or appended) to keep each run to a fe
     "bench": {"--quick": None},
     "replay": {"--epochs": "26-27", "--seeds": "2"},
     "figures": {"--only": "1"},
+    "wallclock": {"--steps": "2", "--groups": "8"},
 }
 
 

@@ -1,0 +1,162 @@
+"""`sara-sim wallclock`: the strategies' wall time per effective group on the engine model.
+
+    sara-sim wallclock --difficulty history:deepscaler --epoch 0-52 --k 8 \\
+        [--strategies uniform,ds,sara,sara-auto,sara-history] [--preset gpu|cpu-tiny]
+        [--a S --b S --c S --max-num-seqs N] [--len-pass 2000 --len-fail 3500 --len-cv 0.5 |
+        --lengths history.csv] [--decision-s 0] [--groups 64] [--steps 20] [--seed 0] [--json]
+
+Round-synchronous collection (``sim/wallclock_run.py``) on a continuous-batching engine model
+(``sim/wallclock.py``); ratios to ds in one run.  Every input is checked before anything runs.
+"""
+
+import math
+
+from ..core.errors import ParameterError, check_budget, check_choice, check_float, check_int
+from ..core.registry import names, row
+from .common import FORCE_HELP, HISTORY_NAMES, JSON_HELP, _float, _int, _law, dumps
+
+DEFAULT_STRATEGIES = "uniform,ds,sara,sara-auto,sara-history"
+# ~1e5 simulated rollouts a second through the Python collectors and the event loop here
+ROLLOUT_LIMIT = 2e7
+KEYS = (
+    "strategy", "wall_per_effective_group_s", "wall_ratio_vs_ds", "tokens_per_effective_group",
+    "token_ratio_vs_ds", "rollouts_per_effective_group", "rounds_per_step", "utilisation",
+    "time_utilisation", "steps", "effective_groups", "trace_step", "step_occupancy",
+)  # fmt: skip
+
+
+def _setup(args):
+    from ..sim.wallclock import (
+        PRESETS,
+        EngineConfig,
+        check_config,
+        lognormal_lengths,
+        read_lengths,
+    )
+    from ..sim.wallclock_run import Setup
+
+    preset = PRESETS[check_choice(args.preset, "--preset", tuple(PRESETS))]
+    cfg = EngineConfig(
+        *(
+            preset.engine[i] if getattr(args, f) is None else getattr(args, f)
+            for i, f in enumerate(("a", "b", "c", "max_num_seqs"))
+        )
+    )
+    cfg = check_config(cfg)
+    if args.lengths is not None:
+        lengths = read_lengths(args.lengths, "--lengths")
+    else:
+        lengths = lognormal_lengths(args.len_pass, args.len_fail, args.len_cv)
+    return Setup(cfg, lengths, check_float(args.decision_s, "--decision-s", 0.0))
+
+
+def check_args(args):
+    """Every flag, before any run: returns (law, setup, strategies)."""
+    law = _law(args)
+    check_int(args.groups, "--groups", 1)
+    check_int(args.steps, "--steps", 1)
+    check_int(args.seed, "--seed", 0)
+    check_int(args.pool, "--pool", 1)
+    chosen = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    if not chosen:
+        raise ParameterError(
+            "--strategies", f"name at least one of {', '.join(names('collector'))}"
+        )
+    chosen = [row(s, "collector", "--strategies").name for s in chosen]
+    if "ds" not in chosen:
+        chosen = ["ds", *chosen]  # the reference of the ratios
+    setup = _setup(args)
+    est = 2.0 * args.steps * args.groups * args.k * len(chosen)
+    check_budget(est, ROLLOUT_LIMIT, "--steps", "simulated rollouts", args.force)
+    return law, setup, list(dict.fromkeys(chosen))
+
+
+def cmd_wallclock(args):
+    from ..sim.wallclock_run import ratios_to_ds, run_strategy
+
+    law, setup, chosen = check_args(args)
+    res = [
+        run_strategy(law, s, setup, k=args.k, groups=args.groups, steps=args.steps,
+                     seed=args.seed, pool=args.pool)
+        for s in chosen
+    ]  # fmt: skip
+    rows = [{key: r[key] for key in KEYS} for r in ratios_to_ds(res)]
+    inputs = {
+        "difficulty": args.difficulty, "epoch": args.epoch, "k": args.k, "groups": args.groups,
+        "steps": args.steps, "seed": args.seed, "engine": setup.engine._asdict(),
+        "lengths": _lengths_text(setup.lengths), "decision_s": setup.decision_s,
+    }  # fmt: skip
+    if args.json:
+        print(dumps({**inputs, "rows": rows}))
+        return 0
+    e = setup.engine
+    print(f"wall clock, round-synchronous — {law}, k={args.k}, {args.groups} groups/step")
+    print(f"engine: a={e.a:.4g} s, b={e.b:.4g} s/seq, c={e.c:.4g} s/admitted, "
+          f"max_num_seqs={e.max_num_seqs}; lengths {inputs['lengths']}")  # fmt: skip
+    print(table(rows))
+    print("engine occupancy over one step (running / max_num_seqs, 10 equal time slices):")
+    for r in rows:
+        cells = " ".join(f"{x:.2f}" for x in r["step_occupancy"])
+        print(f"  {r['strategy']:<14}step {r['trace_step']:<4} {cells}")
+    return 0
+
+
+def _lengths_text(law):
+    if law.kind == "empirical":
+        return f"recorded (mean pass {law.mean(1):.0f}, fail {law.mean(0):.0f} tokens)"
+    return f"lognormal (pass {law.pass_mean:g}, fail {law.fail_mean:g} tokens, cv {law.pass_cv:g})"
+
+
+def table(rows):
+    """Fixed-point columns; '-' for an undefined number."""
+    cols = (
+        ("strategy", "strategy", "<14", "s"),
+        ("wall/eff [s]", "wall_per_effective_group_s", ">13", ".4g"),
+        ("wall/ds", "wall_ratio_vs_ds", ">8", ".3f"),
+        ("tok/eff", "tokens_per_effective_group", ">10", ".0f"),
+        ("tok/ds", "token_ratio_vs_ds", ">7", ".3f"),
+        ("roll/eff", "rollouts_per_effective_group", ">9", ".2f"),
+        ("rounds", "rounds_per_step", ">7", ".2f"),
+        ("util", "utilisation", ">6", ".2f"),
+        ("t.util", "time_utilisation", ">7", ".2f"),
+    )
+    lines = ["".join(f"{head:{fmt}}" for head, _, fmt, _ in cols)]
+    for r in rows:
+        cells = []
+        for _, key, fmt, num in cols:
+            v = r[key]
+            ok = not isinstance(v, float) or math.isfinite(v)
+            cells.append(f"{v:{fmt}{num}}" if ok else f"{'-':{fmt}}")
+        lines.append("".join(cells))
+    lines.append("util: busy slot-iterations / (max_num_seqs x iterations); t.util: busy")
+    lines.append("slot-seconds / (max_num_seqs x wall time), barrier and decision idle included.")
+    return "\n".join(lines)
+
+
+def add_wallclock_command(sub):
+    p = sub.add_parser("wallclock", help="wall time per effective group on an engine model")
+    p.add_argument("--difficulty", required=True, help=f"as theory's; e.g. history:{HISTORY_NAMES}")
+    p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
+    p.add_argument("--k", type=_int("--k"), default=8, help="group size (8)")
+    p.add_argument("--strategies", default=DEFAULT_STRATEGIES, help=DEFAULT_STRATEGIES)
+    p.add_argument("--preset", default="gpu", help="engine preset: gpu | cpu-tiny (gpu)")
+    for flag, what in (("a", "s per iteration"), ("b", "s per running sequence per iteration"),
+                       ("c", "s per admitted request (prefill)")):  # fmt: skip
+        p.add_argument(f"--{flag}", type=_float(f"--{flag}"), default=None, help=f"{what} >= 0")
+    p.add_argument("--max-num-seqs", type=_int("--max-num-seqs"), default=None, help=">= 1")
+    p.add_argument("--len-pass", type=_float("--len-pass"), default=2000.0, help="mean tokens")
+    p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="mean tokens")
+    p.add_argument("--len-cv", type=_float("--len-cv"), default=0.5, help="lognormal cv >= 0")
+    p.add_argument("--lengths", default=None, help="sara-real audit history.csv: recorded lengths")
+    p.add_argument("--decision-s", type=_float("--decision-s"), default=0.0, help="s per round")
+    p.add_argument("--groups", type=_int("--groups"), default=64, help="effective groups/step")
+    p.add_argument("--steps", type=_int("--steps"), default=20, help="steps per strategy (20)")
+    p.add_argument("--pool", type=_int("--pool"), default=1024, help="rate laws: prompts (1024)")
+    p.add_argument("--seed", type=_int("--seed"), default=0, help="seed (0)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    p.set_defaults(func=cmd_wallclock)
+    return p
+
+
+__all__ = ["add_wallclock_command", "cmd_wallclock", "check_args", "table"]
