@@ -61,6 +61,7 @@ CASES = [
     ("sara", dict(groups=16, tau_low=0.2, probe=2, increment=1)),
     ("sara", dict(groups=16, tau_low=0.2, tau_high=0.9, prior=(2.0, 2.0))),
     ("sara", dict(groups=24, tau_low=0.3, capacity=40)),
+    ("sara", dict(groups=80, tau_low=0.3)),  # a first round wider than the collector's table
     ("sara", dict(groups=None, budget=150, tau_low=0.3)),
     ("sara", dict(groups=16, tau_low=0.7)),  # abandons after 2 equal outcomes
     ("sara", dict(groups=16, tau_low=0.0)),  # never abandons: k at once, committed
