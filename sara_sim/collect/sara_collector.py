@@ -84,6 +84,31 @@ class Decided(NamedTuple):
     target: int
 
 
+def _check_history(name, meta, history, epoch_size, selector):
+    """sara-history needs a PromptHistory and the dataset size; sara-mopps / sara-dps a Selector."""
+    if meta.family == "sara-select" and selector is None:
+        raise ParameterError("selector", f"{name} needs a selectors.Selector")
+    if meta.needs_history:
+        if history is None:
+            raise ParameterError("history", "sara-history needs an informed.PromptHistory")
+        if epoch_size is None:
+            raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
+        check_int(epoch_size, "epoch_size", 1)
+        from ..core.informed import PromptHistory
+
+        if not isinstance(history, PromptHistory):
+            raise ParameterError(
+                "history", f"must be an informed.PromptHistory, got {type(history).__name__}"
+            )
+    if selector is not None:
+        from .selectors import Selector
+
+        if not isinstance(selector, Selector):
+            raise ParameterError(
+                "selector", f"must be a selectors.Selector, got {type(selector).__name__}"
+            )
+
+
 class SaraCollector(_Base):
     """SARA's allocator (fixed-yield: `groups`; fixed-budget: `budget`)."""
 
@@ -116,27 +141,7 @@ class SaraCollector(_Base):
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
         self.observer = None  # set to a callable(Decided) to see every decided prompt
         self.queue = deque()  # selected but not yet probed (never dropped)
-        if meta.family == "sara-select" and selector is None:
-            raise ParameterError("selector", f"{name} needs a selectors.Selector")
-        if meta.needs_history:
-            if history is None:
-                raise ParameterError("history", "sara-history needs an informed.PromptHistory")
-            if epoch_size is None:
-                raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
-            check_int(epoch_size, "epoch_size", 1)
-            from ..core.informed import PromptHistory
-
-            if not isinstance(history, PromptHistory):
-                raise ParameterError(
-                    "history", f"must be an informed.PromptHistory, got {type(history).__name__}"
-                )
-        if selector is not None:
-            from .selectors import Selector
-
-            if not isinstance(selector, Selector):
-                raise ParameterError(
-                    "selector", f"must be a selectors.Selector, got {type(selector).__name__}"
-                )
+        _check_history(name, meta, history, epoch_size, selector)
         if not isinstance(p.rule, str) or p.rule not in ("tau", "price"):
             raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
         self.rule = p.rule

@@ -1,11 +1,10 @@
 """SARA's step as one round state machine (DESIGN §2), written once for every driver.
 
 A driver owns where prompts and outcomes come from; this module owns what to ask for and what
-the answers mean.  The collector (``collect/sara_collector.py``) sends the requests to an engine's
-``sample`` callback; every function is jitted, so that the Numba kernel (``sim/kernels.py``, which
-draws outcomes with its own generator and today still writes the loop out itself, kept equal by
-``tests/sim/test_identity.py``) can drive the same functions.  A driver walks this protocol over
-one ``Rounds`` state::
+the answers mean.  Two drivers: the Numba kernel (``sim/kernels.py``) draws outcomes with its own
+generator; the collector (``collect/sara_collector.py``) sends the requests to an engine's
+``sample`` callback and feeds the rewards back.  Both walk this protocol over one ``Rounds``
+state::
 
     begin_step(sm, rc)                        # the groups carried from the last step come first
     while plan_round(sm, rc):                 # 1) fills of committed prompts  2) continues
@@ -21,8 +20,9 @@ one ``Rounds`` state::
     end_step(sm)                              # decided slots dropped; open prompts carried
 
 The order fill -> continue -> probe, the capacity clipping, the probe quota and skip budget
-(``schedule``), the running rates and the commit / carry / abandon bookkeeping live here (and in
-the kernel's copy until it drives these functions).
+(``schedule``), the running rates and the commit / carry / abandon bookkeeping live here only
+(``tests/sim/test_identity.py`` still feeds both drivers the same outcomes and compares every
+decision).
 
 A streaming driver (a prompt planned as soon as its rollouts return, no round barrier) uses the
 same pieces one prompt at a time: ``held_request`` sizes the next request of one open slot,
@@ -30,9 +30,9 @@ same pieces one prompt at a time: ``held_request`` sizes the next request of one
 outcomes — each touches only the slot it names and the counters.
 
 Slots: ``slots[j, F_*]`` (int64) with the state machine's fields first and the driver's own from
-``S_FIELDS`` on (e.g. a simulator's run-length summary), ``vals[j]`` one float of the driver's
-per slot (e.g. a simulated success rate); both move together when decided slots are dropped.
-``F_KEY`` is the driver's name of the visit (the collector: its visit number).
+``S_FIELDS`` on (the kernel's run-length summary), ``vals[j]`` one float of the driver's per slot
+(the kernel's success rate); both move together when decided slots are dropped.  ``F_KEY`` is the
+driver's name of the visit (the kernel: the prompt id; the collector: its visit number).
 """
 
 from typing import NamedTuple
@@ -57,6 +57,10 @@ S_FIELDS = F_PLAN + 5  # the driver's fields start here
 C_OPEN, C_LIVE, C_DONE, C_GROUPS, C_ROUNDS, C_CAPPED = range(6)
 C_BUDGET, C_NREQ, C_USED, C_CAP, C_WANT, C_SKIPS = range(6, 12)
 N_COUNTERS = 12
+# Numba's option to compile without reference counting, for jitted code that never allocates: each
+# array a call passes (a Rounds is five) otherwise costs two atomic reference-count updates, which
+# at O(1) draws per prompt took half of the simulator's speed (benchmarks/sim_bench.py).
+NO_REFCOUNT = {"cache": True, "_nrt": False}
 DROPPED, BATCH, CARRIED = 0, 1, 2  # where a decided prompt went (settle)
 UNLIMITED = 1 << 62  # the budget of a fixed-yield run
 
@@ -106,7 +110,7 @@ def grown(sm):
     return Rounds(slots, vals, req, sm.cnt, sm.rates)
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def begin_step(sm, rc):
     """Start a step: the complete groups carried from the last one enter its batch first.
     Returns how many (the driver's carried payloads 0 .. n - 1)."""
@@ -118,7 +122,7 @@ def begin_step(sm, rc):
     return n
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def held_request(sm, rc, i):
     """Rollouts to request next for open slot i: the rest of the group once committed, else the
     plan's next request (``policy.next_request``)."""
@@ -129,7 +133,7 @@ def held_request(sm, rc, i):
     return next_request(slots[i, F_N], slots[i, F_S], rc.k, plan, rc.probe, rc.increment)
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def _request(sm, i, want):
     """Queue up to `want` rollouts for slot i, clipped to the round's capacity left."""
     c = sm.cnt
@@ -142,7 +146,7 @@ def _request(sm, i, want):
     return m
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def plan_round(sm, rc):
     """Plan the next round: fills, then continues, then the probe quota.  False: the step is over
     (enough groups, or the round cap hit: C_CAPPED)."""
@@ -179,20 +183,20 @@ def plan_round(sm, rc):
     return True
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def wants_prompt(sm):
     """Does this round still probe a fresh prompt (quota, capacity and skip budget left)?"""
     c = sm.cnt
     return c[C_WANT] > 0 and c[C_USED] < c[C_CAP] and c[C_SKIPS] > 0
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def note_skip(sm):
     """A prompt passed over before any rollout (or a selector's batch): one skip spent."""
     sm.cnt[C_SKIPS] -= 1
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def offer(sm, rc, plan):
     """Open a fresh prompt with its plan and queue its first request (a too-big probe is clipped:
     the rest follows next round).  Returns its slot, -1 when the table is full (see ``grown``);
@@ -214,7 +218,7 @@ def offer(sm, rc, plan):
     return j
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def launch(sm):
     """Send the planned round: returns its rollouts (0: nothing to ask, the step is over)."""
     c = sm.cnt
@@ -229,14 +233,14 @@ def launch(sm):
     return size
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def landing(sm, q):
     """(slot, rollouts it will hold) of request q once its outcomes are in."""
     i = sm.req[q, 0]
     return i, sm.slots[i, F_N] + sm.req[q, 1]
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def absorb(sm, rc, q, s):
     """Request q's outcomes are in; s: the slot's successes now (any mixed s decides the same).
     Returns CONTINUE while the prompt stays open (committed ones until the group is full), else
@@ -254,7 +258,7 @@ def absorb(sm, rc, q, s):
     return d
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def settle(sm, rc, i, d, s):
     """Close decided slot i (s: its successes, of the full group for a commit).  Returns where it
     went: BATCH (this step's groups), CARRIED (a surplus group, next step's) or DROPPED."""
@@ -273,7 +277,7 @@ def settle(sm, rc, i, d, s):
     return BATCH
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def compact(sm):
     """Drop the decided slots, keeping insertion order; this round's requests follow their slot."""
     c, slots = sm.cnt, sm.slots
@@ -291,7 +295,7 @@ def compact(sm):
     c[C_OPEN] = j
 
 
-@njit(cache=True)
+@njit(**NO_REFCOUNT)
 def end_step(sm):
     """Close a step: decided slots dropped; what stays open (C_OPEN) and the complete groups
     carried (C_DONE) enter the next step."""
