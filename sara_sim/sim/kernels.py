@@ -155,7 +155,8 @@ def _successes(o, run, n):
 # The per-prompt work sits in the two per-round loops (``_probe``, ``_absorb_round``); what never
 # allocates is compiled without reference counting (``rounds.NO_REFCOUNT``: two atomic updates
 # per array passed would dominate a step at O(1) draws per prompt).  _probe allocates (the plans
-# of sara-history), so it keeps them.
+# of sara-history), so it and its callers keep them: a function compiled without them compiles
+# its callees without them too.
 
 
 @njit(cache=True)
@@ -302,7 +303,7 @@ def _batch_group(k, s, out):
         out[mt.I_PROXY] += s * (k - s) / float(k * k)
 
 
-@njit(**NO_REFCOUNT)
+@njit(cache=True)  # with reference counts: it calls _probe, which allocates
 def _sara_step(law, cfg, rep, step, out):
     """One training step of one replicate: the round state machine driven by this replicate's
     generator; out: the step's metrics row."""
