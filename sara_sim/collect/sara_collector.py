@@ -2,14 +2,14 @@
 sara-auto and sara-history (see ``allocator.py`` for the shared interface and the peers uniform /
 ds).
 
-Each prompt carries its own plan (``policy.py``); the collector only asks ``decide_plan`` what to
-do with a prompt and ``next_request`` how many rollouts to send it.  Each round issues, in order:
-fills for committed prompts (certain effective groups), continues for prompts still undecided, then
-probes of fresh prompts — as many as the missing groups call for (fixed-yield) or as the budget
-allows (fixed-budget) — up to the per-round capacity.  Groups completed beyond N and prompts still
-in progress are carried to the next step: counted, never dropped.  How many fresh prompts a round
-probes, the skip budget, the running rates and each prompt's history update are ``schedule``'s
-jitted functions — the ones the simulator's kernel (``kernels.py``) calls.
+Each prompt carries its own plan (``policy.py``).  The step is the core's round state machine
+(``rounds.py``): each round issues, in order, fills for committed prompts (certain effective
+groups), continues for prompts still undecided, then probes of fresh prompts — as many as the
+missing groups call for (fixed-yield) or as the budget allows (fixed-budget) — up to the per-round
+capacity; groups completed beyond N and prompts still in progress are carried to the next step:
+counted, never dropped.  This class is its driver with an engine: it supplies the prompts (the
+stream, a selector's queue) and their plans, sends each round's requests to ``sample`` and feeds
+the rewards back; it keeps what only it knows (prompt ids, rewards, the step's result).
 
 Which plan a prompt gets:
 * sara — the tau rule with the fixed prior (paper-faithful with the uniform prior);
@@ -25,43 +25,89 @@ Which plan a prompt gets:
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from ..core.beta import p_eff_jit
 from ..core.errors import ParameterError, check_int, check_prior, check_schedule, check_unit
-from ..core.policy import (
-    ABANDON,
-    COMMIT,
-    CONTINUE,
-    NO_TAU_HIGH,
-    SATURATED,
-    decide_plan,
-    next_request,
-    plan_can_commit,
-    threshold_plan,
-)
+from ..core.policy import ABANDON, CONTINUE, NO_TAU_HIGH, plan_can_commit, threshold_plan
 from ..core.registry import SaraParams, row
-from ..core.schedule import (
-    R_EFFECTIVE,
-    R_ROLLOUTS,
-    budget_probes,
-    new_rates,
-    price,
-    skip_budget,
-    track,
-    yield_probes,
+from ..core.rounds import (
+    BATCH,
+    C_CAPPED,
+    C_DONE,
+    C_NREQ,
+    C_OPEN,
+    C_WANT,
+    CARRIED,
+    F_COMM,
+    F_KEY,
+    F_N,
+    F_PLAN,
+    F_S,
+    RoundConfig,
+    absorb,
+    begin_step,
+    end_step,
+    grown,
+    launch,
+    new_rounds,
+    note_skip,
+    offer,
+    plan_round,
+    settle,
+    wants_prompt,
 )
+from ..core.schedule import price
 from .collect_base import Request, StepResult, _Base, check_call
 
 
 @dataclass
 class _Prompt:
+    """What only the driver knows of an open visit (its plan and counts are in ``rounds``)."""
+
     pid: object
     visit: int  # unique per visit: a prompt id may come round again while still open
-    plan: np.ndarray
     rewards: list = field(default_factory=list)
-    committed: bool = False
+
+
+class Decided(NamedTuple):
+    """A prompt whose fate was sealed (``SaraCollector.observer``): in round `round` of the step,
+    `decision` (policy's COMMIT / ABANDON / SATURATED) after n rollouts with s passes; target:
+    ``rounds.BATCH`` (this step's groups), ``rounds.CARRIED`` (the next step's) or 0 (dropped)."""
+
+    round: int
+    prompt_id: object
+    decision: int
+    n: int
+    s: int
+    target: int
+
+
+def _check_history(name, meta, history, epoch_size, selector):
+    """sara-history needs a PromptHistory and the dataset size; sara-mopps / sara-dps a Selector."""
+    if meta.family == "sara-select" and selector is None:
+        raise ParameterError("selector", f"{name} needs a selectors.Selector")
+    if meta.needs_history:
+        if history is None:
+            raise ParameterError("history", "sara-history needs an informed.PromptHistory")
+        if epoch_size is None:
+            raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
+        check_int(epoch_size, "epoch_size", 1)
+        from ..core.informed import PromptHistory
+
+        if not isinstance(history, PromptHistory):
+            raise ParameterError(
+                "history", f"must be an informed.PromptHistory, got {type(history).__name__}"
+            )
+    if selector is not None:
+        from .selectors import Selector
+
+        if not isinstance(selector, Selector):
+            raise ParameterError(
+                "selector", f"must be a selectors.Selector, got {type(selector).__name__}"
+            )
 
 
 class SaraCollector(_Base):
@@ -94,28 +140,9 @@ class SaraCollector(_Base):
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
+        self.observer = None  # set to a callable(Decided) to see every decided prompt
         self.queue = deque()  # selected but not yet probed (never dropped)
-        if meta.family == "sara-select" and selector is None:
-            raise ParameterError("selector", f"{name} needs a selectors.Selector")
-        if meta.needs_history:
-            if history is None:
-                raise ParameterError("history", "sara-history needs an informed.PromptHistory")
-            if epoch_size is None:
-                raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
-            check_int(epoch_size, "epoch_size", 1)
-            from ..core.informed import PromptHistory
-
-            if not isinstance(history, PromptHistory):
-                raise ParameterError(
-                    "history", f"must be an informed.PromptHistory, got {type(history).__name__}"
-                )
-        if selector is not None:
-            from .selectors import Selector
-
-            if not isinstance(selector, Selector):
-                raise ParameterError(
-                    "selector", f"must be a selectors.Selector, got {type(selector).__name__}"
-                )
+        _check_history(name, meta, history, epoch_size, selector)
         if not isinstance(p.rule, str) or p.rule not in ("tau", "price"):
             raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
         self.rule = p.rule
@@ -125,9 +152,13 @@ class SaraCollector(_Base):
         self.open = {}  # visit -> _Prompt, in progress (carried across steps)
         self.done_groups = []  # complete committed groups carried to the next step
         self.done_visits = []  # their visits (same order)
-        # running commit rate and rollouts per decided prompt, and the run's totals of rollouts
-        # and effective groups (the stream's price): ``schedule.R_*``, as the kernel keeps them
-        self.rates = new_rates()
+        # the round state machine: open prompts, counters and the running rates (``schedule.R_*``:
+        # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
+        self.rc = RoundConfig(
+            self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
+            self.max_rounds, float(self.tau_low),
+        )  # fmt: skip
+        self.rounds = new_rounds(64)
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
@@ -173,7 +204,7 @@ class SaraCollector(_Base):
 
     def price(self):
         """Rollouts per effective group so far (DS's k / 0.5 before any group is complete)."""
-        return float(price(self.rates, self.k))
+        return float(price(self.rounds.rates, self.k))
 
     def _plan_for(self, pid):
         if self.informed is None:
@@ -181,67 +212,34 @@ class SaraCollector(_Base):
         epoch = (self.pulled - 1) // self.epoch_size
         return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price())
 
-    # --- one step ------------------------------------------------------------------------------
+    # --- one step: the driver of ``rounds`` -------------------------------------------------------
     def collect_step(self, stream, sample):
         check_call(stream, sample)
         self._begin_step()
         res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
         res.groups, self.done_groups = self.done_groups, []
         self.group_visits, self.done_visits = self.done_visits, []
-        budget_left = math.inf if self.budget is None else self.budget
-        while True:
-            if self.budget is None and len(res.groups) >= self.groups:
-                break
-            if res.rounds >= self.max_rounds:
-                res.capped = True  # e.g. a law with (almost) no mixed groups: report, not hang
-                break
-            requests = self._plan_round(res, stream, budget_left)
-            if not requests:
+        begin_step(self.rounds, self.rc)
+        while plan_round(self.rounds, self.rc):
+            self._probe(res, stream)
+            requests = self._round_requests()
+            if launch(self.rounds) == 0:
                 break
             rewards = self._round(res, requests, sample)
-            budget_left -= res.round_sizes[-1]
-            self.rates[R_ROLLOUTS] += res.round_sizes[-1]
-            for req, r in zip(requests, rewards):
-                self._update(self.open[req.visit], r, res)
+            for q, (req, r) in enumerate(zip(requests, rewards)):
+                self._absorb(q, req, r, res)
+        res.capped = bool(self.rounds.cnt[C_CAPPED])  # e.g. a law with (almost) no mixed groups
+        end_step(self.rounds)
         self._end_step(res)
         return res
 
-    def _plan_round(self, res, stream, budget_left):
-        k, cap = self.k, min(self.capacity, budget_left)
-        requests, used = [], 0
-        committed = [p for p in self.open.values() if p.committed]
-        continuing = [p for p in self.open.values() if not p.committed]
-        # 1) fills: certain effective groups, never starved
-        for p in committed:
-            n = min(k - len(p.rewards), cap - used)
-            if n > 0:
-                requests.append(Request(p.pid, n, p.visit))
-                used += n
-        if self.budget is None:
-            deficit = self.groups - len(res.groups) - len(committed)
-            if deficit <= 0:
-                return requests  # enough groups are certain: in-progress prompts wait
-        # 2) continues
-        for p in continuing:
-            nxt = int(
-                next_request(len(p.rewards), sum(p.rewards), k, p.plan, self.probe, self.increment)
-            )
-            n = min(nxt, cap - used)
-            if n > 0:
-                requests.append(Request(p.pid, n, p.visit))
-                used += n
-        # 3) probes of fresh prompts: as many as the deficit (or the budget) calls for
-        if self.budget is None:
-            want = yield_probes(self.rates, self.tau_low, deficit, len(continuing))
-        else:
-            reserved = sum(k - len(p.rewards) for p in committed)
-            want = budget_probes(self.rates, k, budget_left, used, reserved, bool(self.open))
-        skips_left = skip_budget(want)
+    def _probe(self, res, stream):
+        """Fresh prompts, one at a time, while the state machine wants them."""
         queue = self.queue  # a selector's chosen candidates, best first (kept across rounds)
-        while want > 0 and used < cap and skips_left > 0:
+        while wants_prompt(self.rounds):
             if self.selector is not None and not queue:
-                queue.extend(self._select(stream, res, want))
-                skips_left -= 1
+                queue.extend(self._select(stream, res, int(self.rounds.cnt[C_WANT])))
+                note_skip(self.rounds)
             if self.selector is not None:
                 if not queue:
                     break
@@ -254,23 +252,50 @@ class SaraCollector(_Base):
             plan = self._plan_for(pid)
             if plan[0] == ABANDON:  # skipped before any rollout (cost 0)
                 self._skip(pid, res)
-                skips_left -= 1
+                note_skip(self.rounds)
                 continue
-            first = (
-                k
-                if plan[0] == COMMIT
-                else int(next_request(0, 0, k, plan, self.probe, self.increment))
-            )
-            n = min(first, cap - used)  # the rest of a too-big probe follows next round
+            j = offer(self.rounds, self.rc, plan)
+            while j < 0:  # the open table is full: twice the room
+                self.rounds = grown(self.rounds)
+                j = offer(self.rounds, self.rc, plan)
             self.visit_seq += 1
-            visit = self.visit_seq
-            self.open[visit] = _Prompt(pid, visit, plan, committed=plan[0] == COMMIT)
+            self.rounds.slots[j, F_KEY] = self.visit_seq
+            self.open[self.visit_seq] = _Prompt(pid, self.visit_seq)
             if self.plan_log is not None:
                 self.plan_log.append((pid, plan))
-            requests.append(Request(pid, n, visit))
-            used += n
-            want -= 1
-        return requests
+
+    def _round_requests(self):
+        out = []
+        for i, n in self.rounds.req[: self.rounds.cnt[C_NREQ]]:
+            visit = int(self.rounds.slots[i, F_KEY])
+            out.append(Request(self.open[visit].pid, int(n), visit))
+        return out
+
+    def _absorb(self, q, req, rewards, res):
+        """Request q's rewards are in: the state machine decides; a decided prompt is booked."""
+        p = self.open[req.visit]
+        p.rewards.extend(rewards)
+        i, n, s = int(self.rounds.req[q, 0]), len(p.rewards), sum(p.rewards)
+        d = absorb(self.rounds, self.rc, q, s)
+        if d == CONTINUE:
+            return
+        self.finished.append((s, n))  # only outcomes actually drawn feed any prior
+        self._observe(p.pid, p.rewards)
+        target = settle(self.rounds, self.rc, i, d, s)
+        del self.open[p.visit]
+        if target == BATCH:
+            res.groups.append((p.pid, p.rewards[: self.k]))
+            self.group_visits.append(p.visit)
+        elif target == CARRIED:  # surplus: the next step's batch
+            self.done_groups.append((p.pid, p.rewards[: self.k]))
+            self.done_visits.append(p.visit)
+        elif d == ABANDON:
+            res.abandoned.append(p.pid)
+            res.abandoned_rollouts += n
+        else:
+            res.saturated += 1
+        if self.observer is not None:
+            self.observer(Decided(res.rounds, p.pid, int(d), n, s, int(target)))
 
     def _select(self, stream, res, want):
         """Pull ratio x want candidates; the selector's best `want` are returned, the rest
@@ -302,36 +327,6 @@ class SaraCollector(_Base):
         if self.selector is not None:
             self.selector.observe(self.informed.key(pid), rewards)
 
-    def _update(self, p, rewards, res):
-        p.rewards.extend(rewards)
-        n, s, k = len(p.rewards), sum(p.rewards), self.k
-        d = COMMIT if p.committed else decide_plan(n, s, k, p.plan)
-        if d == CONTINUE and n < int(next_request(0, 0, k, p.plan, self.probe, self.increment)):
-            return  # a probe split by the capacity: not an evaluation point yet
-        if d != CONTINUE and (d != COMMIT or n >= k):
-            self.finished.append((s, n))  # only outcomes actually drawn feed any prior
-            self._observe(p.pid, p.rewards)
-        if d == COMMIT:
-            if not p.committed:
-                p.committed = True
-                track(self.rates, True, k)
-            if n >= k:
-                del self.open[p.visit]
-                self.rates[R_EFFECTIVE] += 0 < s < k
-                target, visits = res.groups, self.group_visits
-                if self.budget is None and len(res.groups) >= self.groups:
-                    target, visits = self.done_groups, self.done_visits  # surplus: carried
-                target.append((p.pid, p.rewards[:k]))
-                visits.append(p.visit)
-        elif d == ABANDON or d == SATURATED:
-            del self.open[p.visit]
-            track(self.rates, False, n)
-            if d == ABANDON:
-                res.abandoned.append(p.pid)
-                res.abandoned_rollouts += n
-            else:
-                res.saturated += 1
-
     def held_visits(self):
         return {p.visit for p in self.open.values()} | set(self.done_visits)
 
@@ -344,6 +339,7 @@ class SaraCollector(_Base):
 
     def state_dict(self):
         state = dict(self.__dict__)
+        state.pop("observer", None)  # the caller's hook, not state
         if self.informed is not None:
             state["informed"] = self.informed.state_dict()
         if self.selector is not None:
@@ -356,6 +352,8 @@ class SaraCollector(_Base):
         selector = state.pop("selector", None)
         mine = self.informed, self.selector  # built by the caller, with its key functions
         self.__dict__.update(state)
+        if "rounds" not in state:  # a checkpoint from before the round state machine
+            self._rebuild_rounds(state)
         if selector is not None:
             from .selectors import Selector
 
@@ -366,3 +364,15 @@ class SaraCollector(_Base):
 
             self.informed = mine[0] or PromptHistory()
             self.informed.load_state_dict(informed)
+
+    def _rebuild_rounds(self, state):
+        """The state machine of an older checkpoint: its open prompts (with their plan and commit
+        flag, in order), carried groups and running rates."""
+        self.rounds = new_rounds(max(64, 2 * len(self.open)))
+        slots = self.rounds.slots
+        for j, p in enumerate(self.open.values()):
+            slots[j, F_KEY], slots[j, F_N], slots[j, F_S] = p.visit, len(p.rewards), sum(p.rewards)
+            slots[j, F_COMM] = int(p.__dict__.pop("committed"))
+            slots[j, F_PLAN : F_PLAN + 5] = p.__dict__.pop("plan")
+        self.rounds.cnt[C_OPEN], self.rounds.cnt[C_DONE] = len(self.open), len(self.done_groups)
+        self.rounds.rates[:] = self.__dict__.pop("rates")

@@ -1,10 +1,9 @@
 """SARA's round schedule: the per-round decisions of a step, written once (docs/design.md §2).
 
-Both implementations of the round loop call these jitted functions — the Python collector
-(``sara_collector.SaraCollector``, which drives real engines) and the Numba kernel
-(``kernels.py``, the simulator) — so how many fresh prompts a round probes, how long a stream of
-skipped prompts may run, how the running rates move and how a prompt's history absorbs a visit
-exist in one place only.
+The round state machine (``rounds.py``, driven by the Python collector and by the Numba kernel)
+and both drivers' history bookkeeping call these jitted functions, so how many fresh prompts a
+round probes, how long a stream of skipped prompts may run, how the running rates move and how a
+prompt's history absorbs a visit exist in one place only.
 
 * ``yield_probes`` / ``budget_probes`` — how many fresh prompts to probe this round: the missing
   groups over the running commit rate (fixed-yield), or the budget left over the running cost per

@@ -2,14 +2,13 @@
 sara-auto, sara-history and SPEED-RL.
 
 ``sara_steps`` runs ``n_steps`` training steps of R independent replicates (``prange`` over
-replicates, each drawing from its own generator, see ``rng``).  Each step mirrors
-``sara_collector.SaraCollector.collect_step`` — fills first, then continues, then
-probes of fresh prompts up to the round capacity (a too-big probe is split), the same running
-commit/cost rates, the same carry of surplus groups and in-progress prompts — and takes every
-decision through the core's jitted ``policy.decide_plan`` / ``policy.next_request`` on the plan
-the prompt was opened with and every per-round choice through ``schedule`` (one implementation;
-a test feeds both the same outcome sequences and compares every decision).  Outcomes come from
-run-length summaries (``sources.run_*``): O(1) draws per prompt.
+replicates, each drawing from its own generator, see ``rng``).  Each step is a driver of the
+core's round state machine (``core/rounds.py``: fills, then continues, then probes up to the round
+capacity; the running rates; the carry of surplus groups and in-progress prompts), the one the
+collector (``sara_collector.SaraCollector``) drives with an engine; a test feeds both the same
+outcome sequences and compares every decision.  This module only draws: which prompt comes next,
+its plan, its outcomes — from run-length summaries (``sources.run_*``): O(1) draws per prompt —
+and writes the metrics.
 
 Plans: sara / sara-eb / sara-auto / speed open every prompt of a step with the step's plan (from
 ``strategies.SaraPlanner``); SPEED-RL is the plan [CONTINUE, 1, n_init, 1, n_init] with probe
@@ -18,7 +17,8 @@ discounted outcomes (``schedule.history_plan``) at the stream's running price la
 effective groups; a visit's outcomes are dated by the epoch it was pulled in.
 
 Arguments are named tuples: the law (``sources.Law``), the configuration (``SaraConfig``), the
-per-replicate state (``SaraState``) and the outputs (``StepOutputs``).
+per-replicate state (``SaraState``; one replicate's view: ``Replicate``) and the outputs
+(``StepOutputs``).
 """
 
 from typing import NamedTuple
@@ -26,20 +26,33 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..core.policy import ABANDON, COMMIT, CONTINUE, decide_plan, next_request
-from ..core.schedule import (
-    R_EFFECTIVE,
-    R_ROLLOUTS,
-    HistoryKnobs,
-    budget_probes,
-    history_plan,
-    new_evidence,
-    observe,
-    price,
-    skip_budget,
-    track,
-    yield_probes,
+from ..core.policy import ABANDON, COMMIT, CONTINUE
+from ..core.rounds import (
+    BATCH,
+    C_CAPPED,
+    C_DONE,
+    C_NREQ,
+    C_OPEN,
+    C_ROUNDS,
+    CARRIED,
+    F_KEY,
+    N_COUNTERS,
+    NO_REFCOUNT,
+    S_FIELDS,
+    RoundConfig,
+    Rounds,
+    absorb,
+    begin_step,
+    end_step,
+    landing,
+    launch,
+    note_skip,
+    offer,
+    plan_round,
+    settle,
+    wants_prompt,
 )
+from ..core.schedule import HistoryKnobs, history_plan, new_evidence, observe, price
 from . import metrics as mt  # the metric row layout, I_*
 from .rng import uniform
 from .sources import (
@@ -58,11 +71,13 @@ from .sources import (
     run_urn,
 )
 
-# open-slot integer fields (F_EPOCH: the epoch the visit was pulled in); rates in a float array
-F_PID, F_N, F_COMM, F_O, F_RUN, F_CL, F_NL, F_FULLMIX, F_DEL, F_EPOCH, F_PLAN = range(11)
-N_FIELDS = F_PLAN + 5
+# the kernel's own slot fields after the state machine's (``rounds.F_*``): the opening run
+# (outcome, length), the urn's passes / size (-1: a rate, in ``Rounds.vals``), the visit's epoch
+F_O, F_RUN, F_CL, F_NL, F_EPOCH = range(S_FIELDS, S_FIELDS + 5)
+N_FIELDS = F_EPOCH + 1
+C_LOG = N_COUNTERS  # events logged, after the state machine's counters
+N_COUNTS = C_LOG + 1
 EV_STEP, EV_ROUND, EV_PID, EV_DECISION, EV_N, EV_S, EV_TARGET = range(7)
-C_OPEN, C_DONE, C_LOG = range(3)
 
 
 class SaraConfig(NamedTuple):
@@ -95,10 +110,10 @@ class SaraState(NamedTuple):
     pool_x: np.ndarray
     trained: np.ndarray
     ev: np.ndarray  # [R, prompts, EV_*] evidence of sara-history (0 prompts otherwise)
-    oi: np.ndarray  # [R, slots, N_FIELDS] open prompts
+    oi: np.ndarray  # [R, slots, N_FIELDS] open prompts (``rounds.F_*``, then F_O .. F_EPOCH)
     og: np.ndarray  # [R, slots] their rates
     done: np.ndarray  # [R, slots, 2] carried complete groups [pid, s]
-    cnt: np.ndarray  # [R, C_*]
+    cnt: np.ndarray  # [R, N_COUNTS]: ``rounds.C_*``, then C_LOG
     rates: np.ndarray  # [R, R_*]
     pop: np.ndarray  # [R, 2] sara-history's population prior
 
@@ -109,272 +124,210 @@ class StepOutputs(NamedTuple):
     log: np.ndarray  # [R, events, EV_*] decision log
 
 
+class Replicate(NamedTuple):
+    """One replicate's view of the state, as the step's phases take it."""
+
+    rng: np.ndarray
+    stream: Stream
+    ev: np.ndarray
+    sm: Rounds  # the round state machine over this replicate's open table
+    done: np.ndarray
+    pop: np.ndarray
+    plan: np.ndarray  # the step's plan (every prompt's, but sara-history's)
+    blank: np.ndarray  # the evidence of a prompt without a history of its own
+    eb: np.ndarray
+    log: np.ndarray
+
+
+@njit(**NO_REFCOUNT)
+def _round_config(cfg):
+    return RoundConfig(cfg.k, cfg.groups, cfg.budget, cfg.capacity, cfg.probe, cfg.increment,
+                       cfg.max_rounds, cfg.tau_low)  # fmt: skip
+
+
+@njit(**NO_REFCOUNT)
+def _successes(o, run, n):
+    """Successes of the first n outcomes as far as the run summary knows (any mixed s decides
+    the same)."""
+    return o * n if n <= run else o * run + 1 - o
+
+
+# The per-prompt work sits in the two per-round loops (``_probe``, ``_absorb_round``); what never
+# allocates is compiled without reference counting (``rounds.NO_REFCOUNT``: two atomic updates
+# per array passed would dominate a step at O(1) draws per prompt).  _probe allocates (the plans
+# of sara-history), so it and its callers keep them: a function compiled without them compiles
+# its callees without them too.
+
+
 @njit(cache=True)
-def _open_slot(rs, oi, og, j, pid, g, hc, hn, k, plan, row, seq):
-    """Fill slot j with a fresh prompt: draw its run-length summary, copy its plan."""
-    if row >= 0:
-        o, run, s_full = run_seq(row, seq, k)
-        cl, nl, mixed = -1, -1, 1 if 0 < s_full < k else 0
+def _probe(law, cfg, rc, rep, step, out):
+    """Phase 3 of a round: fresh prompts, one at a time, while the state machine wants them.
+    False: the open table is full (the caller retries with a larger one)."""
+    sm, rs, st, k = rep.sm, rep.rng, rep.stream.st, cfg.k
+    fresh_rates, cw = law.kind == RATES and law.pool == 0, law.cum_weights
+    while wants_prompt(sm):
+        if fresh_rates:  # pull() of this stream, without its call overhead
+            pid, hc, hn = st[2], 0, -1
+            st[2] += 1
+            c = 0 if cw.shape[0] == 1 else pick_component(rs, cw)  # draw_rate in two halves
+            g = component_rate(rs, law.comp_kind[c], law.comp_a[c], law.comp_b[c])
+        else:
+            pid, g, hc, hn = pull(rs, law, rep.stream, step)
+            if pid < 0:
+                break
+        out[mt.I_FRESH] += 1
+        plan, hp, epoch = rep.plan, -1, 0.0  # every prompt of a step starts from its plan ...
+        if cfg.history:  # ... but sara-history's, from the prompt's own evidence
+            hp, epoch = history_key(law, pid, st)
+            evp = rep.ev[hp] if 0 <= hp < rep.ev.shape[0] else rep.blank
+            hist = HistoryKnobs(cfg.rho, cfg.kappa, cfg.explore, cfg.max_skip, cfg.rule_price)
+            u = uniform(rs)
+            plan = history_plan(evp, epoch, hist, rep.pop, k, cfg.tau_low, price(sm.rates, k), u)
+        if plan[0] == ABANDON:  # skipped before any rollout
+            _skipped(law, cfg, rep, (pid, g, hc, hn), hp, epoch, out)
+            note_skip(sm)
+            continue
+        j = offer(sm, rc, plan)
+        if j < 0:
+            return False
+        cl, nl = -1, -1
+        if law.kind == SEQUENCES:
+            o, run, _ = run_seq(pid, law.seq, k)
+        elif hn >= 0:
+            o, run, cl, nl = run_urn(rs, hc, hn, k)
+        else:
+            o, run = run_rate(rs, g, k)
+        slots = sm.slots
+        slots[j, F_KEY], slots[j, F_O], slots[j, F_RUN] = pid, o, run
+        slots[j, F_CL], slots[j, F_NL], slots[j, F_EPOCH] = cl, nl, int(epoch)
+        sm.vals[j] = g
+    return True
+
+
+@njit(**NO_REFCOUNT)
+def _skipped(law, cfg, rep, fresh, hp, epoch, out):
+    """A prompt abandoned before any rollout: would its full group have been mixed?"""
+    pid, g, hc, hn = fresh
+    k = cfg.k
+    if law.kind == SEQUENCES:
+        mixed = 1 if 0 < run_seq(pid, law.seq, k)[2] < k else 0
     elif hn >= 0:
-        o, run, cl, nl = run_urn(rs, hc, hn, k)
-        mixed = 1 if run < k else 0
+        mixed = 1 if run_urn(rep.rng, hc, hn, k)[1] < k else 0
     else:
-        o, run = run_rate(rs, g, k)
-        cl, nl, mixed = -1, -1, 1 if run < k else 0
-    oi[j, F_PID], oi[j, F_N], oi[j, F_O], oi[j, F_RUN] = pid, 0, o, run
-    oi[j, F_CL], oi[j, F_NL], oi[j, F_FULLMIX], oi[j, F_DEL] = cl, nl, mixed, 0
-    oi[j, F_COMM] = 1 if plan[0] == COMMIT else 0
-    for t in range(5):
-        oi[j, F_PLAN + t] = plan[t]
-    og[j] = g
+        mixed = 1 if run_rate(rep.rng, g, k)[1] < k else 0
+    for i in (mt.I_ABANDONED, mt.I_SKIPPED, mt.I_DEC, mt.I_DEC_AB):
+        out[i] += 1
+    out[mt.I_FALSE_AB] += mixed
+    out[mt.I_DEC_FALSE] += mixed
+    if cfg.history and 0 <= hp < rep.ev.shape[0]:
+        observe(rep.ev[hp], 0.0, 0.0, epoch, cfg.rho)
 
 
-@njit(cache=True)
-def _compact(oi, og, n_open, req_slot, nreq):
-    """Drop the decided slots of the open table, keeping insertion order; the first nreq planned
-    requests follow their slot.  Returns the new number of slots."""
-    j = 0
-    for i in range(n_open):
-        if oi[i, F_DEL] == 0:
-            if j != i:
-                for f in range(N_FIELDS):
-                    oi[j, f] = oi[i, f]
-                og[j] = og[i]
-                for q in range(nreq):
-                    if req_slot[q] == i:
-                        req_slot[q] = j
-            j += 1
-    return j
+@njit(**NO_REFCOUNT)
+def _absorb_round(law, cfg, rc, rep, step, out):
+    """The round's outcomes, request by request in order: each touched prompt is updated; a
+    decided one is booked (the EB tally, its history, the carried payload, metrics, the log)."""
+    sm, rs, k = rep.sm, rep.rng, cfg.k
+    slots, seqmode = sm.slots, law.kind == SEQUENCES
+    for q in range(sm.cnt[C_NREQ]):
+        i, n = landing(sm, q)
+        o, run = slots[i, F_O], slots[i, F_RUN]
+        s = _successes(o, run, n)
+        d = absorb(sm, rc, q, s)
+        if d == CONTINUE:
+            continue
+        pid, cl, nl = slots[i, F_KEY], slots[i, F_CL], slots[i, F_NL]
+        if d == COMMIT:  # the rest of the group beyond the opening run is drawn now
+            if seqmode or nl >= 0:
+                row = pid if seqmode else -1
+                s = full_successes(rs, o, run, k, sm.vals[i], cl, nl, row, law.seq)
+            else:
+                s = rate_successes(rs, o, run, k, sm.vals[i])
+        target = settle(sm, rc, i, d, s)
+        if rep.eb.shape[0] > 0:
+            rep.eb[n, s] += 1  # outcomes actually drawn feed the EB prior
+        if cfg.history:  # dated by the visit's own epoch: it may end after a later visit
+            hp = history_key(law, pid, rep.stream.st)[0]
+            if 0 <= hp < rep.ev.shape[0]:
+                observe(rep.ev[hp], float(s), float(n), float(slots[i, F_EPOCH]), cfg.rho)
+        if target == CARRIED:
+            j = sm.cnt[C_DONE] - 1  # surplus: next step's batch
+            rep.done[j, 0], rep.done[j, 1] = pid, s
+        elif target == BATCH and law.kind == DRIFT and 0 < s < k:
+            rep.stream.trained[pid] += 1
+        _decided(cfg, (d, n, s, o, run < k, target), out)
+        nl = sm.cnt[C_LOG]
+        if nl < rep.log.shape[0]:
+            ev = rep.log[nl]
+            ev[EV_STEP], ev[EV_ROUND], ev[EV_PID] = step, sm.cnt[C_ROUNDS], pid
+            ev[EV_DECISION], ev[EV_N], ev[EV_S], ev[EV_TARGET] = d, n, s, target
+            sm.cnt[C_LOG] = nl + 1
 
 
-@njit(cache=True)
-def _full_mixed(rs, g, hc, hn, k, row, seq):
-    """Would this prompt's full group of k be mixed? (simulation knows; for skipped prompts)"""
-    if row >= 0:
-        return 1 if 0 < run_seq(row, seq, k)[2] < k else 0
-    if hn >= 0:
-        return 1 if run_urn(rs, hc, hn, k)[1] < k else 0
-    return 1 if run_rate(rs, g, k)[1] < k else 0
-
-
-@njit(cache=True)
-def _sara_step(law, rs, step, cfg, plan, state, out, eb, log, req_slot, req_n):
-    stream, ev, oi, og, done, cnt, rates, pop = state
-    st, trained = stream.st, stream.trained
-    cw, seq = law.cum_weights, law.seq
-    k, groups, budget, capacity = cfg.k, cfg.groups, cfg.budget, cfg.capacity
-    probe_p, incr_p, max_rounds, history = cfg.probe, cfg.increment, cfg.max_rounds, cfg.history
-    kind, n_pool = law.kind, law.pool
-    blank = new_evidence()  # the evidence of a prompt without a history of its own
-    hist = HistoryKnobs(cfg.rho, cfg.kappa, cfg.explore, cfg.max_skip, cfg.rule_price)
-    seqmode, drift = kind == SEQUENCES, kind == DRIFT
-    yield_mode = budget <= 0
-    maxo = oi.shape[0]
-    kk = float(k * k)
-    out[:] = 0.0
-    n_open = cnt[C_OPEN]  # slots in use: decided ones are dropped at the end of the step
-    n_live = n_open  # undecided prompts among them
-    # complete groups carried from the previous step enter this step's batch first
-    n_groups = 0
-    for i in range(cnt[C_DONE]):
-        s = done[i, 1]
-        n_groups += 1
-        out[mt.I_GROUPS] += 1
+@njit(**NO_REFCOUNT)
+def _decided(cfg, fate, out):
+    """The metrics of a prompt whose fate is sealed (committed group complete, abandoned,
+    saturated); full_mixed: its full group of k would have been mixed."""
+    d, n, s, o, full_mixed, target = fate
+    k = cfg.k
+    out[mt.I_DEC] += 1
+    out[mt.I_DEC_ROLLOUTS] += n
+    if d == COMMIT:
+        out[mt.I_TOKENS] += s * cfg.len_pass + (k - s) * cfg.len_fail
         if 0 < s < k:
-            out[mt.I_EFFECTIVE] += 1
-            out[mt.I_PROXY] += s * (k - s) / kk
-            if drift:
-                trained[done[i, 0]] += 1
-    n_done = 0
-    budget_left = budget if not yield_mode else 1 << 62
-    fresh_rates = kind == RATES and n_pool == 0  # the common stream: a fresh rate per pull
-    n_comp = cw.shape[0]
-    rounds = 0
-    while True:
-        if yield_mode and n_groups >= groups:
+            out[mt.I_DEC_EFF] += 1
+            out[mt.I_DEC_PROXY] += s * (k - s) / float(k * k)
+        if target == BATCH:
+            _batch_group(k, s, out)
+        return
+    out[mt.I_TOKENS] += n * (cfg.len_pass if o == 1 else cfg.len_fail)
+    if d == ABANDON:
+        mixed = 1 if full_mixed else 0
+        out[mt.I_ABANDONED] += 1
+        out[mt.I_FALSE_AB] += mixed
+        out[mt.I_AB_ROLLOUTS] += n
+        out[mt.I_WASTE] += n
+        out[mt.I_DEC_AB] += 1
+        out[mt.I_DEC_FALSE] += mixed
+    else:
+        out[mt.I_SATURATED] += 1
+        out[mt.I_WASTE] += k
+
+
+@njit(**NO_REFCOUNT)
+def _batch_group(k, s, out):
+    """A complete group with s passes enters this step's batch (fresh, or carried in)."""
+    out[mt.I_GROUPS] += 1
+    if 0 < s < k:
+        out[mt.I_EFFECTIVE] += 1
+        out[mt.I_PROXY] += s * (k - s) / float(k * k)
+
+
+@njit(cache=True)  # with reference counts: it calls _probe, which allocates
+def _sara_step(law, cfg, rep, step, out):
+    """One training step of one replicate: the round state machine driven by this replicate's
+    generator; out: the step's metrics row."""
+    sm, rc = rep.sm, _round_config(cfg)
+    out[:] = 0.0
+    for j in range(begin_step(sm, rc)):  # complete groups carried from the last step come first
+        pid, s = rep.done[j, 0], rep.done[j, 1]
+        _batch_group(cfg.k, s, out)
+        if law.kind == DRIFT and 0 < s < cfg.k:
+            rep.stream.trained[pid] += 1
+    while plan_round(sm, rc):
+        if not _probe(law, cfg, rc, rep, step, out):
+            out[mt.I_OVERFLOW] = 1.0
+            return
+        size = launch(sm)
+        if size == 0:
             break
-        if rounds >= max_rounds:
-            out[mt.I_CAPPED] = 1.0
-            break
-        # ---- plan the round (SaraCollector._plan_round) ----
-        cap = min(capacity, budget_left)
-        nreq, used, n_comm, n_cont, reserved = 0, 0, 0, 0, 0
-        for i in range(n_open):
-            if oi[i, F_DEL]:
-                continue
-            if oi[i, F_COMM]:
-                n_comm += 1
-                reserved += k - oi[i, F_N]
-                m = min(k - oi[i, F_N], cap - used)
-                if m > 0:
-                    req_slot[nreq], req_n[nreq] = i, m
-                    nreq += 1
-                    used += m
-            else:
-                n_cont += 1
-        deficit = groups - n_groups - n_comm
-        if not (yield_mode and deficit <= 0):
-            for i in range(n_open):
-                if oi[i, F_DEL] or oi[i, F_COMM]:
-                    continue
-                n, o, run = oi[i, F_N], oi[i, F_O], oi[i, F_RUN]
-                s = o * n if n <= run else o * run + 1 - o
-                m = next_request(n, s, k, oi[i, F_PLAN : F_PLAN + 5], probe_p, incr_p)
-                m = min(m, cap - used)
-                if m > 0:
-                    req_slot[nreq], req_n[nreq] = i, m
-                    nreq += 1
-                    used += m
-            if yield_mode:
-                want = yield_probes(rates, cfg.tau_low, deficit, n_cont)
-            else:
-                want = budget_probes(rates, k, budget_left, used, reserved, n_live > 0)
-            skips_left = skip_budget(want)
-            while want > 0 and used < cap and skips_left > 0:
-                if fresh_rates:  # pull() of this stream, without its call overhead
-                    pid = st[2]
-                    st[2] += 1
-                    c = 0 if n_comp == 1 else pick_component(rs, cw)  # draw_rate in two halves
-                    g = component_rate(rs, law.comp_kind[c], law.comp_a[c], law.comp_b[c])
-                    hc, hn = 0, -1
-                else:
-                    pid, g, hc, hn = pull(rs, law, stream, step)
-                    if pid < 0:
-                        break
-                out[mt.I_FRESH] += 1
-                hp, epoch = -1, 0.0
-                if history:
-                    hp, epoch = history_key(law, pid, st)
-                    evp = ev[hp] if 0 <= hp < ev.shape[0] else blank
-                    u = uniform(rs)
-                    pl = history_plan(evp, epoch, hist, pop, k, cfg.tau_low, price(rates, k), u)
-                else:
-                    pl = plan  # every prompt of a step starts from the step's plan
-                if pl[0] == ABANDON:  # skipped before any rollout
-                    mixed = _full_mixed(rs, g, hc, hn, k, pid if seqmode else -1, seq)
-                    out[mt.I_ABANDONED] += 1
-                    out[mt.I_FALSE_AB] += mixed
-                    out[mt.I_SKIPPED] += 1
-                    out[mt.I_DEC] += 1
-                    out[mt.I_DEC_AB] += 1
-                    out[mt.I_DEC_FALSE] += mixed
-                    skips_left -= 1
-                    if history and 0 <= hp < ev.shape[0]:
-                        observe(ev[hp], 0.0, 0.0, epoch, hist.rho)
-                    continue
-                first = k if pl[0] == COMMIT else next_request(0, 0, k, pl, probe_p, incr_p)
-                m = min(first, cap - used)  # the rest of a too-big probe follows next round
-                if n_open >= maxo and n_live < n_open:  # make room: drop the decided slots now
-                    n_open = _compact(oi, og, n_open, req_slot, nreq)
-                if n_open >= maxo:
-                    out[mt.I_OVERFLOW] = 1.0
-                    return
-                if seqmode or hn >= 0:
-                    _open_slot(rs, oi, og, n_open, pid, g, hc, hn, k, pl, pid if seqmode else -1,
-                               seq)  # fmt: skip
-                else:  # what _open_slot does for a prompt with a rate, without the call
-                    o, run = run_rate(rs, g, k)
-                    oi[n_open, F_PID], oi[n_open, F_N], oi[n_open, F_O] = pid, 0, o
-                    oi[n_open, F_RUN], oi[n_open, F_CL], oi[n_open, F_NL] = run, -1, -1
-                    oi[n_open, F_FULLMIX], oi[n_open, F_DEL] = 1 if run < k else 0, 0
-                    oi[n_open, F_COMM] = 1 if pl[0] == COMMIT else 0
-                    for t in range(5):
-                        oi[n_open, F_PLAN + t] = pl[t]
-                    og[n_open] = g
-                oi[n_open, F_EPOCH] = int(epoch)
-                req_slot[nreq], req_n[nreq] = n_open, m
-                nreq += 1
-                used += m
-                n_open += 1
-                n_live += 1
-                want -= 1
-        if nreq == 0:
-            break
-        # ---- the round: engine call, then every touched prompt is updated in request order ----
-        rounds += 1
-        size = 0
-        for q in range(nreq):
-            size += req_n[q]
         out[mt.I_ROLLOUTS] += size
-        rates[R_ROLLOUTS] += size
-        budget_left -= size
-        for q in range(nreq):
-            i = req_slot[q]
-            n = oi[i, F_N] + req_n[q]
-            oi[i, F_N] = n
-            o, run = oi[i, F_O], oi[i, F_RUN]
-            s = o * n if n <= run else o * run + 1 - o  # any mixed s decides the same
-            d = COMMIT if oi[i, F_COMM] else decide_plan(n, s, k, oi[i, F_PLAN : F_PLAN + 5])
-            if d == CONTINUE:
-                continue
-            if d == COMMIT:
-                if not oi[i, F_COMM]:
-                    oi[i, F_COMM] = 1
-                    track(rates, True, k)
-                if n < k:
-                    continue
-                if seqmode or oi[i, F_NL] >= 0:
-                    row = oi[i, F_PID] if seqmode else -1
-                    s = full_successes(rs, o, run, k, og[i], oi[i, F_CL], oi[i, F_NL], row, seq)
-                else:  # what full_successes does for a prompt with a rate (scalar arguments)
-                    s = rate_successes(rs, o, run, k, og[i])
-            if eb.shape[0] > 0:
-                eb[n, s] += 1  # outcomes actually drawn feed the EB prior
-            oi[i, F_DEL] = 1
-            n_live -= 1
-            pid = oi[i, F_PID]
-            if history:  # dated by the visit's own epoch: it may end after a later visit
-                hp = history_key(law, pid, st)[0]
-                if 0 <= hp < ev.shape[0]:
-                    observe(ev[hp], float(s), float(n), float(oi[i, F_EPOCH]), hist.rho)
-            target = 0
-            out[mt.I_DEC] += 1
-            out[mt.I_DEC_ROLLOUTS] += n
-            if d == COMMIT:
-                out[mt.I_TOKENS] += s * cfg.len_pass + (k - s) * cfg.len_fail
-                mixed = 0 < s < k
-                if mixed:
-                    rates[R_EFFECTIVE] += 1
-                    out[mt.I_DEC_EFF] += 1
-                    out[mt.I_DEC_PROXY] += s * (k - s) / kk
-                if yield_mode and n_groups >= groups:
-                    done[n_done, 0], done[n_done, 1] = pid, s  # surplus: next step's batch
-                    n_done += 1
-                    target = 2
-                else:
-                    n_groups += 1
-                    target = 1
-                    out[mt.I_GROUPS] += 1
-                    if mixed:
-                        out[mt.I_EFFECTIVE] += 1
-                        out[mt.I_PROXY] += s * (k - s) / kk
-                        if drift:
-                            trained[pid] += 1
-            else:
-                track(rates, False, n)
-                out[mt.I_TOKENS] += n * (cfg.len_pass if o == 1 else cfg.len_fail)
-                if d == ABANDON:
-                    out[mt.I_ABANDONED] += 1
-                    out[mt.I_FALSE_AB] += oi[i, F_FULLMIX]
-                    out[mt.I_AB_ROLLOUTS] += n
-                    out[mt.I_WASTE] += n
-                    out[mt.I_DEC_AB] += 1
-                    out[mt.I_DEC_FALSE] += oi[i, F_FULLMIX]
-                else:
-                    out[mt.I_SATURATED] += 1
-                    out[mt.I_WASTE] += k
-            nl = cnt[C_LOG]
-            if nl < log.shape[0]:
-                log[nl, EV_STEP], log[nl, EV_ROUND], log[nl, EV_PID] = step, rounds, pid
-                log[nl, EV_DECISION], log[nl, EV_N], log[nl, EV_S] = d, n, s
-                log[nl, EV_TARGET] = target
-                cnt[C_LOG] = nl + 1
-    if n_live < n_open:  # compact the open table, keeping insertion order
-        n_open = _compact(oi, og, n_open, req_slot, 0)
-    out[mt.I_ROUNDS] = rounds
-    out[mt.I_CARRIED] = n_done
-    out[mt.I_CARRIED_OPEN] = n_open
-    cnt[C_OPEN], cnt[C_DONE] = n_open, n_done
+        _absorb_round(law, cfg, rc, rep, step, out)
+    end_step(sm)
+    out[mt.I_CAPPED] = sm.cnt[C_CAPPED]
+    out[mt.I_ROUNDS] = sm.cnt[C_ROUNDS]
+    out[mt.I_CARRIED] = sm.cnt[C_DONE]
+    out[mt.I_CARRIED_OPEN] = sm.cnt[C_OPEN]
 
 
 @njit(cache=True, parallel=True)
@@ -386,14 +339,13 @@ def sara_steps(law, cfg, plans, state, step0, n_steps, outs):
     (sara-eb / sara-auto / sara-history fit their prior on it; shape (R, 0, 0) skips it)."""
     oi = state.oi
     for r in prange(state.rng.shape[0]):
-        mine = (Stream(state.st[r], state.perm[r], state.pool_x[r], state.trained[r]),
-                state.ev[r], oi[r], state.og[r], state.done[r], state.cnt[r], state.rates[r],
-                state.pop[r])  # fmt: skip
-        req_slot = np.empty(oi.shape[1], np.int64)  # the round's requests, reused step to step
-        req_n = np.empty(oi.shape[1], np.int64)
+        req = np.empty((oi.shape[1], 2), np.int64)  # the round's requests, reused step to step
+        sm = Rounds(oi[r], state.og[r], req, state.cnt[r], state.rates[r])
+        stream = Stream(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
+        rep = Replicate(state.rng[r], stream, state.ev[r], sm, state.done[r], state.pop[r],
+                        plans[r], new_evidence(), outs.eb[r], outs.log[r])  # fmt: skip
         out = outs.out[r]
         for j in range(n_steps):
-            _sara_step(law, state.rng[r], step0 + j, cfg, plans[r], mine, out[j], outs.eb[r],
-                       outs.log[r], req_slot, req_n)  # fmt: skip
+            _sara_step(law, cfg, rep, step0 + j, out[j])
             if out[j, mt.I_OVERFLOW] > 0:
                 break

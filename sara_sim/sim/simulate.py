@@ -31,7 +31,7 @@ from ..core.errors import ParameterError
 from ..core.registry import SARA, names, row
 from ..core.schedule import HistoryKnobs, new_evidence, new_rates
 from .budget import check_resources
-from .kernels import N_FIELDS, SaraConfig, SaraState, StepOutputs, sara_steps
+from .kernels import C_LOG, N_COUNTS, N_FIELDS, SaraConfig, SaraState, StepOutputs, sara_steps
 from .laws import TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, BatchConfig, BatchState, batch_steps
@@ -214,7 +214,7 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
         np.zeros((replicates, maxo, N_FIELDS), np.int64),  # open prompts
         np.zeros((replicates, maxo)),  # their rates
         np.zeros((replicates, maxo, 2), np.int64),  # carried groups
-        np.zeros((replicates, 3), np.int64),  # n_open, n_done, n_log
+        np.zeros((replicates, N_COUNTS), np.int64),  # the state machine's counters, n_log
         np.tile(new_rates(), (replicates, 1)),
         planner.pop,
     )  # fmt: skip
@@ -247,7 +247,7 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     priors = np.concatenate(prior_rows, axis=1)
     extra = {f"plan{j}": plans[..., j].ravel() for j in range(5)}
     extra["prior_a"], extra["prior_b"] = priors[..., 0].ravel(), priors[..., 1].ravel()
-    n_log = state.cnt[:, 2]
+    n_log = state.cnt[:, C_LOG]
     events = [log[r, : n_log[r]].copy() for r in range(replicates)] if run.log_events else None
     return outs, extra, events
 

@@ -7,9 +7,8 @@ same prompt was recorded (out-of-order observations)."""
 import numpy as np
 import pytest
 
-from sara_sim.collect.allocator import SaraCollector, make_collector
+from sara_sim.collect.allocator import make_collector
 from sara_sim.core.informed import PromptHistory
-from sara_sim.core.policy import ABANDON, COMMIT, SATURATED
 from sara_sim.sim.kernels import EV_DECISION, EV_N, EV_PID, EV_ROUND, EV_S, EV_STEP, EV_TARGET
 from sara_sim.sim.laws import SequenceLaw
 from sara_sim.sim.simulate import simulate
@@ -19,24 +18,6 @@ def _rows(seed, n_prompts, k, law=(0.4, 0.4)):
     rng = np.random.default_rng(seed)
     g = rng.beta(*law, n_prompts)
     return (rng.random((n_prompts, k)) < g[:, None]).astype(np.int64)
-
-
-class _Logged(SaraCollector):
-    """The allocator, unchanged, with a log of every decided prompt (round, id, decision, n, s)."""
-
-    def _update(self, p, rewards, res):
-        before_groups, before_done = len(res.groups), len(self.done_groups)
-        before_ab, before_sat = len(res.abandoned), res.saturated
-        super()._update(p, rewards, res)
-        n, s = len(p.rewards), sum(p.rewards)
-        if len(res.groups) > before_groups:
-            self.events.append((self.step, res.rounds, p.pid, COMMIT, n, s, 1))
-        elif len(self.done_groups) > before_done:
-            self.events.append((self.step, res.rounds, p.pid, COMMIT, n, s, 2))
-        elif len(res.abandoned) > before_ab:
-            self.events.append((self.step, res.rounds, p.pid, ABANDON, n, s, 0))
-        elif res.saturated > before_sat:
-            self.events.append((self.step, res.rounds, p.pid, SATURATED, n, s, 0))
 
 
 class _Counted(PromptHistory):
@@ -61,16 +42,16 @@ def _run_allocator(name, rows, k, steps, pool=0, **kw):
             kw["history"] = PromptHistory(**opts)
         kw["epoch_size"] = pool or len(rows)
     col = make_collector(name, k=k, **kw)
-    col.__class__ = _Logged
-    col.events = []
+    events, step = [], [0]  # every decided prompt: (step, round, id, decision, n, s, target)
+    col.observer = lambda e: events.append((step[0], e.round, e.prompt_id, *e[2:]))
     sample = SequenceLaw(rows).sampler()
 
     stream = iter(range(len(rows)))
     results = []
-    for step in range(steps):
-        col.step = step
+    for t in range(steps):
+        step[0] = t
         results.append(col.collect_step(stream, sample))
-    return results, col.events
+    return results, events
 
 
 CASES = [
@@ -80,6 +61,7 @@ CASES = [
     ("sara", dict(groups=16, tau_low=0.2, probe=2, increment=1)),
     ("sara", dict(groups=16, tau_low=0.2, tau_high=0.9, prior=(2.0, 2.0))),
     ("sara", dict(groups=24, tau_low=0.3, capacity=40)),
+    ("sara", dict(groups=80, tau_low=0.3)),  # a first round wider than the collector's table
     ("sara", dict(groups=None, budget=150, tau_low=0.3)),
     ("sara", dict(groups=16, tau_low=0.7)),  # abandons after 2 equal outcomes
     ("sara", dict(groups=16, tau_low=0.0)),  # never abandons: k at once, committed
