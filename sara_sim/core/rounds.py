@@ -1,4 +1,4 @@
-"""SARA's step as one round state machine (DESIGN §2), written once for every driver.
+"""SARA's step as one round state machine (docs/design.md §2), written once for every driver.
 
 A driver owns where prompts and outcomes come from; this module owns what to ask for and what
 the answers mean.  Two drivers: the Numba kernel (``sim/kernels.py``) draws outcomes with its own
