@@ -14,6 +14,7 @@ import argparse
 import sys
 import types
 import typing
+from functools import partial
 
 from real import _env  # noqa: F401  (first: env vars before any torch/vllm import)
 from real.config import FLAG_NAMES, flag_of  # noqa: F401  (one rule for flag names)
@@ -256,23 +257,16 @@ def main(argv=None) -> int:
     from real.audit import cmd_audit
     from real.client import ServerError
     from real.serve import cmd_serve
-    from sara_sim.core.errors import ParameterError
+    from sara_sim.core.files import run_cli
 
     args = build_parser().parse_args(argv)
     cmds = {"make-tiny": cmd_make_tiny, "validate": cmd_validate, "compare": cmd_compare}
     cmds.update(serve=cmd_serve, audit=cmd_audit)
+    # a server down, a full disk: what was written stays, and a run resumes from it
+    hint = " (resume with --resume)" if args.cmd in ("validate", "compare") else ""
     try:
-        return cmds[args.cmd](args)
-    except (ParameterError, FileExistsError) as e:
-        print(f"sara-real: error: {e}", file=sys.stderr)
-        return 2
-    except (ServerError, OSError) as e:  # a server down, a full disk: what was written stays
-        from sara_sim.core.files import os_error_line
-
-        hint = " (resume with --resume)" if args.cmd in ("validate", "compare") else ""
-        text = os_error_line(e) if isinstance(e, OSError) else str(e)
-        print(f"sara-real: error: {text}{hint}", file=sys.stderr)
-        return 1
+        call = partial(cmds[args.cmd], args)
+        return run_cli("sara-real", call, (FileExistsError,), (ServerError,), hint)
     except KeyboardInterrupt:
         print("sara-real: interrupted (resume with --resume)", file=sys.stderr)
         return 130
