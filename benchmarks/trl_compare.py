@@ -70,8 +70,8 @@ def run(name, model_dir, ds, a, out):
         "steps": len(logs),
         "rollouts": rollouts,
         "effective_groups": eff,
-        "rollouts_per_eff": rollouts / eff if eff else float("nan"),
-        "tokens_per_eff": tokens / eff if eff else float("nan"),
+        "rollouts_per_eff": rollouts / eff if eff else None,  # undefined: "-" in the table
+        "tokens_per_eff": tokens / eff if eff else None,
         "effective_fraction": eff / (a.groups * len(logs)),
         "rounds": rounds,
         "step_s": float(np.mean([h["step_time"] for h in logs])),
@@ -108,10 +108,10 @@ def main(argv=None):
     table = pd.DataFrame([run(n, model_dir, ds, a, out) for n in names])
     ref = table.iloc[0]
     for c in ("rollouts_per_eff", "tokens_per_eff", "effective_fraction", "step_s"):
-        table[c + "_ratio"] = table[c] / ref[c]
+        table[c + "_ratio"] = (table[c] / ref[c]).replace([np.inf, -np.inf], np.nan)
     model = a.model or f"tiny cache key {Path(model_dir).name}"  # never this machine's path
     print(f"model={model} steps={a.steps} G={a.k} B={a.groups} seed={a.seed}")
-    print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}", na_rep="-"))
 
 
 if __name__ == "__main__":

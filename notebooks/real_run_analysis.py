@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from real.runlog import scan_metrics
+
 sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
 pd.set_option("display.width", 140)
 pd.set_option("display.max_columns", 30)
@@ -73,13 +75,10 @@ def run_folders(path):  # a run folder, or a sara-real compare folder of run fol
     return found
 
 
-def read_lines(path):
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a torn last line: the run was killed mid-write
-            continue
+def read_lines(path):  # the project's reader: a damaged line is an error, a torn one is said
+    rows, torn = scan_metrics(path)
+    if torn is not None:
+        print(f"note: {path} line {torn} is torn (the run was killed mid-write): left out")
     return rows
 
 

@@ -3,8 +3,7 @@
 import argparse
 import sys
 
-from sara_sim.core.errors import ParameterError
-from sara_sim.core.files import os_error_line
+from sara_sim.core.files import run_cli
 
 from . import FIGURES, run
 
@@ -33,16 +32,12 @@ def build_parser(parser=None):
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    try:
-        run(args.out, only=args.only, seed=args.seed, history=args.history, learning=args.learning)
-    except ParameterError as exc:
-        print(f"paper_figs: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # a full disk, a read-only folder: one line naming the file
-        print(f"paper_figs: error: {os_error_line(exc)}", file=sys.stderr)
-        return 1
-    return 0
+    a = build_parser().parse_args(argv)
+
+    def call():  # bad input: exit 2; a full disk or a read-only folder: exit 1, one line each
+        run(a.out, only=a.only, seed=a.seed, history=a.history, learning=a.learning)
+
+    return run_cli("paper_figs", call)
 
 
 if __name__ == "__main__":

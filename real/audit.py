@@ -22,6 +22,7 @@ The numbers come from `real/audit_theory.py`; this module checks the arguments, 
 writes the files."""
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,13 +35,14 @@ from sara_sim.core.files import append_bytes, atomic_write, dumps_json
 
 
 def check_audit_args(a) -> None:
-    from real.checks import SEED_MAX, check_ints, check_task_files, check_writable
+    from real.checks import check_ints, check_task_files, check_writable
+    from real.config import check_seed
     from sara_sim.core.errors import check_float, check_int
 
     check_task_files(a.task, a.task_path)
     check_k(a.k, "--k")
     check_ints(a, prompts=1, passes=1, train_steps=0, bootstrap=0, batch=1)
-    check_int(a.seed, "--seed", 0, SEED_MAX)
+    check_seed(a.seed)
     if a.max_tokens is not None:
         check_int(a.max_tokens, "--max-tokens", 1)
     check_float(a.temperature, "--temperature", 0.0, lo_open=True)
@@ -196,21 +198,41 @@ def train_between(a, engine, model_dir, epoch) -> None:
     train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
 
 
-def add_audit_args(p) -> None:
-    p.add_argument("--engine-url", default=None, help="running vLLM server(s) URL[,URL...]")
-    p.add_argument("--model", default=None, help="model dir (in-process engine without a URL)")
-    p.add_argument("--task", default="arithmetic", help="arithmetic | countdown | math")
-    p.add_argument("--task-path", default=None, help="JSONL file for --task math")
-    p.add_argument("--prompts", type=int, default=256, help="prompts sampled per pass")
-    p.add_argument("--k", type=int, default=8, help="rollouts per prompt (the group size)")
-    p.add_argument("--passes", type=int, default=1, help="passes over the prompts (epochs)")
-    p.add_argument("--train-steps", type=int, default=0, help="GRPO steps between passes (off)")
-    p.add_argument("--tau-grid", default=",".join(f"{t:g}" for t in TAU_GRID), help="tau_low list")
-    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples over prompts")
-    p.add_argument("--batch", type=int, default=64, help="prompts per engine call")
-    p.add_argument("--max-tokens", type=int, default=None, help="completion budget")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="runs/audit", help="folder for history.csv and audit.json")
-    p.add_argument("--overwrite", action="store_true", help="redo an audit already in --out")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+@dataclass
+class AuditConfig:
+    """`sara-real audit`: what each allocator would cost on a model (one flag per field)."""
+
+    engine_url: str | None = None
+    """running vLLM server(s) URL[,URL...]"""
+    model: str | None = None
+    """model dir (in-process engine without a URL)"""
+    task: str = "arithmetic"
+    """arithmetic | countdown | math"""
+    task_path: str | None = None
+    """JSONL file for --task math"""
+    prompts: int = 256
+    """prompts sampled per pass"""
+    k: int = 8
+    """rollouts per prompt (the group size)"""
+    passes: int = 1
+    """passes over the prompts (epochs)"""
+    train_steps: int = 0
+    """GRPO steps between passes (off)"""
+    tau_grid: str = ",".join(f"{t:g}" for t in TAU_GRID)
+    """tau_low list"""
+    bootstrap: int = 200
+    """bootstrap resamples over prompts"""
+    batch: int = 64
+    """prompts per engine call"""
+    max_tokens: int | None = None
+    """completion budget"""
+    temperature: float = 1.0
+    """sampling temperature"""
+    seed: int = 0
+    """seeds the prompts and every rollout's sampling"""
+    out: str = "runs/audit"
+    """folder for history.csv and audit.json"""
+    overwrite: bool = False
+    """redo an audit already in --out"""
+    progress: bool = True
+    """progress bar"""

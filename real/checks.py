@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from real.config import INFORMED, build_collector, flag_of
+from real.config import INFORMED, SEED_MAX, build_collector, check_seed, flag_of  # noqa: F401
 from real.runfolder import check_run_folder, check_writable  # noqa: F401  (re-exported)
 from real.tasks import TASKS
 from sara_sim.core.errors import (
@@ -29,7 +29,6 @@ from sara_sim.core.registry import names, row
 ALLOCATORS = names("real")  # sara_sim.core.registry: the one list of strategies
 FINITE_OPTION = ("arithmetic", "countdown")  # generated tasks that take --task-size
 DTYPES = ("float32", "bfloat16", "float16", "auto")
-SEED_MAX = 2**63 - 1
 
 
 def check_allocator(name: str, flag: str = "--allocator") -> str:
@@ -70,11 +69,11 @@ def check_config(cfg) -> Checked:
                 "--eval-size", f"only {' and '.join(FINITE_OPTION)} generate a held-out set"
             )
     if cfg.task_seed is not None:
-        check_int(cfg.task_seed, "--task-seed", 0, SEED_MAX)
+        check_seed(cfg.task_seed, "--task-seed")
     check_k(cfg.k, "--k")
     check_ints(cfg, groups=1, steps=1, eval_every=1, eval_samples=1, ckpt_every=1)
     check_ints(cfg, audit_abandoned=0)
-    check_int(cfg.seed, "--seed", 0, SEED_MAX)
+    check_seed(cfg.seed)
     for flag, v in (
         ("--max-tokens", cfg.max_tokens),
         ("--eval-problems", cfg.eval_problems),

@@ -99,6 +99,16 @@ class AllocatorConfig:
 
 
 SECTIONS = {"grpo": GRPOConfig, "alloc": AllocatorConfig}
+SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
+
+
+def check_seed(value, flag: str = "--seed") -> int:
+    """A seed in [0, SEED_MAX], or a ParameterError naming `flag` and the range."""
+    from sara_sim.core.errors import check_int
+
+    return check_int(value, flag, 0, SEED_MAX)
+
+
 # A field whose flag is not --<name> (kept from earlier releases); booleans that default to True
 # are switched off by --no-<name>.
 FLAG_NAMES = {"std_norm": "--no-std"}

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from sara_sim.core.errors import ParameterError
-from sara_sim.core.files import append_bytes, atomic_write  # noqa: F401  (re-exported)
+from sara_sim.core.files import append_bytes, atomic_write, dumps_json  # noqa: F401  (re-exported)
 
 
 def scan_metrics(path: Path, flag: str = "--out") -> tuple[list[dict], int | None]:
@@ -88,12 +88,17 @@ def truncate_metrics(path: Path, below_step: int, restore: dict | None = None) -
     kept, note = resume_metrics(path, below_step, restore)
     if note:
         print(f"note: {note}", file=sys.stderr)
-    atomic_write(path, "".join(json.dumps(r) + "\n" for r in kept).encode())
+    atomic_write(path, "".join(_line(r) for r in kept).encode())
     return kept
 
 
+def _line(row: dict) -> str:
+    """One strict-JSON metrics line: an undefined number is null (JSON has no nan)."""
+    return dumps_json(row, indent=None) + "\n"
+
+
 def append_metrics(path: Path, row: dict) -> None:
-    append_bytes(path, (json.dumps(row) + "\n").encode())
+    append_bytes(path, _line(row).encode())
 
 
 # What `validate` prints and `compare` tabulates, from the summary below.

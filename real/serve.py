@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from real import _env  # noqa: F401  (the environment the server inherits)
@@ -117,11 +118,12 @@ def stop_server(proc, timeout: float = 30.0) -> None:
 
 def cmd_serve(a) -> int:
     """Check the arguments, then become the server (exec: the pid is the server's)."""
-    from real.checks import DTYPES, SEED_MAX, resolve_model
-    from sara_sim.core.errors import check_choice, check_int
+    from real.checks import DTYPES, resolve_model
+    from real.config import check_seed
+    from sara_sim.core.errors import check_choice
 
     port = check_port(a.port)
-    check_int(a.seed, "--seed", 0, SEED_MAX)
+    check_seed(a.seed)
     check_choice(a.dtype, "--dtype", DTYPES)
     if a.max_model_len is not None and a.max_model_len < 1:
         raise ParameterError("--max-model-len", f"must be >= 1, got {a.max_model_len}")
@@ -145,11 +147,21 @@ def cmd_serve(a) -> int:
     return 0  # not reached
 
 
-def add_serve_args(p) -> None:
-    p.add_argument("--model", default=None, help="HF-format model dir (default: the tiny model)")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--max-model-len", type=int, default=None, help="context (default: model's)")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--logprobs-mode", default="raw_logprobs", help="raw_logprobs | processed_...")
+@dataclass
+class ServeConfig:
+    """`sara-real serve`: a vLLM server for a model, with the settings our client needs."""
+
+    model: str | None = None
+    """HF-format model dir (default: the tiny model)"""
+    port: int = 8000
+    """TCP port to listen on"""
+    host: str = "127.0.0.1"
+    """address to listen on"""
+    max_model_len: int | None = None
+    """context (default: model's)"""
+    dtype: str = "float32"
+    """weights' dtype: float32 | bfloat16 | float16 | auto"""
+    seed: int = 0
+    """the server's sampling seed"""
+    logprobs_mode: str = "raw_logprobs"
+    """raw_logprobs | processed_logprobs"""

@@ -312,7 +312,7 @@ class SaraRollout:
             "abandoned": len(res.abandoned),
             "rounds": res.rounds,
             "round_sizes": list(res.round_sizes),
-            "rollouts_per_effective_group": res.rollouts / eff if eff else float("nan"),
+            "rollouts_per_effective_group": res.rollouts / eff if eff else None,  # undefined
             "waste": res.waste,
             "carried": res.carried,
             "carried_open": getattr(res, "carried_open", 0),
@@ -356,7 +356,7 @@ class SaraRollout:
                 raise RuntimeError("pass-through rewards need SaraRollout as rollout_func")
             if j == 0 and log_metric is not None and self.trainer.model.training:
                 for name, v in self.last.items():
-                    if isinstance(v, int | float) and not isinstance(v, bool) and v == v:
+                    if isinstance(v, int | float) and not isinstance(v, bool):  # None: undefined
                         log_metric(f"sara/{name}", float(v))
                 for name, v in self._pending:
                     log_metric(name, v)

@@ -12,8 +12,10 @@ max_completion_length. TRL's own checkpoints (and the adapter's state inside the
 OUT/trl/checkpoint-N; `--resume` continues from the newest one. `train_s` is the step's wall time
 minus collection, weight push and evaluation (TRL's logprob passes, loss and optimizer step)."""
 
+import errno
 import importlib.util
 import json
+import os
 import shutil
 import time
 from dataclasses import asdict
@@ -22,7 +24,7 @@ from pathlib import Path
 from real import _env  # noqa: F401  (before torch / vllm)
 from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
 from sara_sim.core.errors import ParameterError
-from sara_sim.core.files import dumps_json
+from sara_sim.core.files import WriteError, dumps_json
 
 DATASET_ROWS = 4096  # rows of a generated task's TRL dataset (the adapter cycles epochs over it)
 ROW_FILE = "sara_metrics_row.json"  # in OUT/trl/checkpoint-N: that step's metrics line
@@ -176,10 +178,39 @@ def train_trl(cfg, checked, engine=None) -> dict:
         from transformers import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)
-    trainer.train(resume_from_checkpoint=str(ckpts[-1]) if resume else None)
+    _train(trainer, out / "trl", str(ckpts[-1]) if resume else None)
     summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
     atomic_write(out / "summary.json", dumps_json(summary))
     return summary
+
+
+def _train(trainer, trl_dir: Path, resume_from) -> None:
+    """`trainer.train`, with a checkpoint TRL could not write reported as one line naming its
+    folder: torch's own save raises a RuntimeError that names no file and no reason.  The half-
+    written folder is removed (never trusted), so a --resume continues from the last whole one."""
+    try:
+        trainer.train(resume_from_checkpoint=resume_from)
+    except (OSError, RuntimeError) as e:
+        ckpt = trl_dir / f"checkpoint-{trainer.state.global_step}"
+        if not ckpt.is_dir() or (ckpt / ROW_FILE).exists():  # not failed while saving
+            raise
+        if isinstance(e, OSError) and e.errno:
+            err = e if isinstance(e, WriteError) else WriteError(ckpt, e)  # names its file
+        elif _disk_full(e, ckpt):
+            err = WriteError(ckpt, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+        else:
+            raise
+        shutil.rmtree(ckpt, ignore_errors=True)
+        raise err from None
+
+
+def _disk_full(e: Exception, folder: Path) -> bool:
+    """The save failed on a full disk: the error says so, or the folder's filesystem has (next
+    to) no room left — torch's writer reports only "file write failed"."""
+    if "No space left" in str(e):
+        return True
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize < 1 << 20
 
 
 def _callback_base():
@@ -264,4 +295,4 @@ class _RunLog(_callback_base()):
         """After TRL wrote checkpoint-N (and after on_log): keep a copy of that step's line."""
         if self.last_row is not None and state.is_world_process_zero:
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            atomic_write(ckpt / ROW_FILE, json.dumps(self.last_row).encode())
+            atomic_write(ckpt / ROW_FILE, dumps_json(self.last_row, indent=None))

@@ -17,8 +17,8 @@ import re
 import sys
 
 from ..core.difficulty import BetaLaw
-from ..core.errors import ParameterError, check_budget, check_int
-from ..core.files import os_error_line
+from ..core.errors import check_budget, check_int
+from ..core.files import run_cli
 from .common import (
     HISTORY_NAMES,
     _emit,
@@ -153,16 +153,12 @@ def join_negative_values(argv):
 
 def main(argv=None):
     argv = join_negative_values(sys.argv[1:] if argv is None else list(argv))
-    try:
+
+    def call():  # the flags' own checks raise ParameterError while parsing: inside run_cli
         args = build_parser().parse_args(argv)
-        rc = args.func(args)  # verify returns 1 when a claim fails where it must hold
-    except ParameterError as exc:
-        print(f"sara-sim: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # a full disk, a read-only folder: one line naming the file
-        print(f"sara-sim: error: {os_error_line(exc)}", file=sys.stderr)
-        return 1
-    return rc or 0
+        return args.func(args)  # verify returns 1 when a claim fails where it must hold
+
+    return run_cli("sara-sim", call)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,16 @@ by every writer (sara-sim figures, paper_figs, sara-real's runs, compares, audit
 * `append_bytes`: an fsynced append that, when the write fails (ENOSPC...), cuts the file back to
   its old length — a torn tail is left only by a kill mid-write, and readers detect it;
 * `writing(path)`: turns any OSError raised while writing `path` into a `WriteError`, whose
-  message is one line naming the file and the OS's reason; the CLIs print it and exit 1.
+  message is one line naming the file and the OS's reason;
+* `run_cli`: the one place where every CLI (sara-sim, sara-real, paper_figs) turns a
+  ParameterError into one line and exit 2, an OSError into one line and exit 1.
 
 JSON results go through `dumps_json`: an undefined number (nan, inf) is null, never a stand-in."""
 
 import contextlib
 import json
 import os
+import sys
 from pathlib import Path
 
 
@@ -100,6 +103,24 @@ def os_error_line(e: OSError) -> str:
     if e.filename is not None:
         return f"{e.filename}: {reason}"
     return reason
+
+
+def run_cli(prog: str, call, usage=(), failures=(), hint: str = "") -> int:
+    """`call()`'s exit status (None -> 0), or one line `PROG: error: ...` on stderr: exit 2 for a
+    ParameterError (bad input, said before anything started) or an exception in `usage`, exit 1
+    for an OSError (the file and the OS's reason; a full disk...) or one in `failures`, followed
+    by `hint` (what to do next). Nothing else is caught: a bug keeps its traceback."""
+    from sara_sim.core.errors import ParameterError
+
+    try:
+        return call() or 0
+    except (ParameterError, *usage) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    except (OSError, *failures) as e:
+        text = os_error_line(e) if isinstance(e, OSError) else str(e)
+        print(f"{prog}: error: {text}{hint}", file=sys.stderr)
+        return 1
 
 
 def dumps_json(obj, indent=1) -> str:

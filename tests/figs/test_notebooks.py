@@ -167,3 +167,34 @@ def test_threshold_sweep_heatmaps_mask_the_undefined_cells(kernel_path, monkeypa
         defined = [v for row in panel["values"] for v in row if v is not None]
         assert (panel["vmin"], panel["vmax"]) == (min(defined), max(defined)), i
         assert all(math.isfinite(v) and abs(v) <= 100 for v in defined), i
+
+
+def test_real_run_analysis_reports_a_torn_or_damaged_metrics_file(
+    kernel_path, monkeypatch, tmp_path
+):
+    """A torn last line (a kill mid-write) is said, not silently dropped; a damaged line before
+    the last stops the notebook with the file and line named (the project's metrics reader)."""
+    import shutil
+
+    from nbclient.exceptions import CellExecutionError
+
+    runs = tmp_path / "runs"
+    shutil.copytree(NOTEBOOKS / "example_run", runs)
+    path = runs / "ds/metrics.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]) + lines[-1][:-20])  # the last line torn
+
+    def run():
+        nb = nbformat.read(NOTEBOOKS / "real_run_analysis.ipynb", as_version=4)
+        nb.cells.insert(2, nbformat.v4.new_code_cell(f"RUN_DIRS = [{str(runs)!r}]"))
+        _execute(nb, kernel_path, monkeypatch)
+        return "".join(o.get("text", "") for c in nb.cells[:8] for o in c.get("outputs", []))
+
+    out = run()
+    assert f"note: {path} line {len(lines)} is torn" in out
+    folders = sorted(runs.glob("*/metrics.jsonl"))
+    steps = sum(len(p.read_bytes().splitlines()) for p in folders) - 1  # the torn one left out
+    assert f"{steps} steps from {len(folders)} run folder(s)" in out
+    path.write_bytes(b"".join(lines[:1]) + b"\xff\n" + b"".join(lines[2:]))
+    with pytest.raises(CellExecutionError, match=f"{path} line 2 is not UTF-8"):
+        run()

@@ -237,44 +237,72 @@ def test_no_torch_or_vllm_before_a_bad_flag_is_reported():
     assert r.stderr.strip().endswith("--lr: must be a finite number in (0, 1], got nan")
 
 
-def test_help_is_derived_from_the_config():
+def _help(capsys, *argv) -> str:
+    """`sara-real ARGV --help` as a user reads it (on one line: wrapping differs by width)."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--help"])
+    assert exit_.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_help_is_derived_from_the_config(capsys):
     """Every leaf field of Config and its sections is a flag whose help is the field's docstring
     and shows its default (written once, in real/config.py); every allocator is listed."""
     from dataclasses import fields, is_dataclass
 
     from real.checks import ALLOCATORS
-    from real.cli import NOT_FLAGS, field_docs
+    from real.cli import NOT_FLAGS, run_config
     from real.config import AllocatorConfig, GRPOConfig, flag_of
+    from real.flags import field_docs
     from real.train import Config
 
-    ap = build_parser()
-    sub = ap._subparsers._group_actions[0].choices
     leaves = []
     for cls in (Config, GRPOConfig, AllocatorConfig):
         docs = field_docs(cls)
         for f in fields(cls):
-            assert f.name in docs, f"{cls.__name__}.{f.name} has no docstring"
+            assert docs.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
             if not is_dataclass(f.type) and f.name not in NOT_FLAGS:
                 leaves.append((f, docs[f.name]))
     assert len({f.name for f, _ in leaves}) == len(leaves)  # leaf names (flags) are unique
     for cmd in ("validate", "compare"):
-        text = " ".join(sub[cmd].format_help().split())
+        text = _help(capsys, cmd)
         for name in ALLOCATORS:
             assert name in text, (cmd, name)
         for f, doc in leaves:
-            assert flag_of(f.name, f.default) in text, (cmd, f.name)
-            assert " ".join(doc.split()[:4]) in text, (cmd, f.name)
+            shown = f"(default: {f.default})" if not callable(f.default) else ""
+            assert f"{flag_of(f.name, f.default)} " in text, (cmd, f.name)
+            assert f"{doc}" in text and shown in text, (cmd, f.name)
     assert "--no-std" in text and "--bf16-autocast" in text and "--no-progress" in text
-    validate = sub["validate"]
-    cfg = Config.from_dict({k: v for k, v in vars(validate.parse_args([])).items()})
+    assert "PPO clip above (clip-higher; = eps_low for symmetric) (default: 0.28)" in text
+    cfg = run_config(build_parser().parse_args(["validate"]))
     assert cfg == Config(out=cfg.out)  # every parsed default is the dataclass default
-    assert "(default: 0.28)" in " ".join(validate.format_help().split())
+
+
+@pytest.mark.parametrize("cmd", ["audit", "serve", "make-tiny"])
+def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
+    """audit, serve and make-tiny: one flag per field of their config dataclass, with its
+    docstring and its default in --help, and the parsed defaults are the dataclass's."""
+    from dataclasses import fields
+
+    from real.audit import AuditConfig
+    from real.cli import TinyConfig
+    from real.config import flag_of
+    from real.flags import config_of, field_docs
+    from real.serve import ServeConfig
+
+    cls = {"audit": AuditConfig, "serve": ServeConfig, "make-tiny": TinyConfig}[cmd]
+    text, docs = _help(capsys, cmd), field_docs(cls)
+    for f in fields(cls):
+        assert docs.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
+        assert f"{flag_of(f.name, f.default)} " in text and docs[f.name] in text, f.name
+        assert f"(default:{f.default})" in text.replace(" ", ""), f.name  # a long one wraps
+    assert config_of(cls, build_parser().parse_args([cmd])) == cls()
 
 
 def test_every_allocator_knob_reaches_the_collector():
     """Each AllocatorConfig flag lands in the collector check_config builds for the run."""
     from real.checks import check_config
-    from real.cli import _config
+    from real.cli import run_config
 
     argv = ["--task-size", "16", "--probe", "2", "--increment", "3", "--max-rounds", "7"]
     argv += ["--eb-window", "2", "--rule", "tau", "--rho", "0.5", "--kappa", "2", "--explore"]
@@ -282,7 +310,7 @@ def test_every_allocator_knob_reaches_the_collector():
     argv += ["--tau-low", "0.1", "--tau-high", "0.9", "--prior", "2,3", "--capacity", "40"]
     p = build_parser()
     a = p.parse_args(["validate", "--allocator", "sara-mopps", "--out", "/tmp/unused", *argv])
-    col = check_config(_config(a, "sara-mopps")).collector
+    col = check_config(run_config(a)).collector
     assert (col.probe, col.increment, col.max_rounds, col.eb_window) == (2, 3, 7, 2)
     assert (col.tau_low, col.tau_high, col.prior, col.capacity, col.rule) == (
         0.1, 0.9, (2.0, 3.0), 40, "tau"
@@ -292,7 +320,7 @@ def test_every_allocator_knob_reaches_the_collector():
     assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
     a = p.parse_args(["validate", "--allocator", "ds", "--out", "/tmp/unused",
                       "--gen-batch-size", "5", "--max-num-gen-batches", "3"])  # fmt: skip
-    col = check_config(_config(a, "ds")).collector
+    col = check_config(run_config(a)).collector
     assert (col.gen_batch_size, col.max_num_gen_batches) == (5, 3)
 
 
@@ -328,7 +356,7 @@ OTHER_BAD = [
 def test_other_bad_input_is_one_line(args, flag, capsys):
     try:
         rc = main(args)
-    except SystemExit as e:  # argparse's own error (also one line: real.cli._Parser)
+    except SystemExit as e:  # argparse's own error (also one line: real.flags.Parser)
         rc = e.code
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
@@ -370,3 +398,14 @@ def json_like(d):
     import json
 
     return json.loads(json.dumps(d))  # tuples become lists, as in config.json
+
+
+@pytest.mark.parametrize("cmd", ["validate", "compare", "audit", "serve", "make-tiny"])
+def test_every_seed_flag_has_the_same_bounds(cmd, tmp_path, capsys):
+    """One range for every seed (real.config.SEED_MAX), said the same way by each command."""
+    from real.config import SEED_MAX
+
+    out = [] if cmd == "serve" else ["--out", str(tmp_path / "out")]
+    for bad in ("-1", str(SEED_MAX + 1)):
+        err = _bad([cmd, "--seed", bad, *out], capsys)
+        assert f"--seed: must be an integer in [0, {SEED_MAX}], got {bad}" in err, err

@@ -442,14 +442,14 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
     a small size against the module's two servers."""
     import importlib.util
 
-    from real.cli import _config, build_parser
+    from real.cli import build_parser, run_config
     from real.compare import run_compare
 
     argv = ["compare", "--engine-url", servers["urls"][0], "--model", str(tiny_dir), "--k", "8"]
     argv += ["--groups", "2", "--steps", "1", "--eval-problems", "8", "--eval-samples", "2"]
     argv += ["--no-progress", "--out", str(tmp_path / "cmp")]
     a = build_parser().parse_args(argv)
-    table, _ = run_compare(_config(a, "ds"), ["ds", "sara"])
+    table, _ = run_compare(run_config(a, "ds"), ["ds", "sara"])
     assert list(table["allocator"]) == ["ds", "sara"] and (table["effective_groups"] == 2).all()
     spec = importlib.util.spec_from_file_location(
         "server_bench", ROOT / "benchmarks/server_bench.py"

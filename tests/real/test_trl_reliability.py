@@ -1,0 +1,68 @@
+"""Nothing lost, nothing misleading through TRL (issue 17): a full disk while TRL writes its own
+checkpoint is one line naming the folder, and every metrics line is strict JSON (undefined
+numbers null) — on the tiny model, the real in-process engine and a real tmpfs."""
+
+import json
+import math
+import shutil
+
+import pytest
+
+import real.train
+from real.cli import main
+from real.runlog import append_metrics, read_metrics
+
+COMMON = ["--trainer", "trl", "--k", "4", "--groups", "4", "--eval-every", "2", "--no-progress",
+          "--eval-problems", "8", "--eval-samples", "2", "--ckpt-every", "1"]  # fmt: skip
+
+
+def _strict(line: str) -> dict:
+    def refuse(word):
+        raise ValueError(f"not strict JSON: {word}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_an_undefined_metric_is_null_in_the_metrics_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    append_metrics(path, {"step": 0, "rollouts_per_effective_group": math.nan, "x": math.inf})
+    row = _strict(path.read_text())
+    assert row == {"step": 0, "rollouts_per_effective_group": None, "x": None}
+
+
+@pytest.mark.real
+def test_a_full_disk_in_a_trl_checkpoint_is_one_line(
+    tiny_dir, engine, hf_model, tmp_path, tmpfs, monkeypatch, capsys
+):
+    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+
+    def cli(*args):
+        capsys.readouterr()
+        rc = main(["validate", "--model", str(tiny_dir), *COMMON, *args])
+        err = capsys.readouterr().err.strip().splitlines()
+        bars = ("Loading weights", "Writing model shards")  # transformers' own progress bars
+        return rc, [e for e in err if e.strip() and not any(b in e for b in bars)]
+
+    try:
+        first = tmp_path / "first"
+        assert cli("--steps", "1", "--out", str(first))[0] == 0
+        (ckpt1,) = (first / "trl").glob("checkpoint-*")  # checkpoint-N, N = optimizer steps
+        size = sum(p.stat().st_size for p in ckpt1.rglob("*") if p.is_file())
+        whole = sum(p.stat().st_size for p in first.rglob("*") if p.is_file())
+        disk = tmpfs.mount(f"{(whole + 2 * size) // 1024 + 512}k")
+        out = disk / "run"
+        shutil.copytree(first, out)
+        filler = tmpfs.fill(disk, leave=size // 2)  # room for step 1's line, not its checkpoint
+        rc, err = cli("--steps", "2", "--resume", "--out", str(out))
+        assert rc == 1 and len(err) == 1, err
+        ckpt2 = out / f"trl/checkpoint-{2 * int(ckpt1.name.split('-')[1])}"
+        assert err[0].startswith(f"sara-real: error: cannot write {ckpt2}: No space left on device")
+        assert not ckpt2.exists()  # the half-written checkpoint is not left to be resumed from
+        filler.unlink()
+        rc, err = cli("--steps", "2", "--resume", "--out", str(out))
+        assert rc == 0, err
+        lines = (out / "metrics.jsonl").read_text().splitlines()
+        assert [_strict(x)["step"] for x in lines] == [0, 1]
+        assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1]
+    finally:
+        engine.push_weights(hf_model)  # other tests expect the untrained weights
