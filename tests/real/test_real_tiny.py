@@ -120,6 +120,7 @@ def _build_sha(out, threads: int) -> str:
     return done.stdout.split()[-1]
 
 
+@pytest.mark.slow
 def test_a_build_is_bit_identical_whatever_the_thread_count_and_load(tmp_path):
     """Issue 19 item 7: the same settings give the same weights (sha256 of model.safetensors)
     built on 1 thread, on 2 threads, and on 2 threads beside a process busy on a core — torch's
