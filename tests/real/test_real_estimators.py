@@ -94,3 +94,16 @@ def test_trl_refuses_what_it_cannot_compute(estimator):
     with pytest.raises(ParameterError, match=re.escape(want)):
         check_trl_config(Config(trainer="trl", grpo=GRPOConfig(estimator=estimator)))
     check_trl_config(Config(trainer="trl", grpo=GRPOConfig(estimator="dr-grpo")))  # honoured
+
+
+@pytest.mark.parametrize(("estimator", "std", "scale"), [
+    ("grpo", True, "group"), ("grpo", False, "none"), ("dr-grpo", True, "none"),
+])  # fmt: skip
+def test_trl_computes_grpo_and_dr_grpo_as_we_do(estimator, std, scale, tmp_path):
+    """TRL's advantage: rewards - group mean, divided by the group std iff scale_rewards is
+    "group" — so dr-grpo (and grpo --no-std) map to "none"."""
+    pytest.importorskip("trl")
+    from real.trl_run import _grpo_args
+
+    cfg = Config(trainer="trl", k=4, groups=2, grpo=GRPOConfig(estimator=estimator, std_norm=std))
+    assert _grpo_args(cfg, tmp_path, 8).scale_rewards == scale
