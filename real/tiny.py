@@ -9,8 +9,8 @@ at temperature 1 gives a spread: >= 30 % of held-out problems mixed at k = 8 and
 Builds are cached by a hash of the settings, so the second call returns at once, and a build is
 bit-identical whatever the caller's thread count or the machine's load: its training runs on one
 torch thread with deterministic algorithms (`fixed_threads`), since float32 reductions split over
-threads add in a different order and the graded model's start drifted by 3 points between a
-1- and a 2-thread build (issue 19).
+threads add in a different order: 1- and 2-thread builds of the graded settings differed after 20
+SFT steps, and a default-thread rebuild of the graded model started 3 points off (issue 19).
 
 `TinySettings.graded()` is the start model of `benchmarks/real_learning.py`: the same network,
 2000 SFT steps (cosine-decayed lr) on targets that are right with probability `graded_q(problem)`
