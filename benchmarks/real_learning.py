@@ -81,6 +81,9 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--groups", type=int, default=32, help="effective groups per step")
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument(
+        "--estimator", default="grpo", help="advantage: grpo | dr-grpo | rloo | reinforce++"
+    )
     ap.add_argument("--task-size", type=int, default=512, help="training problems in the pool")
     ap.add_argument("--eval-every", type=int, default=5)
     ap.add_argument("--eval-problems", type=int, default=512)
@@ -129,6 +132,7 @@ def base_config(a, k: int, seed: int):
             task_size=a.task_size,
             eval_size=a.eval_problems,
             lr=a.lr,
+            estimator=a.estimator,
             eval_every=a.eval_every,
             eval_problems=a.eval_problems,
             eval_samples=a.eval_samples,

@@ -22,6 +22,11 @@ from dataclasses import dataclass, field, fields
 from sara_sim.core.registry import HISTORY, SARA, DSParams, names
 
 _DS = DSParams()
+# real/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
+ESTIMATORS = ("grpo", "dr-grpo", "rloo", "reinforce++")
+# the estimators TRL's GRPOTrainer computes itself (scale_rewards "group" / "none"): its "batch"
+# still subtracts the group mean, so neither RLOO nor REINFORCE++ can be asked of it
+TRL_ESTIMATORS = ("grpo", "dr-grpo")
 
 
 @dataclass
@@ -41,7 +46,9 @@ class GRPOConfig:
     kl_coef: float = 0.0
     """KL to the initial policy (off)"""
     std_norm: bool = True
-    """group advantages divided by std (False: Dr.GRPO)"""
+    """grpo: group advantages divided by std (off = dr-grpo)"""
+    estimator: str = "grpo"
+    """advantage: grpo | dr-grpo | rloo | reinforce++ (real/grpo.py; README: what is effective)"""
     max_grad_norm: float = 1.0
     """gradient clipping"""
     old_logprobs: str = "engine"
@@ -54,6 +61,19 @@ class GRPOConfig:
     """sequences per forward/backward (gradient accumulation); 0 = all"""
     bf16_autocast: bool = False
     """bf16 autocast in torch forward passes (GPU)"""
+
+    def __post_init__(self):
+        # here, not in real/checks.py: every Config (CLI, benchmark, a resumed run's file) meets it
+        from sara_sim.core.errors import ParameterError
+
+        if self.estimator not in ESTIMATORS:
+            raise ParameterError(
+                "--estimator", f"must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}"
+            )
+        if not self.std_norm and self.estimator != "grpo":
+            raise ParameterError(
+                "--no-std", f"applies to --estimator grpo only, not {self.estimator}"
+            )
 
 
 @dataclass

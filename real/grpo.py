@@ -1,7 +1,9 @@
 """GRPO on committed groups, in plain torch.
 
-Advantages are normalised within each group of k rollouts (r - mean) / std (Dr.GRPO's variant
-without the std is an option). The loss is the clipped token-level surrogate, averaged over all
+Advantages come from one of four estimators (`GRPOConfig.estimator`; `ESTIMATORS` below): GRPO's
+(r - group mean) / group std, the default; Dr. GRPO's r - group mean; RLOO's leave-one-out
+baseline; REINFORCE++'s batch-normalised rewards. Only the advantage differs between them: the
+loss is the same for all four. The loss is the clipped token-level surrogate, averaged over all
 completion tokens of the batch (DAPO's token-mean), with clip-higher (eps_high > eps_low) optional
 and a k3 KL penalty to a frozen reference optional (off by default, as in DAPO; docs/design.md §7).
 
@@ -15,7 +17,7 @@ that mismatch would otherwise be clipped as if it were policy change."""
 
 import torch
 
-from real.config import GRPOConfig  # the settings, documented there (one place)
+from real.config import ESTIMATORS, GRPOConfig  # the settings, documented there (one place)
 
 
 def group_advantages(
@@ -30,6 +32,68 @@ def group_advantages(
             a = a / (r.std(unbiased=False) + eps)  # population std, as in most GRPO code
         out.append(a.tolist())
     return out
+
+
+def rloo_advantages(rewards: list[list[float]]) -> list[list[float]]:
+    """RLOO: r_i minus the mean reward of the other k - 1 rollouts of its group (Ahmadian et al.
+    2024, "Back to Basics", eq. 5: the advantage unscaled — no std — which is k/(k-1) times
+    (r_i - group mean)). A saturated group gets all zeros; a group of one rollout has no other
+    to form its baseline and gets zero (no gradient, as under GRPO).
+
+    >>> rloo_advantages([[1, 0, 0, 0], [1, 1], [0.5]])
+    [[1.0, -0.3333333333333333, -0.3333333333333333, -0.3333333333333333], [0.0, 0.0], [0.0]]
+    """
+    out = []
+    for g in rewards:
+        r = torch.tensor(g, dtype=torch.float64)
+        k = len(g)
+        a = r - (r.sum() - r) / (k - 1) if k > 1 else torch.zeros_like(r)
+        out.append(a.tolist())
+    return out
+
+
+def batch_advantages(rewards: list[list[float]], eps: float = 1e-6) -> list[list[float]]:
+    """REINFORCE++: (r - batch mean) / (batch std + eps) over every rollout of the step, no group
+    baseline (Hu 2025, "REINFORCE++", the outcome-reward case with no KL in the reward). So a
+    saturated group still carries signal — all-pass groups are pushed up, all-fail ones down —
+    unless the whole batch is saturated alike (std 0: all zeros). Shape kept (one list per group).
+
+    >>> a = batch_advantages([[1, 1], [1, 0], [0, 0]])  # mean 0.5, population std 0.5
+    >>> [[round(x, 5) for x in g] for g in a]  # 0.5 / (0.5 + 1e-6) = 0.999998
+    [[1.0, 1.0], [1.0, -1.0], [-1.0, -1.0]]
+    """
+    flat = torch.tensor([x for g in rewards for x in g], dtype=torch.float64)
+    if not len(flat):
+        return [[] for _ in rewards]
+    a = ((flat - flat.mean()) / (flat.std(unbiased=False) + eps)).tolist()
+    out, i = [], 0
+    for g in rewards:
+        out.append(a[i : i + len(g)])
+        i += len(g)
+    return out
+
+
+def advantages(
+    rewards: list[list[float]], estimator: str = "grpo", std_norm: bool = True
+) -> list[list[float]]:
+    """The advantages of each group's rollouts under `estimator` (one of ESTIMATORS).
+
+    Effective: a group contributes a gradient iff one of its advantages is non-zero. Under grpo,
+    dr-grpo and rloo a saturated group's are all zero, so only mixed groups count; under
+    reinforce++ a saturated group's are not (real/README.md, "Advantage estimators").
+
+    >>> advantages([[1, 0], [1, 1]], "dr-grpo"), advantages([[1, 0], [1, 1]], "rloo")
+    ([[0.5, -0.5], [0.0, 0.0]], [[1.0, -1.0], [0.0, 0.0]])
+    """
+    if estimator == "grpo":
+        return group_advantages(rewards, std_norm)
+    if estimator == "dr-grpo":
+        return group_advantages(rewards, std_norm=False)
+    if estimator == "rloo":
+        return rloo_advantages(rewards)
+    if estimator == "reinforce++":
+        return batch_advantages(rewards)
+    raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
 
 
 def pad_batch(prompts: list[list[int]], completions: list[list[int]], pad_id: int = 0):
@@ -117,7 +181,7 @@ class GRPO:
     def step(self, groups, seed: int = 0) -> dict:
         """groups: list of k-lists of (prompt_ids, completion_ids, old_logprobs, reward)."""
         cfg = self.cfg
-        advs = group_advantages([[r for *_, r in g] for g in groups], cfg.std_norm)
+        advs = advantages([[r for *_, r in g] for g in groups], cfg.estimator, cfg.std_norm)
         rows = [
             (p, c, lp, a)
             for g, ga in zip(groups, advs, strict=True)

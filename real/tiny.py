@@ -6,7 +6,11 @@ build a character-level tokenizer and a ~0.5 M-parameter Qwen2 (head_dim 32: vLL
 rejects 16), train it by supervised learning on generated problems, and stop as soon as sampling
 at temperature 1 gives a spread: >= 30 % of held-out problems mixed at k = 8 and mean success in
 [0.2, 0.8]. The result is an ordinary HF directory that vLLM and transformers both load offline.
-Builds are cached by a hash of the settings, so the second call returns at once.
+Builds are cached by a hash of the settings, so the second call returns at once, and a build is
+bit-identical whatever the caller's thread count or the machine's load: its training runs on one
+torch thread with deterministic algorithms (`fixed_threads`), since float32 reductions split over
+threads add in a different order: 1- and 2-thread builds of the graded settings differed after 20
+SFT steps, and a default-thread rebuild of the graded model started 3 points off (issue 19).
 
 `TinySettings.graded()` is the start model of `benchmarks/real_learning.py`: the same network,
 2000 SFT steps (cosine-decayed lr) on targets that are right with probability `graded_q(problem)`
@@ -21,6 +25,7 @@ import math
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -28,7 +33,9 @@ import numpy as np
 
 from real import _env  # noqa: F401  (cache folders and offline flags before torch)
 
-FORMAT_VERSION = 1  # bump when the recipe changes, so old cached builds are not reused
+# bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
+FORMAT_VERSION = 2
+BUILD_THREADS = 1  # torch threads of every build: the only count that is the same on any machine
 SPECIALS = ["<pad>", "<eos>", "<unk>"]
 CHARS = [chr(i) for i in range(32, 127)] + ["\n"]  # printable ASCII: every task's prompts encode
 STAMP = ".sara-tiny-stamp"
@@ -253,6 +260,24 @@ def _stop(sp: dict, s: TinySettings) -> bool:
 # ---------------------------------------------------------------- build
 
 
+@contextmanager
+def fixed_threads():
+    """Run the body on BUILD_THREADS torch threads with deterministic algorithms, then give the
+    caller back its own settings. Intra-op parallel matmul / softmax / layer-norm reductions
+    split their sums by thread count, so a float32 build with torch's default (one thread per
+    core) differs bit-wise from machine to machine and with load; one thread has one order."""
+    import torch
+
+    threads, det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(BUILD_THREADS)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(det)
+
+
 def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = False) -> Path:
     """Train and save the tiny model into `out` (default: the cache); cached by settings hash."""
     s = settings or TinySettings()
@@ -268,6 +293,14 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
     from real.checks import check_writable
 
     check_writable(out, "--out")  # before minutes of training, not after
+    with fixed_threads():
+        model, tokenizer, report = _train(s, progress)
+    _save(out, model, tokenizer, report, s)
+    return out
+
+
+def _train(s: TinySettings, progress: bool):
+    """SFT until the spread is met; the model, its tokenizer and the build report."""
     import torch
 
     from real.tasks.arithmetic import ArithmeticTask
@@ -346,9 +379,9 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
         "final": final,
         "checks": checks,
         "params": sum(p.numel() for p in model.parameters()),
+        "threads": BUILD_THREADS,
     }
-    _save(out, model, tokenizer, report, s)
-    return out
+    return model, tokenizer, report
 
 
 class TimeCapReached(RuntimeError):

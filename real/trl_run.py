@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from real import _env  # noqa: F401  (before torch / vllm)
+from real.config import TRL_ESTIMATORS
 from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import WriteError, dumps_json
@@ -44,6 +45,11 @@ def check_trl_config(cfg) -> None:
         raise ParameterError("--trainer", "trl is not installed: pip install '.[trl]'")
     if cfg.audit_abandoned:  # the off-budget completion lives in real/collect.py only
         raise ParameterError("--audit-abandoned", "only --trainer native audits abandoned prompts")
+    if cfg.grpo.estimator not in TRL_ESTIMATORS:  # TRL computes its own advantages
+        raise ParameterError(
+            "--estimator",
+            f"--trainer trl offers {' and '.join(TRL_ESTIMATORS)} only, not {cfg.grpo.estimator}",
+        )
     rows = cfg.k * cfg.groups
     if rows % cfg.grpo.minibatches:
         raise ParameterError("--minibatches", f"must divide groups x k = {rows} for --trainer trl")
@@ -89,7 +95,7 @@ def _grpo_args(cfg, out: Path, max_tokens: int):
         epsilon_high=g.eps_high,
         beta=g.kl_coef,
         num_iterations=g.epochs,
-        scale_rewards="group" if g.std_norm else "none",
+        scale_rewards="group" if g.std_norm and g.estimator == "grpo" else "none",
         max_grad_norm=g.max_grad_norm,
         gradient_checkpointing=cfg.grad_checkpointing,
         bf16=g.bf16_autocast,

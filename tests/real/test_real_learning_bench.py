@@ -79,6 +79,12 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "steps=3, not 4" in err[0], err
     assert (out / "learning.meta.json").read_text() == meta_text
+    # the estimator is recorded, and a change of it on --resume refused the same way
+    assert meta["args"]["estimator"] == meta["config"]["grpo"]["estimator"] == "grpo"
+    assert bench.main([*argv, "--resume", "--estimator", "rloo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "estimator='grpo', not 'rloo'" in err[0], err
+    assert (out / "learning.meta.json").read_text() == meta_text
     assert (out / "learning.csv").read_text() == before
 
 
@@ -98,6 +104,7 @@ def test_bad_arguments_exit_2_before_any_engine(tmp_path, capsys):
         (["--seeds", "0,0"], "--seeds"),
         (["--audit", "-1"], "--audit"),
         (["--resume", "--overwrite"], "--resume"),
+        (["--estimator", "ppo"], "--estimator: must be one of grpo, dr-grpo, rloo, reinforce++"),
     ):
         assert bench.main([*argv, "--out", str(tmp_path / "o")]) == 2
         assert flag in capsys.readouterr().err

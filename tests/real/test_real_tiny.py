@@ -90,3 +90,63 @@ def test_a_build_past_its_time_cap_saves_nothing_and_exits_1(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "time cap" in err and "nothing was saved" in err
     assert not out.exists()
+
+
+# A short build of the test settings (50 SFT steps, two spread checks): every part of a build —
+# init, SFT steps, sampling checks, saving — in a few seconds per build.
+_SHORT = "from real.tiny import *; s = with_overrides(TinySettings.test(), min_steps=50, " \
+    "max_steps=50, check_every=25)"  # fmt: skip
+_BUILD = (
+    _SHORT
+    + """
+import hashlib, sys, torch
+torch.set_num_threads(int(sys.argv[2]))
+d = build_tiny(sys.argv[1], s)
+assert torch.get_num_threads() == int(sys.argv[2])  # the caller's setting is given back
+print(hashlib.sha256((d / "model.safetensors").read_bytes()).hexdigest())
+"""
+)
+
+
+def _build_sha(out, threads: int) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    cmd = [sys.executable, "-c", _BUILD, str(out), str(threads)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()[-1]
+
+
+@pytest.mark.slow
+def test_a_build_is_bit_identical_whatever_the_thread_count_and_load(tmp_path):
+    """Issue 19 item 7: the same settings give the same weights (sha256 of model.safetensors)
+    built on 1 thread, on 2 threads, and on 2 threads beside a process busy on a core — torch's
+    default thread count differs by machine, and float32 sums split over threads differ."""
+    import subprocess
+    import sys
+
+    one = _build_sha(tmp_path / "one", 1)
+    assert _build_sha(tmp_path / "two", 2) == one
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert _build_sha(tmp_path / "busy", 2) == one
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+# the cache keys (settings digests) of the three named builds, as of FORMAT_VERSION 2
+GRADED_KEY, TEST_KEY, DEFAULT_KEY = "98c02bfc30c0", "ddbdd1b58ddb", "63fccdb92d26"
+
+
+def test_the_build_recipe_version_is_in_the_cache_key():
+    """One-thread builds (FORMAT_VERSION 2) differ in their bytes from the earlier default-thread
+    builds, so their cache keys differ too: no stale cached model is reused. The keys are pinned
+    (the benchmark's results name their start model by it)."""
+    assert TinySettings.graded().digest() == GRADED_KEY
+    assert TinySettings.test().digest() == TEST_KEY
+    assert TinySettings().digest() == DEFAULT_KEY
+    assert "04a18c703dbc" not in (GRADED_KEY, TEST_KEY, DEFAULT_KEY)  # the graded key before
