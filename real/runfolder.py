@@ -10,7 +10,11 @@
 * `--resume` needs a readable checkpoint written with the same experiment: only the settings in
   `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ; the saved config may
   be nested (`asdict(Config)`) or flat (runs written before Config had sections);
-* a folder another live run is writing (its `.lock` is held) is refused."""
+* a folder another live run is writing (its `.lock` is held) is refused;
+* a TRL checkpoint folder counts only when complete: our `on_save` writes `TRL_MARKER` after TRL
+  wrote everything else, so a folder without it was cut off mid-save (a kill, a crash); the
+  resumed run moves it aside to OUT/trl/incomplete-checkpoint-N (kept, never deleted), since
+  TRL's rotation (`save_total_limit`) would otherwise count it and delete a whole one."""
 
 import sys
 from pathlib import Path
@@ -25,6 +29,7 @@ RESUMABLE = (
     "resume", "overwrite", "force", "out", "engine_url",
 )  # fmt: skip
 RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
+TRL_MARKER = "sara_metrics_row.json"  # in OUT/trl/checkpoint-N: that step's line, written last
 
 
 def check_writable(path: Path, flag: str) -> None:
@@ -49,8 +54,34 @@ def check_writable(path: Path, flag: str) -> None:
 def has_checkpoint(folder: Path, trainer: str = "native") -> bool:
     """A run in `folder` that --resume can continue (TRL keeps its own checkpoint-N folders)."""
     if trainer == "trl":
-        return any(Path(folder, "trl").glob("checkpoint-*"))
+        return bool(trl_checkpoints(folder)[0])
     return Path(folder, "checkpoint.pt").is_file()
+
+
+def trl_checkpoints(folder: Path) -> tuple[list[Path], list[Path]]:
+    """OUT/trl's (complete, incomplete) checkpoint-N folders, each oldest first."""
+    found = [p for p in Path(folder, "trl").glob("checkpoint-*") if p.name[11:].isdigit()]
+    found.sort(key=lambda p: int(p.name[11:]))
+    complete = [p for p in found if (p / TRL_MARKER).is_file()]
+    return complete, [p for p in found if p not in complete]
+
+
+def set_aside_incomplete(folder: Path) -> None:
+    """Move the TRL checkpoints cut off mid-save out of TRL's sight (one note on stderr)."""
+    moved = []
+    for p in trl_checkpoints(folder)[1]:
+        dest, n = p.with_name(f"incomplete-{p.name}"), 1
+        while dest.exists():  # the same step cut off twice: keep both
+            n += 1
+            dest = p.with_name(f"incomplete-{p.name}-{n}")
+        p.rename(dest)
+        moved.append(f"{p.name} -> {dest.name}")
+    if moved:
+        print(
+            f"note: {Path(folder, 'trl')}: set aside incomplete checkpoint(s) (cut off while "
+            f"saving; kept, not resumed from): {', '.join(moved)}",
+            file=sys.stderr,
+        )
 
 
 def done_steps(folder: Path) -> int:
@@ -67,7 +98,7 @@ def holds_run(folder: Path) -> bool:
     """A checkpoint (native or TRL), a summary or a completed step: a run not to be lost. A run
     that failed on its first step (an empty metrics file, no checkpoint) holds nothing."""
     folder = Path(folder)
-    if has_checkpoint(folder) or has_checkpoint(folder, "trl"):
+    if has_checkpoint(folder) or any(Path(folder, "trl").glob("checkpoint-*")):
         return True
     return (folder / "summary.json").exists() or done_steps(folder) > 0
 
@@ -124,14 +155,15 @@ def _check_trl_resume(cfg, out: Path) -> None:
     """A TRL run resumes from TRL's own OUT/trl/checkpoint-N; its settings are in config.json."""
     import json
 
-    ckpts = sorted((out / "trl").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    ckpts, torn = trl_checkpoints(out)
     if not ckpts:
         if (out / "checkpoint.pt").is_file():
             raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
+        cut = f" ({torn[-1].name} was cut off while saving)" if torn else ""
         raise ParameterError(
             "--resume",
-            f"no TRL checkpoint in {out}/trl to resume: the run stopped before its first "
-            f"checkpoint ({done_steps(out)} steps done); --overwrite starts it over",
+            f"no complete TRL checkpoint in {out}/trl to resume{cut}: the run stopped before its "
+            f"first checkpoint ({done_steps(out)} steps done); --overwrite starts it over",
         )
     saved = out / "config.json"
     try:

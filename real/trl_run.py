@@ -9,8 +9,9 @@ with the native keys, summary.json from `real.runlog.summarize`. Config mapping:
 (constant), betas -> adam_beta1/2, weight_decay, eps_low/eps_high -> epsilon/epsilon_high, kl_coef
 -> beta, epochs -> num_iterations, std_norm -> scale_rewards ("group" | "none"), max_tokens ->
 max_completion_length. TRL's own checkpoints (and the adapter's state inside them) live in
-OUT/trl/checkpoint-N; `--resume` continues from the newest one. `train_s` is the step's wall time
-minus collection, weight push and evaluation (TRL's logprob passes, loss and optimizer step)."""
+OUT/trl/checkpoint-N; `--resume` continues from the newest complete one (real.runfolder).
+`train_s` is the step's wall time minus collection, weight push and evaluation (TRL's logprob
+passes, loss and optimizer step)."""
 
 import errno
 import importlib.util
@@ -23,12 +24,13 @@ from pathlib import Path
 
 from real import _env  # noqa: F401  (before torch / vllm)
 from real.config import TRL_ESTIMATORS
+from real.runfolder import TRL_MARKER, set_aside_incomplete, trl_checkpoints
 from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import WriteError, dumps_json
 
 DATASET_ROWS = 4096  # rows of a generated task's TRL dataset (the adapter cycles epochs over it)
-ROW_FILE = "sara_metrics_row.json"  # in OUT/trl/checkpoint-N: that step's metrics line
+ROW_FILE = TRL_MARKER  # in OUT/trl/checkpoint-N: that step's metrics line (written last)
 
 
 def saved_row(ckpt_dir: Path) -> dict | None:
@@ -141,10 +143,12 @@ def train_trl(cfg, checked, engine=None) -> dict:
     task = checked.task
     max_tokens = cfg.max_tokens or task.max_tokens
     args = _grpo_args(cfg, out, max_tokens)
-    ckpts = sorted((out / "trl").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    ckpts = trl_checkpoints(out)[0]
     if cfg.resume and not ckpts and (out / "checkpoint.pt").exists():
         raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
     resume = cfg.resume and bool(ckpts)
+    if resume:  # a checkpoint cut off mid-save: out of TRL's sight (its rotation would count it)
+        set_aside_incomplete(out)
     if not resume:  # a fresh start (check_config refused a used --out without --overwrite)
         shutil.rmtree(out / "trl", ignore_errors=True)
         for p in (metrics_path, out / "summary.json", out / "eval_initial.json"):

@@ -66,3 +66,48 @@ def test_a_full_disk_in_a_trl_checkpoint_is_one_line(
         assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1]
     finally:
         engine.push_weights(hf_model)  # other tests expect the untrained weights
+
+
+@pytest.mark.real
+def test_resume_skips_a_trl_checkpoint_cut_off_mid_save(
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
+):
+    """A kill while TRL saves leaves a checkpoint-N folder without our marker (the metrics-row
+    copy on_save writes last). A real SIGKILL inside TRL's save cannot be timed reliably, so the
+    cut-off folder is simulated: the uninterrupted run's own next checkpoint, copied without the
+    marker and with its weights truncated, plus that step's metrics line (written before the
+    save). --resume sets it aside (kept, named incomplete-...) and continues from the last whole
+    checkpoint, redoing the step with the uninterrupted run's numbers."""
+    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    common = ["validate", "--model", str(tiny_dir), *COMMON]
+    try:
+        full, cut = tmp_path / "full", tmp_path / "cut"
+        assert main([*common, "--steps", "3", "--out", str(full)]) == 0
+        assert main([*common, "--steps", "2", "--out", str(cut)]) == 0
+        ckpts = sorted((cut / "trl").glob("checkpoint-*"), key=lambda p: int(p.name[11:]))
+        last = 3 * int(ckpts[0].name[11:])  # global step of collection step 2's checkpoint
+        half = cut / f"trl/checkpoint-{last}"
+        shutil.copytree(full / f"trl/checkpoint-{last}", half)
+        (half / "sara_metrics_row.json").unlink()
+        weights = list(half.glob("*.safetensors"))
+        assert weights  # the cut-off save's weights are truncated, not merely unmarked
+        for f in weights:
+            f.write_bytes(f.read_bytes()[:100])
+        step2 = (full / "metrics.jsonl").read_text().splitlines()[2]
+        with open(cut / "metrics.jsonl", "a") as fh:
+            fh.write(step2 + "\n")
+        capsys.readouterr()
+        assert main([*common, "--steps", "3", "--resume", "--out", str(cut)]) == 0
+        err = capsys.readouterr().err
+        assert "set aside incomplete checkpoint(s)" in err and f"checkpoint-{last} ->" in err
+        aside = cut / f"trl/incomplete-checkpoint-{last}"
+        assert aside.is_dir() and not (aside / "sara_metrics_row.json").exists()  # kept as found
+        assert (cut / f"trl/checkpoint-{last}/sara_metrics_row.json").is_file()  # written anew
+        rows, want = read_metrics(cut / "metrics.jsonl"), read_metrics(full / "metrics.jsonl")
+        assert [r["step"] for r in rows] == [0, 1, 2]
+        timing = {k for k in want[2] if k.endswith("_s")}
+        assert {k: v for k, v in rows[2].items() if k not in timing} == {
+            k: v for k, v in want[2].items() if k not in timing
+        }
+    finally:
+        engine.push_weights(hf_model)  # other tests expect the untrained weights
