@@ -251,3 +251,21 @@ def test_fig11_wallclock_ratios_and_occupancy(full):
     # a round barrier: SARA takes more rounds per step than uniform's single round
     rounds = df.set_index(["strategy", "k"])["rounds_per_step"]
     assert (rounds.loc["uniform"] == 1).all() and (rounds.loc["sara"] > 1).all()
+
+
+def test_fig12_selectors_degrade_under_fast_drift_sara_does_not(full):
+    from paper_figs.fig12_selection_drift import GROUPS, LAWS, SEEDS, STEPS, STRATEGIES, K
+
+    df = csv(full[0], "fig12_selection_drift")
+    assert set(df["strategy"]) == set(STRATEGIES) and set(df["law"]) == set(LAWS)
+    assert len(df) == len(LAWS) * len(STRATEGIES) * SEEDS * STEPS
+    assert (df["groups"] == GROUPS).all()  # every step fills its batch (the pool comes round)
+    whole = df[df["strategy"].isin(["uniform", "mopps", "dps"])]
+    assert (whole["rollouts"] == K * GROUPS).all()  # whole groups, one round, no stopping
+    sara = df[df["strategy"].isin(["sara", "sara-dps"])]
+    assert (sara["effective_fraction"] == 1.0).all()  # only mixed groups are committed
+    table = pd.read_csv(full[0] / "fig12_selection_drift_early_late.csv")
+    fast = table[table["law"] == LAWS[1]].set_index("strategy")
+    assert (fast.loc[["mopps", "dps"], "change"] < -0.1).all()  # stale posteriors: degrade
+    slow = table[table["law"] == LAWS[0]].set_index("strategy")
+    assert (slow.loc[["mopps", "dps"], "change"] > -0.05).all()  # at the README's pace: not
