@@ -21,7 +21,8 @@ from ._common import Figure
 from ._sim import cell_seed
 
 STRATEGIES = ("uniform", "mopps", "dps", "sara", "sara-dps")
-# the README's drift pace (RATE 0.02, BOOST 0.5) and 2.5x / 2x faster; Beta(1, 3): a hard start
+# twice the drift law's default pace (RATE 0.01, BOOST 0.25: laws.py), and 5x / 4x the default;
+# Beta(1, 3): a hard start
 LAWS = ("drift:1,3,0.02,0.5,128", "drift:1,3,0.05,1,128")
 K, GROUPS, STEPS, SEEDS = 8, 8, 40, 3
 WINDOW = 10  # "early" = the first WINDOW steps, "late" = the last WINDOW

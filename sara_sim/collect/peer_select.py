@@ -17,10 +17,11 @@ sara-mopps / sara-dps put in front of SARA — on a ``PromptHistory`` set to the
 
 Differences from the Numba kernel, all in how ties and unseen prompts are scored (the kernel has
 its own random stream, so decisions are not identical draw for draw): DPS scores an unseen prompt
-by the mixed share of the pooled transitions (the kernel: of all visits) and breaks ties by pull
-order (the kernel: at random); MoPPS's decay is applied per epoch since the last visit (the kernel:
-per visit) — the two agree at the recipe's decay 1.  Passed-over prompts record nothing, as in the
-kernel, so the selector's starvation guard (``max_skip``) never fires: the peers have none.
+by the mixed share of all visits, as the kernel does (``Selector(unseen="visits")``; sara-dps
+keeps the pooled transitions' share), and breaks ties by pull order (the kernel: at random);
+MoPPS's decay is applied per epoch since the last visit (the kernel: per visit) — the two agree
+at the recipe's decay 1.  Passed-over prompts record nothing, as in the kernel, so the
+selector's starvation guard (``max_skip``) never fires: the peers have none.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -69,7 +70,8 @@ class PeerSelectCollector(_Base):
         d = meta.sim_defaults
         self.informed = history if history is not None else peer_history(name, epoch_size, seed)
         if selector is None:
-            selector = Selector(name, ratio=d["ratio"], target=d.get("target", 0.5), seed=seed)
+            target = d.get("target", 0.5)
+            selector = Selector(name, ratio=d["ratio"], target=target, seed=seed, unseen="visits")
         if not isinstance(selector, Selector) or selector.kind != name:
             raise ParameterError("selector", f"must be a selectors.Selector of kind {name!r}")
         self.selector = selector
