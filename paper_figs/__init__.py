@@ -35,6 +35,7 @@ FIGURES = (
     "fig9_informed_priors",
     "fig10_real_learning",
     "fig11_wallclock",
+    "fig12_selection_drift",
 )
 __all__ = ["FIGURES", "HISTORY", "check_out", "run", "select"]
 

@@ -19,7 +19,7 @@ True
 
 from dataclasses import dataclass, field, fields
 
-from sara_sim.core.registry import HISTORY, SARA, DSParams, names
+from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
 
 _DS = DSParams()
 # real/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
@@ -281,7 +281,9 @@ def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, s
     history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
     ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")
     try:
-        if name in INFORMED:  # the history (and selector) make_collector would build, ours set
+        if row(name).family == "peer-select":  # the peer recipe's posterior and ratio
+            opts["epoch_size"] = check_int(epoch_size, "epoch_size", 1)
+        elif name in INFORMED:  # the history (and selector) make_collector would build, ours set
             from sara_sim.collect.selectors import Selector
             from sara_sim.core.informed import PromptHistory
 

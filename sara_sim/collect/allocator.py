@@ -9,6 +9,8 @@ and the vLLM loop in ``real/``.
 * ``ds`` — DAPO dynamic sampling, verl semantics: batches of gen_batch_size prompts x k, keep groups
   with reward std > 0 until N are kept, surplus discarded (counted as waste), at most
   max_num_gen_batches batches (reported as ``capped``, never an exception).
+* ``mopps`` / ``dps`` — ``peer_select.py``: the peers' predict-then-select, whole groups of k for
+  the prompts their posterior ranks best (a finite task: ids that come round again).
 * ``sara`` / ``sara-eb`` / ``sara-auto`` / ``sara-history`` — ``sara_collector.py``: each prompt
   follows a stopping plan (``policy.py``): COMMIT when mixed (then filled to k), ABANDON when
   p_eff < tau_low, else CONTINUE, round by round.
@@ -30,6 +32,7 @@ from dataclasses import replace
 from ..core.errors import ParameterError, check_int
 from ..core.registry import HISTORY, DSParams, collector_params, names, row
 from .collect_base import Request, StepResult, _Base, check_call
+from .peer_select import PeerSelectCollector
 from .sara_collector import SaraCollector
 
 __all__ = ["Request", "StepResult", "SaraCollector", "make_collector", "STRATEGIES"]
@@ -50,14 +53,7 @@ class UniformCollector(_Base):
             if pid is None:
                 break
             pids.append(pid)
-        self.group_visits = []
-        if pids:
-            requests = self._requests(pids)
-            rewards = self._round(res, requests, sample)
-            res.groups = list(zip(pids, rewards))
-            self.group_visits = [req.visit for req in requests]
-        res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
-        res.saturated = len(res.groups) - res.n_effective
+        self._whole_groups(res, pids, sample)
         return res
 
 
@@ -125,10 +121,11 @@ def make_collector(
     given by name (``tau_low=0.3``, ``gen_batch_size=8``, ...; knobs of another family are
     ignored, so one options dict serves every allocator).  sara-history needs `history` (an
     ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
-    sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``).  Given only
-    `epoch_size`, the stream's ids are taken as `epoch * epoch_size + index` and the
-    cross-validated defaults (``registry.HistoryParams``) are built.  Every argument is validated
-    here (ParameterError naming it), before any rollout is requested.
+    sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``); mopps / dps
+    need `epoch_size` (posterior and selector: the peer recipe's, ``peer_select.py``).  Given
+    only `epoch_size` (SARA family), the stream's ids are taken as `epoch * epoch_size + index`
+    and the cross-validated defaults (``registry.HistoryParams``) are built.  Every argument is
+    validated here (ParameterError naming it), before any rollout is requested.
 
     >>> make_collector("sara", k=8, groups=4, tau_low=0.3).params.tau_low
     0.3
@@ -141,6 +138,11 @@ def make_collector(
         return UniformCollector(name, k, groups, budget, seed)
     if name == "ds":
         return DSCollector(name, k=k, groups=groups, budget=budget, seed=seed, params=params)
+    if meta.family == "peer-select":
+        return PeerSelectCollector(
+            name, k=k, groups=groups, budget=budget, seed=seed, epoch_size=epoch_size,
+            history=history, selector=selector,
+        )  # fmt: skip
     if meta.needs_history and history is None and epoch_size:
         # integer ids epoch * epoch_size + index (a finite task's stream): build the defaults
         from ..core.informed import PromptHistory

@@ -130,6 +130,19 @@ class _Base:
             res.outcomes.setdefault(req.prompt_id, []).extend(r)
         return rewards
 
+    def _whole_groups(self, res, pids, sample):
+        """One round of k rollouts for each of `pids`; every group enters the batch (uniform,
+        the peer selectors).  Returns the rewards in `pids` order."""
+        self.group_visits, rewards = [], []
+        if pids:
+            requests = self._requests(pids)
+            rewards = self._round(res, requests, sample)
+            res.groups = list(zip(pids, rewards))
+            self.group_visits = [req.visit for req in requests]
+        res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
+        res.saturated = len(res.groups) - res.n_effective
+        return rewards
+
     def _requests(self, pids):
         first = getattr(self, "visits", 0)
         self.visits = first + len(pids)

@@ -39,12 +39,19 @@ def prefix_state(rewards):
 
 
 class Selector:
-    def __init__(self, kind, ratio=4.0, target=0.5, seed=0):
+    def __init__(self, kind, ratio=4.0, target=0.5, seed=0, unseen="transitions"):
         if kind not in ("mopps", "dps"):
             raise ParameterError("selector", f"must be 'mopps' or 'dps', got {kind!r}")
         ratio = check_float(ratio, "ratio", 1.0)  # candidates per wanted prompt
         target = check_unit(target, "target")
         check_int(seed, "seed", 0)
+        if unseen not in ("transitions", "visits"):
+            raise ParameterError("unseen", f"must be 'transitions' or 'visits', got {unseen!r}")
+        # DPS's score of a prompt without a last state: the mixed share of the counted
+        # transitions (sara-dps), or of all visits' states, first visits too (the peer's recipe,
+        # as the simulator's kernel scores it; Laplace-smoothed)
+        self.unseen = unseen
+        self.visits = np.zeros(3)
         self.kind, self.ratio, self.target = kind, ratio, target
         self.rng = np.random.default_rng([seed, 7])
         self.last_state = {}  # prompt key -> state at its last probed visit
@@ -55,6 +62,7 @@ class Selector:
         if not rewards:
             return
         state = prefix_state(rewards)
+        self.visits[state] += 1
         if key in self.last_state:
             self.transitions[self.last_state[key], state] += 1
         self.last_state[key] = state
@@ -67,6 +75,8 @@ class Selector:
         probs = self.transitions / self.transitions.sum(axis=1, keepdims=True)
         if key in self.last_state:
             return probs[self.last_state[key], MIXED_STATE]
+        if self.unseen == "visits":
+            return (self.visits[MIXED_STATE] + 1.0) / (self.visits.sum() + 3.0)
         col = self.transitions.sum(axis=0)  # unseen: the overall share of mixed outcomes
         return col[MIXED_STATE] / col.sum()
 
@@ -90,6 +100,8 @@ class Selector:
             "rng": self.rng.bit_generator.state,
             "last_state": dict(self.last_state),
             "transitions": self.transitions.copy(),
+            "unseen": self.unseen,
+            "visits": self.visits.copy(),
         }
 
     def load_state_dict(self, state):
@@ -97,3 +109,6 @@ class Selector:
         self.rng.bit_generator.state = state["rng"]
         self.last_state = dict(state["last_state"])
         self.transitions = np.array(state["transitions"])
+        # states saved before these fields existed: sara-dps's scoring, no visit counts
+        self.unseen = state.get("unseen", "transitions")
+        self.visits = np.array(state.get("visits", np.zeros(3)), np.float64)

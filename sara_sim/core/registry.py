@@ -11,7 +11,8 @@ selectors, cross-validated by ``benchmarks/fit_informed.py``).
 
 Two families select prompts with MoPPS / DPS and score them differently, hence two names each:
 
-* ``peer-select`` (``mopps``, ``dps``: the peers' recipes, simulator only) — the peer's own
+* ``peer-select`` (``mopps``, ``dps``: the peers' recipes; kernel and collector,
+  ``collect/peer_select.py``, no replay) — the peer's own
   posterior (MoPPS: Beta(1, 1) pseudo-counts with the recipe's decay; DPS: the last visit's
   state) ranks ``ratio`` = 4 candidates per slot and each chosen prompt gets a whole group of k;
 * ``sara-select`` (``sara-mopps``, ``sara-dps``: collectors) — the selector
@@ -22,8 +23,8 @@ Two families select prompts with MoPPS / DPS and score them differently, hence t
 >>> row("sara").family, row("sara").defaults_of("collector")["tau_low"]
 ('sara', 0.2)
 >>> [r.name for r in ROWS if r.needs_history]
-['sara-history', 'sara-mopps', 'sara-dps']
->>> names("collector") == names("real") == names("replay")
+['sara-history', 'sara-mopps', 'sara-dps', 'mopps', 'dps']
+>>> names("collector") == names("real")
 True
 """
 
@@ -101,7 +102,7 @@ class Row:
     def defaults_of(self, implementation):
         """The defaults an implementation starts from (kernel: its parameters; collector: the
         fields of its parameter object)."""
-        if implementation == "kernel":
+        if implementation == "kernel" or self.family == "peer-select":  # one set of knobs
             return dict(self.sim_defaults)
         params = PARAMS.get(self.family)
         out = asdict(params()) if params else {}
@@ -112,6 +113,7 @@ class Row:
 
 _ALL = ("kernel", "collector", "replay", "real")
 _COLLECT = ("collector", "replay", "real")
+_PEER = ("kernel", "collector", "real")  # no replay: the audits replay SARA's history rows only
 ROWS = (
     Row("uniform", "uniform", "N prompts x k rollouts", _ALL, "batch", "UNIFORM",
         fixed_budget=("kernel", "collector"), sources="docs/design.md §3"),
@@ -142,12 +144,13 @@ ROWS = (
         "GRESO", sim_defaults={**_DS, "p_init": 0.5, "dp": 0.01, "alpha_easy": 1 / 12,
                                "alpha_hard": 1 / 6, "p_min": 0.05},
         sources="GRESO paper (dp, targets); p_init, p_min and the split: ours"),
-    Row("mopps", "peer-select", "MoPPS Thompson selection (whole groups)", ("kernel",), "batch",
-        "MOPPS", sim_defaults={"ratio": 4.0, "target": 0.5, "decay": 1.0,
+    Row("mopps", "peer-select", "MoPPS Thompson selection (whole groups)", _PEER, "batch",
+        "MOPPS", needs_history=True, sim_defaults={"ratio": 4.0, "target": 0.5, "decay": 1.0,
                                "mopps_prior": (1.0, 1.0)},
         sources="MoPPS recipe (bandit_decay_ratio 1, target 0.5); ratio 4: ours (recipe 16)"),
-    Row("dps", "peer-select", "DPS Markov selection (whole groups)", ("kernel",), "batch", "DPS",
-        sim_defaults={"ratio": 4.0}, sources="DPS paper (our reading of its HMM); ratio 4: ours"),
+    Row("dps", "peer-select", "DPS Markov selection (whole groups)", _PEER, "batch", "DPS",
+        needs_history=True, sim_defaults={"ratio": 4.0},
+        sources="DPS paper (our reading of its HMM); ratio 4: ours"),
     Row("reinforce-ada", "peer-alloc", "Reinforce-Ada adaptive rounds", ("kernel",), "batch",
         "RADA", sim_defaults={"round_size": None, "ada_max_rounds": 4, "exit": "balanced"},
         sources="Reinforce-Ada run script (exit balanced); max_rounds 4: ours"),

@@ -251,3 +251,42 @@ def test_fig11_wallclock_ratios_and_occupancy(full):
     # a round barrier: SARA takes more rounds per step than uniform's single round
     rounds = df.set_index(["strategy", "k"])["rounds_per_step"]
     assert (rounds.loc["uniform"] == 1).all() and (rounds.loc["sara"] > 1).all()
+
+
+def test_fig12_selectors_degrade_under_fast_drift_sara_does_not(full):
+    from paper_figs.fig12_selection_drift import GROUPS, LAWS, SEEDS, STEPS, STRATEGIES, K
+
+    df = csv(full[0], "fig12_selection_drift")
+    assert set(df["strategy"]) == set(STRATEGIES) and set(df["law"]) == set(LAWS)
+    assert len(df) == len(LAWS) * len(STRATEGIES) * SEEDS * STEPS
+    assert (df["groups"] == GROUPS).all()  # every step fills its batch (the pool comes round)
+    whole = df[df["strategy"].isin(["uniform", "mopps", "dps"])]
+    assert (whole["rollouts"] == K * GROUPS).all()  # whole groups, one round, no stopping
+    sara = df[df["strategy"].isin(["sara", "sara-dps"])]
+    assert (sara["effective_fraction"] == 1.0).all()  # only mixed groups are committed
+    table = pd.read_csv(full[0] / "fig12_selection_drift_early_late.csv")
+    fast = table[table["law"] == LAWS[1]].set_index("strategy")
+    assert (fast.loc[["mopps", "dps"], "change"] < -0.1).all()  # stale posteriors: degrade
+    slow = table[table["law"] == LAWS[0]].set_index("strategy")
+    assert (slow.loc[["mopps", "dps"], "change"] > -0.05).all()  # at the README's pace: not
+
+
+def test_fig12_collectors_agree_with_the_simulator_kernels():
+    """The peers' selectors as collectors (fig12's path) and as the simulator's Numba kernels
+    (their own random streams, so no draw-for-draw identity) on the fast drifting law: the same
+    effective fraction early and late, within ~4 standard errors."""
+    from paper_figs import fig12_selection_drift as f12
+    from sara_sim.sim.laws import parse_sim_law
+    from sara_sim.sim.simulate import simulate
+
+    spec = f12.LAWS[1]
+    for name in ("uniform", "mopps", "dps"):
+        rows = [r for s in range(8) for r in f12.run(name, spec, 100 + s)]
+        ours = pd.DataFrame(rows).groupby("step")[["effective_groups", "groups"]].sum()
+        law, size = parse_sim_law(spec), {"k": f12.K, "groups": f12.GROUPS, "steps": f12.STEPS}
+        frame = simulate(name, law, replicates=32, seed=1, **size).frame
+        sim = frame.groupby("step")[["effective", "groups"]].sum()
+        for part in (slice(0, 10), slice(f12.STEPS - 10, f12.STEPS)):
+            a = ours["effective_groups"].iloc[part].sum() / ours["groups"].iloc[part].sum()
+            b = sim["effective"].iloc[part].sum() / sim["groups"].iloc[part].sum()
+            assert abs(a - b) < 0.08, (name, part, a, b)

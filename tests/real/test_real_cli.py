@@ -94,6 +94,7 @@ VALIDATE_BAD = [
     (["--task-path", "x.jsonl"], "--task-path"),  # only math reads a file
     (["--allocator", "sara-history"], "--task-size"),
     (["--allocator", "sara-dps", "--task", "countdown"], "--task-size"),
+    (["--allocator", "mopps"], "--task-size"),  # the peers' selectors learn from revisits too
     (["--model", "/nonexistent/model"], "--model"),
     (["--out", "/proc/nope"], "--out"),
     (["--resume", "--overwrite"], "--resume"),

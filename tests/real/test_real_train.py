@@ -263,3 +263,24 @@ def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, eng
     assert s["steps"] == 1 and s["rollouts"] == 6 * 8  # the arithmetic model cannot solve it
     with pytest.raises(ParameterError, match="--max-tokens"):
         train(_cfg(tiny_dir, tmp_path / "long", max_tokens=5000), engine=engine)
+
+
+def test_cli_validate_runs_a_peer_selector(tiny_dir, engine, tmp_path, monkeypatch, capsys):
+    """mopps in the real loop: whole groups of k for the prompts its posterior ranks best,
+    3 ratio x groups candidates passed over per step, on a finite task of 64 prompts."""
+    import real.train
+    from real.cli import main
+
+    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    argv = ["validate", "--allocator", "mopps", "--task-size", "64", "--steps", "3",
+            "--model", str(tiny_dir), "--k", "4", "--groups", "4", "--eval-every", "3",
+            "--eval-problems", "8", "--eval-samples", "1", "--no-progress",
+            "--out", str(tmp_path / "m")]  # fmt: skip
+    assert main(argv) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["allocator"] == "mopps" and line["steps"] == 3
+    rows = read_metrics(tmp_path / "m" / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    for r in rows:
+        assert r["rollouts"] == 16 and r["rounds"] == 1  # 4 whole groups of 4, one round
+        assert 0 <= r["effective_groups"] <= 4
