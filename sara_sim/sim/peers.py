@@ -122,8 +122,10 @@ def _knapsack(p_hat, caps, budget, n_min, weight, alloc):
 
 
 @njit(cache=True)
-def _observe(strategy, pid, s, n, hist_i, hist_f, glob, trans, prm):
-    """Record a visit's drawn outcomes (s of n) in the prompt's history."""
+def _observe(pid, s, n, mem, prm):
+    """Record a visit's drawn outcomes (s of n) in the prompt's history (mem: hist_i, hist_f,
+    glob, trans)."""
+    hist_i, hist_f, glob, trans = mem
     glob[G_PASSES] += s
     glob[G_ROLLOUTS] += n
     if pid < 0:
@@ -141,9 +143,11 @@ def _observe(strategy, pid, s, n, hist_i, hist_f, glob, trans, prm):
 
 
 @njit(cache=True)
-def _book(out, pid, s_drawn, n_drawn, s, k_group, in_batch, lens, trained, is_drift):
+def _book(out, pid, s_drawn, n_drawn, s, k_group, in_batch, acct):
     """Metrics of a prompt that drew n_drawn rollouts (s_drawn passes); in the batch its group
-    holds k_group of them with s passes, the rest is waste."""
+    holds k_group of them with s passes, the rest is waste.  acct = (tokens per passing / failing
+    rollout, the stream's trained counts, whether the law drifts)."""
+    lens, trained, is_drift = acct
     out[mt.I_TOKENS] += s_drawn * lens[0] + (n_drawn - s_drawn) * lens[1]
     out[mt.I_DEC] += 1
     out[mt.I_DEC_ROLLOUTS] += n_drawn
@@ -204,8 +208,7 @@ def _greso_adapt(glob, prm, n_easy, n_hard, n_rolled):
 def _ds_step(strategy, law, rs, step, cfg, stream, mem, out):
     """DS / GRESO: batches of gen_batch_size prompts x k until N mixed groups are kept."""
     k, groups, _, prm, lens = cfg
-    hist_i, hist_f, glob, trans = mem
-    is_drift = law.kind == DRIFT
+    acct = (lens, stream.trained, law.kind == DRIFT)
     gbs = int(prm[P_GEN_BATCH])
     max_gb = int(prm[P_MAX_GEN_BATCHES])
     kept, batches, n_easy, n_hard, n_rolled = 0, 0, 0, 0, 0
@@ -228,15 +231,15 @@ def _ds_step(strategy, law, rs, step, cfg, stream, mem, out):
             mixed = 0 < s < k
             n_easy += s == k
             n_hard += s == 0
-            _book(out, pid, s, k, s, k, mixed and kept < groups, lens, stream.trained, is_drift)
+            _book(out, pid, s, k, s, k, mixed and kept < groups, acct)
             kept += mixed
-            _observe(strategy, hp, s, k, hist_i, hist_f, glob, trans, prm)
+            _observe(hp, s, k, mem, prm)
         if got == 0:
             break
         batches += 1
     out[mt.I_ROUNDS] = batches
     if strategy == GRESO and n_rolled > 0:
-        _greso_adapt(glob, prm, n_easy, n_hard, n_rolled)
+        _greso_adapt(mem[2], prm, n_easy, n_hard, n_rolled)
 
 
 @njit(cache=True)
@@ -343,8 +346,7 @@ def _batch_step(strategy, law, rs, step, cfg, stream, mem, out):
         _ds_step(strategy, law, rs, step, cfg, stream, mem, out)
         return
     k, _, _, prm, lens = cfg
-    hist_i, hist_f, glob, trans = mem
-    is_drift = law.kind == DRIFT
+    acct = (lens, stream.trained, law.kind == DRIFT)
     cand, order, n_take = _select(strategy, law, rs, step, cfg, stream, mem, out)
     alloc = _allocate(strategy, law, cfg, mem, cand, order, n_take)
     c_pid, c_g, c_urn = cand
@@ -359,15 +361,15 @@ def _batch_step(strategy, law, rs, step, cfg, stream, mem, out):
             rounds = max(rounds, r)
             out[mt.I_ROLLOUTS] += n
             s_fin = min(max(k // 2, k - (n - pos)), pos)
-            _book(out, pid, pos, n, s_fin, min(k, n), True, lens, stream.trained, is_drift)
-            _observe(strategy, hp, pos, n, hist_i, hist_f, glob, trans, prm)
+            _book(out, pid, pos, n, s_fin, min(k, n), True, acct)
+            _observe(hp, pos, n, mem, prm)
             continue
         n = alloc[j]
         s = draw_successes(rs, n, c_g[i], c_urn[i], row, law.seq, 0)
         out[mt.I_ROLLOUTS] += n
-        _book(out, pid, s, n, s, n, True, lens, stream.trained, is_drift)
+        _book(out, pid, s, n, s, n, True, acct)
         if n > 0:
-            _observe(strategy, hp, s, n, hist_i, hist_f, glob, trans, prm)
+            _observe(hp, s, n, mem, prm)
     out[mt.I_ROUNDS] = rounds if n_take > 0 else 0
 
 
