@@ -27,8 +27,20 @@ DEFAULT_REPLAY = ",".join(("ds", "sara", *names("replay", needs_history=True)))
 
 
 def cmd_replay(args):
+    frame, lo, hi, chosen = _checked(args)
+    rows = _replay_rows(args, frame, (lo, hi), chosen)
+    if args.json:
+        print(dumps({"epochs": [lo, hi], "k": args.k, "seeds": args.seeds, "rows": rows}))
+        return 0
+    print(f"replay of {args.history} epochs {lo}-{hi}, k={args.k}, {args.seeds} seed(s)")
+    _print_table(rows)
+    return 0
+
+
+def _checked(args):
+    """Every flag checked, and the replay's size against REPLAY_VISIT_LIMIT, before any replay:
+    the history frame, its epoch range and the strategies (ds first if not asked for)."""
     from ..core.difficulty import load_history, parse_epochs
-    from ..sim.replay import replay, signal_report
 
     check_k(args.k, "--k")
     check_int(args.groups, "--groups", 1)
@@ -46,13 +58,20 @@ def cmd_replay(args):
     visits = float(records) * args.seeds * len(chosen)
     name = "--seeds" if args.seeds > 2 else "--strategies"
     check_budget(visits, REPLAY_VISIT_LIMIT, name, "prompt visits to replay", args.force)
+    return frame, lo, hi, chosen
+
+
+def _replay_rows(args, frame, epochs, chosen):
+    """One row per strategy (means over seeds), cheapest first; a bar over runs on a terminal."""
+    from ..sim.replay import replay, signal_report
+
+    lo, hi = epochs
     rows = []
-    todo = [(name, seed) for name in chosen for seed in range(args.seeds)]
     bar = None
     if not args.json and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), desc="replay", unit="run", leave=False)
+        bar = tqdm(total=len(chosen) * args.seeds, desc="replay", unit="run", leave=False)
     for name in chosen:
         kw = {"tau_low": args.tau_low} if name in ("sara", "sara-eb") else {}
         costs, reports = [], []
@@ -81,10 +100,10 @@ def cmd_replay(args):
     if bar is not None:
         bar.close()
     rows.sort(key=lambda r: r["cost_per_effective_group"])
-    if args.json:
-        print(dumps({"epochs": [lo, hi], "k": args.k, "seeds": args.seeds, "rows": rows}))
-        return 0
-    print(f"replay of {args.history} epochs {lo}-{hi}, k={args.k}, {args.seeds} seed(s)")
+    return rows
+
+
+def _print_table(rows):
     cols = [("strategy", "<14"), ("roll/eff", ">9"), ("±se", ">7"), ("vs ds", ">8")]
     cols += [("f.aband", ">9"), ("starve>=5", ">10"), ("longest", ">8"), ("starved", ">8")]
     print("".join(f"{name:{fmt}}" for name, fmt in cols))
@@ -102,7 +121,6 @@ def cmd_replay(args):
         "share of prompts unsampled >= 5 epochs in a row while learnable; starved: learnable visits"
     )
     print("that drew nothing; ±se: standard error over seeds ('-' with one seed).")
-    return 0
 
 
 def _cell(x, spec):

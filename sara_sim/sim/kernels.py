@@ -240,7 +240,7 @@ def _absorb_round(law, cfg, rc, rep, step, out):
         if d == COMMIT:  # the rest of the group beyond the opening run is drawn now
             if seqmode or nl >= 0:
                 row = pid if seqmode else -1
-                s = full_successes(rs, o, run, k, sm.vals[i], cl, nl, row, law.seq)
+                s = full_successes(rs, o, run, k, sm.vals[i], (cl, nl), row, law.seq)
             else:
                 s = rate_successes(rs, o, run, k, sm.vals[i])
         target = settle(sm, rc, i, d, s)

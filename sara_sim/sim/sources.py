@@ -146,8 +146,10 @@ def rate_successes(rs, o, run, k, g):
 
 
 @njit(cache=True)
-def full_successes(rs, o, run, k, g, cl, nl, row, seq):
-    """Successes of the full group of k given its opening run (o, run); the rest is drawn."""
+def full_successes(rs, o, run, k, g, urn, row, seq):
+    """Successes of the full group of k given its opening run (o, run); the rest is drawn (from
+    the rate g, or without replacement from urn = (passes, size) left when size >= 0)."""
+    cl, nl = urn
     if row >= 0:
         return run_seq(row, seq, k)[2]
     if nl < 0:

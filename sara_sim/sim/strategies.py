@@ -218,28 +218,7 @@ def fit_prior_counts(counts, init=(1.0, 1.0), exact_core=False, tol=1e-10, max_i
     th = np.clip(np.log(np.asarray(init, float)), lo, hi)
     cur = loglik(th)
     for _ in range(max_iter):
-        a, b = np.exp(th)
-        d_ab, d1_ab = (
-            digamma(a + b) - digamma(a + b + n),
-            polygamma(1, a + b) - polygamma(1, a + b + n),
-        )
-        la = np.sum(w * (digamma(a + s) - digamma(a) + d_ab))
-        lb = np.sum(w * (digamma(b + n - s) - digamma(b) + d_ab))
-        laa = np.sum(w * (polygamma(1, a + s) - polygamma(1, a) + d1_ab))
-        lbb = np.sum(w * (polygamma(1, b + n - s) - polygamma(1, b) + d1_ab))
-        lab = np.sum(w * d1_ab)
-        g = np.array([a * la, b * lb])
-        h = np.array([[a * a * laa + a * la, a * b * lab], [a * b * lab, b * b * lbb + b * lb]])
-        free = ~(((th <= lo) & (g < 0)) | ((th >= hi) & (g > 0)))  # active box constraints
-        step = np.zeros(2)
-        if free.any():
-            hf, gf = h[np.ix_(free, free)], g[free]
-            try:
-                newton = -np.linalg.solve(hf, gf)
-                ok = np.all(np.linalg.eigvalsh(hf) < 0)
-            except np.linalg.LinAlgError:
-                ok = False
-            step[free] = newton if ok else gf / max(np.abs(gf).max(), 1.0)
+        step = _projected_step(th, *_grad_hess(th, s, n, w), lo, hi)
         if np.abs(step).max() < tol:
             break
         step *= min(1.0, 0.5 / np.abs(step).max())  # trust region: a, b change by < e^0.5
@@ -256,6 +235,39 @@ def fit_prior_counts(counts, init=(1.0, 1.0), exact_core=False, tol=1e-10, max_i
         th, cur = cand, val
     a, b = np.exp(th)
     return float(a), float(b)
+
+
+def _grad_hess(th, s, n, w):
+    """Gradient and Hessian of the weighted beta-binomial log-likelihood in th = log (a, b)."""
+    a, b = np.exp(th)
+    d_ab, d1_ab = (
+        digamma(a + b) - digamma(a + b + n),
+        polygamma(1, a + b) - polygamma(1, a + b + n),
+    )
+    la = np.sum(w * (digamma(a + s) - digamma(a) + d_ab))
+    lb = np.sum(w * (digamma(b + n - s) - digamma(b) + d_ab))
+    laa = np.sum(w * (polygamma(1, a + s) - polygamma(1, a) + d1_ab))
+    lbb = np.sum(w * (polygamma(1, b + n - s) - polygamma(1, b) + d1_ab))
+    lab = np.sum(w * d1_ab)
+    g = np.array([a * la, b * lb])
+    h = np.array([[a * a * laa + a * la, a * b * lab], [a * b * lab, b * b * lbb + b * lb]])
+    return g, h
+
+
+def _projected_step(th, g, h, lo, hi):
+    """Newton step on the coordinates not held at the box [lo, hi]; a scaled gradient step where
+    the Hessian there is not negative definite."""
+    free = ~(((th <= lo) & (g < 0)) | ((th >= hi) & (g > 0)))  # active box constraints
+    step = np.zeros(2)
+    if free.any():
+        hf, gf = h[np.ix_(free, free)], g[free]
+        try:
+            newton = -np.linalg.solve(hf, gf)
+            ok = np.all(np.linalg.eigvalsh(hf) < 0)
+        except np.linalg.LinAlgError:
+            ok = False
+        step[free] = newton if ok else gf / max(np.abs(gf).max(), 1.0)
+    return step
 
 
 def _records(counts):

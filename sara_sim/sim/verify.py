@@ -32,6 +32,7 @@ claim's assumption does not hold the cell is shown (``holds`` / ``breaks``) but 
 import math
 import sys
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -107,36 +108,61 @@ def _agree(sim, se, exact):
     return abs(sim - exact) <= Z * se + 1e-9 * max(1.0, abs(exact))
 
 
-def _row(claim, sc, policy, k, tau, quantity, exact, sim, se, bound, assumed, holds_exact):
-    agree = _agree(sim, se, exact)
+class Check(NamedTuple):
+    """One claim's quantity in one cell: the exact value, the simulated one (± se), its bound."""
+
+    claim: str
+    policy: str
+    k: int
+    tau: float | None
+    quantity: str
+    exact: float
+    sim: float
+    se: float
+    bound: float
+
+
+class Run(NamedTuple):
+    """How each cell is simulated."""
+
+    steps: int
+    replicates: int
+    seed: int
+    groups: int
+
+
+def _row(sc, c, assumed, holds_exact):
+    agree = _agree(c.sim, c.se, c.exact)
     if assumed:
         status = "pass" if (holds_exact and agree) else "FAIL"
     else:
         status = "holds" if holds_exact else "breaks"
     return {
-        "claim": claim,
+        "claim": c.claim,
         "scenario": sc.key,
-        "policy": policy,
-        "k": k,
-        "tau_low": tau,
-        "quantity": quantity,
-        "exact": exact,
-        "simulated": sim,
-        "se": se,
-        "bound": bound,
+        "policy": c.policy,
+        "k": c.k,
+        "tau_low": c.tau,
+        "quantity": c.quantity,
+        "exact": c.exact,
+        "simulated": c.sim,
+        "se": c.se,
+        "bound": c.bound,
         "agrees": bool(agree),
         "assumption": bool(assumed),
         "status": status,
     }
 
 
-def _cell(sc, law, k, tau, steps, replicates, seed, groups):
+def _cell(sc, law, k, tau, run):
     plan = threshold_plan(k, tau, np.inf, *sc.prior)
     base = law.base if isinstance(law, DriftLaw) else law
     th = plan_law(base, k, plan)
-    common = dict(k=k, steps=steps, replicates=replicates, seed=seed, tau_low=tau, prior=sc.prior)
-    fy = summarize(simulate("sara", law, groups=groups, **common))
-    fb = summarize(simulate("sara", law, budget=groups * k, **common))
+    common = dict(
+        k=k, steps=run.steps, replicates=run.replicates, seed=run.seed, tau_low=tau, prior=sc.prior
+    )
+    fy = summarize(simulate("sara", law, groups=run.groups, **common))
+    fb = summarize(simulate("sara", law, budget=run.groups * k, **common))
     return plan, th, fy, fb
 
 
@@ -162,86 +188,108 @@ def check_verify_size(quick=False, steps=None, replicates=None, force=False, gro
     check_budget(rollouts, ROLLOUT_LIMIT, name, "simulated rollouts of the grid", force)
 
 
+def _tau_cells(sc, law, ks, tau, run, add):
+    """Claims 1, 3 and 4 for each k at one tau_low; returns claim 2's savings per k."""
+    base = law.base if isinstance(law, DriftLaw) else law
+    static = not isinstance(law, DriftLaw)
+    well = static and _well_specified(law, sc.prior)
+    savings = []
+    for k in ks:
+        plan, th, fy, fb = _cell(sc, law, k, tau, run)
+        degenerate = plan[0] == ABANDON or th["p_effective"] <= 0
+        ab = th["p_abandon"] > 0 and not degenerate
+        rel = fy["per_prompt_abandon_reliability"]
+        if ab:
+            add(Check("1 abandonment reliability", "tau", k, tau, "P(mixed | abandoned)",
+                      th["abandon_reliability"], rel, fy["per_prompt_abandon_reliability_se"],
+                      tau), well, th["abandon_reliability"] < tau, rel < tau)  # fmt: skip
+        if degenerate:
+            continue
+        sim_r = fy["per_prompt_rollouts_per_prompt"]
+        savings.append((k, k - th["rollouts_per_prompt"], k - sim_r,
+                        fy["per_prompt_rollouts_per_prompt_se"], ab))  # fmt: skip
+        y_uni = th["uniform_yield_per_rollout"]
+        ratio, sim_ratio = th["yield_ratio_vs_uniform"], fb["yield_per_rollout"] / y_uni
+        add(Check("3 yield dominance (fixed budget)", "tau", k, tau, "yield / uniform yield",
+                  ratio, sim_ratio, fb["yield_per_rollout_se"] / y_uni, 1.0),
+            static and worth_abandoning(base, k, plan), ratio >= 1 - 1e-12,
+            sim_ratio >= 1)  # fmt: skip
+        proxy = fy["per_prompt_signal_proxy_per_prompt"]
+        sim_bound = fy["per_prompt_p_effective"] * (k - 1) / k**2
+        bound = th["gradient_bound_per_prompt"]
+        add(Check("4 gradient link", "tau", k, tau, "signal proxy per prompt",
+                  th["signal_proxy_per_prompt"], proxy,
+                  fy["per_prompt_signal_proxy_per_prompt_se"], bound), static,
+            th["signal_proxy_per_prompt"] >= bound - 1e-12 and proxy >= sim_bound - 1e-12,
+            proxy >= sim_bound - 1e-12)  # fmt: skip
+    return savings
+
+
+def _savings_cells(savings, tau, assumed, add):
+    """Claim 2: savings positive where the plan abandons, and non-decreasing in k."""
+    prev, sim_prev = -math.inf, -math.inf
+    for k, sav, sim_sav, se, abandons in savings:
+        grows = (sav > 0 or not abandons) and sav >= prev - 1e-12
+        sim_grows = (sim_sav > 0 or not abandons) and sim_sav >= sim_prev - 2 * Z * se
+        prev, sim_prev = sav, sim_sav
+        add(Check("2 rollout savings", "tau", k, tau, "k - E[rollouts]", sav, sim_sav, se, 0.0),
+            assumed, grows, sim_grows)  # fmt: skip
+
+
+def _bayes_cells(law, ks, run, add):
+    """Claim 3 for the Bayes-optimal plan of the law itself: yield >= uniform always."""
+    for k in ks:
+        opt = bayes_optimal(law, k)
+        sim = simulate("sara", law, k=k, budget=run.groups * k, steps=run.steps,
+                       replicates=run.replicates, seed=run.seed, plan=opt["plan"])  # fmt: skip
+        fb = summarize(sim)
+        y_uni = opt["uniform_yield_per_rollout"]
+        ratio = opt["yield_ratio_vs_uniform"]
+        add(Check("3 yield dominance (fixed budget)", "bayes-optimal", k, None,
+                  "yield / uniform yield", ratio, fb["yield_per_rollout"] / y_uni,
+                  fb["yield_per_rollout_se"] / y_uni, 1.0), True, ratio >= 1 - 1e-9,
+            True)  # fmt: skip
+
+
+def _scenario_rows(sc, ks, taus, run):
+    """Every cell of one scenario.  Under drift exact theory (of the step-0 law) does not apply:
+    whether a claim holds there is judged on the simulated value."""
+    law = parse_sim_law(sc.spec, sc.epoch)
+    base = law.base if isinstance(law, DriftLaw) else law
+    static = not isinstance(law, DriftLaw)
+    rows = []
+
+    def add(check, assumed, holds, sim_holds):
+        rows.append(_row(sc, check, assumed, holds if static else sim_holds))
+
+    ks_here = [k for k in ks if law.max_k is None or k <= law.max_k]
+    for tau in taus:
+        savings = _tau_cells(sc, law, ks_here, tau, run, add)
+        _savings_cells(savings, tau, static and _saturation_mass(base), add)
+    if static:
+        _bayes_cells(law, ks_here, run, add)
+    return rows
+
+
 def run_claims(quick=False, steps=None, replicates=None, seed=0, scenarios=None, ks=None,
                taus=None, groups=64, progress=False):  # fmt: skip
     """All cells as a tidy DataFrame (one row per claim x scenario x policy x k x tau_low).
 
-    Under drift exact theory (of the step-0 law) does not apply: whether a claim holds there is
-    judged on the simulated value.  `progress` shows a bar over scenarios on a terminal."""
+    `progress` shows a bar over scenarios on a terminal."""
     ks = ks or ((4, 8, 16) if quick else KS)
     taus = taus or ((0.2, 0.3) if quick else TAUS)
     steps, replicates = _sizes(quick, steps, replicates)
     seed = check_int(seed, "--seed", 0)
     groups = check_int(groups, "groups", 1)
+    run = Run(steps, replicates, seed, groups)
     chosen = [s for s in SCENARIOS if scenarios is None or s.key in scenarios]
-    rows = []
     if progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         chosen = tqdm(chosen, desc="verify", unit="scenario", leave=False)
+    rows = []
     for sc in chosen:
-        law = parse_sim_law(sc.spec, sc.epoch)
-        base = law.base if isinstance(law, DriftLaw) else law
-        static = not isinstance(law, DriftLaw)
-        well = static and _well_specified(law, sc.prior)
-
-        def add(claim, policy, k, tau, quantity, exact, sim, se, bound, assumed, holds, sim_holds,
-                sc=sc, static=static):  # fmt: skip
-            held = holds if static else sim_holds
-            rows.append(_row(claim, sc, policy, k, tau, quantity, exact, sim, se, bound, assumed,
-                             held))  # fmt: skip
-
-        ks_here = [k for k in ks if law.max_k is None or k <= law.max_k]
-        for tau in taus:
-            savings = []
-            for k in ks_here:
-                plan, th, fy, fb = _cell(sc, law, k, tau, steps, replicates, seed, groups)
-                degenerate = plan[0] == ABANDON or th["p_effective"] <= 0
-                ab = th["p_abandon"] > 0 and not degenerate
-                rel = fy["per_prompt_abandon_reliability"]
-                if ab:
-                    add("1 abandonment reliability", "tau", k, tau, "P(mixed | abandoned)",
-                        th["abandon_reliability"], rel, fy["per_prompt_abandon_reliability_se"],
-                        tau, well, th["abandon_reliability"] < tau, rel < tau)  # fmt: skip
-                if degenerate:
-                    continue
-                sim_r = fy["per_prompt_rollouts_per_prompt"]
-                savings.append((k, k - th["rollouts_per_prompt"], k - sim_r,
-                                fy["per_prompt_rollouts_per_prompt_se"], ab))  # fmt: skip
-                y_uni = th["uniform_yield_per_rollout"]
-                ratio, sim_ratio = th["yield_ratio_vs_uniform"], fb["yield_per_rollout"] / y_uni
-                add("3 yield dominance (fixed budget)", "tau", k, tau, "yield / uniform yield",
-                    ratio, sim_ratio, fb["yield_per_rollout_se"] / y_uni, 1.0,
-                    static and worth_abandoning(base, k, plan), ratio >= 1 - 1e-12,
-                    sim_ratio >= 1)  # fmt: skip
-                proxy = fy["per_prompt_signal_proxy_per_prompt"]
-                sim_bound = fy["per_prompt_p_effective"] * (k - 1) / k**2
-                bound = th["gradient_bound_per_prompt"]
-                add("4 gradient link", "tau", k, tau, "signal proxy per prompt",
-                    th["signal_proxy_per_prompt"], proxy,
-                    fy["per_prompt_signal_proxy_per_prompt_se"], bound, static,
-                    th["signal_proxy_per_prompt"] >= bound - 1e-12 and proxy >= sim_bound - 1e-12,
-                    proxy >= sim_bound - 1e-12)  # fmt: skip
-            assumed2 = static and _saturation_mass(base)
-            prev, sim_prev = -math.inf, -math.inf
-            for k, sav, sim_sav, se, abandons in savings:
-                grows = (sav > 0 or not abandons) and sav >= prev - 1e-12
-                sim_grows = (sim_sav > 0 or not abandons) and sim_sav >= sim_prev - 2 * Z * se
-                prev, sim_prev = sav, sim_sav
-                add("2 rollout savings", "tau", k, tau, "k - E[rollouts]", sav, sim_sav, se, 0.0,
-                    assumed2, grows, sim_grows)  # fmt: skip
-        if static:  # the Bayes-optimal plan for the law itself: yield >= uniform always
-            for k in ks_here:
-                opt = bayes_optimal(base, k)
-                sim = simulate("sara", law, k=k, budget=groups * k, steps=steps,
-                               replicates=replicates, seed=seed, plan=opt["plan"])  # fmt: skip
-                fb = summarize(sim)
-                y_uni = opt["uniform_yield_per_rollout"]
-                ratio = opt["yield_ratio_vs_uniform"]
-                add("3 yield dominance (fixed budget)", "bayes-optimal", k, None,
-                    "yield / uniform yield", ratio, fb["yield_per_rollout"] / y_uni,
-                    fb["yield_per_rollout_se"] / y_uni, 1.0, True, ratio >= 1 - 1e-9,
-                    True)  # fmt: skip
+        rows += _scenario_rows(sc, ks, taus, run)
     return pd.DataFrame(rows)
 
 
