@@ -114,6 +114,11 @@ def run_cli(prog: str, call, usage=(), failures=(), hint: str = "") -> int:
 
     try:
         return call() or 0
+    except BrokenPipeError:
+        # The reader went away (`| head`): not an error of ours. Point stdout at /dev/null so the
+        # interpreter's final flush cannot fail again, and exit as a program killed by SIGPIPE.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (ParameterError, *usage) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2

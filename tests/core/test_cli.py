@@ -138,3 +138,21 @@ def test_replay_json_ranks_informed_strategies(capsys, history_path):
     assert row["savings_vs_ds"] > 0.3 and 0 <= row["starved_learnable_visit_share"] <= 1
     rc, _, err = run_cli(*argv, "--strategies", "nope")
     assert rc == 2 and "--strategies" in err
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    """`sara-sim ... | head -1`: the closed pipe ends the program quietly (no error line, no
+    traceback), with the exit status of a program killed by SIGPIPE. 4 MB of output: more than
+    any pipe buffer holds, so the write really meets the closed pipe."""
+    code = (
+        "import sys; from sara_sim.core.files import run_cli; "
+        "sys.exit(run_cli('sara-sim', lambda: print('x' * 4_000_000)))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    first = proc.stdout.read(10)
+    proc.stdout.close()  # the reader leaves before the program has written everything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and first == b"x" * 10, (first, err)
+    assert err == "", err
