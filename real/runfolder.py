@@ -30,6 +30,19 @@ RESUMABLE = (
 )  # fmt: skip
 RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "summary.json")
 TRL_MARKER = "sara_metrics_row.json"  # in OUT/trl/checkpoint-N: that step's line, written last
+CKPT_PREFIX = "checkpoint-"  # transformers' name (PREFIX_CHECKPOINT_DIR) for step N's folder
+
+
+def checkpoint_dir(output_dir, step: int) -> Path:
+    """TRL's checkpoint folder of optimizer step `step` in `output_dir` (OUT/trl)."""
+    return Path(output_dir) / f"{CKPT_PREFIX}{step}"
+
+
+def checkpoint_step(path) -> int | None:
+    """The optimizer step a checkpoint-N folder is named for; None for any other name."""
+    name = Path(path).name
+    tail = name.removeprefix(CKPT_PREFIX)
+    return int(tail) if tail != name and tail.isdigit() else None
 
 
 def check_writable(path: Path, flag: str) -> None:
@@ -60,8 +73,8 @@ def has_checkpoint(folder: Path, trainer: str = "native") -> bool:
 
 def trl_checkpoints(folder: Path) -> tuple[list[Path], list[Path]]:
     """OUT/trl's (complete, incomplete) checkpoint-N folders, each oldest first."""
-    found = [p for p in Path(folder, "trl").glob("checkpoint-*") if p.name[11:].isdigit()]
-    found.sort(key=lambda p: int(p.name[11:]))
+    found = Path(folder, "trl").glob(f"{CKPT_PREFIX}*")
+    found = sorted((p for p in found if checkpoint_step(p) is not None), key=checkpoint_step)
     complete = [p for p in found if (p / TRL_MARKER).is_file()]
     return complete, [p for p in found if p not in complete]
 
@@ -98,7 +111,7 @@ def holds_run(folder: Path) -> bool:
     """A checkpoint (native or TRL), a summary or a completed step: a run not to be lost. A run
     that failed on its first step (an empty metrics file, no checkpoint) holds nothing."""
     folder = Path(folder)
-    if has_checkpoint(folder) or any(Path(folder, "trl").glob("checkpoint-*")):
+    if has_checkpoint(folder) or any(Path(folder, "trl").glob(f"{CKPT_PREFIX}*")):
         return True
     return (folder / "summary.json").exists() or done_steps(folder) > 0
 
@@ -175,7 +188,7 @@ def _check_trl_resume(cfg, out: Path) -> None:
     from real.runlog import resume_metrics
     from real.trl_run import saved_row
 
-    start = int(ckpts[-1].name.split("-")[1]) // cfg.grpo.minibatches
+    start = checkpoint_step(ckpts[-1]) // cfg.grpo.minibatches
     resume_metrics(out / "metrics.jsonl", start, saved_row(ckpts[-1]))  # repairable?
 
 

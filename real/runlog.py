@@ -15,6 +15,81 @@ from pathlib import Path
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import append_bytes, atomic_write, dumps_json  # noqa: F401  (re-exported)
 
+# ------------------------------------------------------------------ the metrics line
+# One line per collection step, the same keys for both trainers (native loop and TRL run), in
+# this order. A TRL line adds TRL_KEYS; a line that evaluated adds eval_accuracy / eval_wins; the
+# first line of a fresh run adds eval_initial_wins.
+COLLECT_KEYS = (
+    "rollouts",
+    "tokens",
+    "effective_groups",
+    "groups",
+    "rounds",
+    "round_sizes",
+    "abandoned",
+    "carried",
+    "carried_open",
+    "waste",
+    "capped",
+    "reward_mean",
+    "batch_reward_mean",
+)
+TRAIN_KEYS = ("loss", "grad_norm", "clip_frac")
+TIME_KEYS = ("gen_s", "reward_s", "alloc_s", "round_s", "train_s", "sync_s", "eval_s", "wall_s")
+CUM_KEYS = ("cum_rollouts", "cum_tokens", "cum_effective")
+METRICS_KEYS = (
+    "step",
+    "allocator",
+    *COLLECT_KEYS,
+    "reward_errors",
+    *TRAIN_KEYS,
+    *TIME_KEYS,
+    *CUM_KEYS,
+) + ("audited", "audit_mixed")
+TRL_KEYS = ("trainer", "padded")
+
+
+def pass_at_1(wins: list[int], samples: int) -> float:
+    """Held-out pass@1: mean success over `samples` samples of each problem (wins per problem)."""
+    return sum(wins) / (len(wins) * samples)
+
+
+def collect_fields(res, *, tokens, effective, groups, reward_mean, batch_reward_mean) -> dict:
+    """The collection part of a line from a collector's result `res`: `reward_mean` over all the
+    rewards seen, `batch_reward_mean` over the samples handed to the trainer."""
+    return {
+        "rollouts": res.rollouts,
+        "tokens": tokens,
+        "effective_groups": effective,
+        "groups": groups,
+        "rounds": res.rounds,
+        "round_sizes": list(res.round_sizes),
+        "abandoned": len(res.abandoned),
+        "carried": res.carried,
+        "carried_open": getattr(res, "carried_open", 0),
+        "waste": res.waste,
+        "capped": bool(getattr(res, "capped", False)),
+        "reward_mean": reward_mean,
+        "batch_reward_mean": batch_reward_mean,
+    }
+
+
+def metrics_row(values: dict, *, eval_wins=None, eval_samples=0, initial_wins=None) -> dict:
+    """One step's line: exactly METRICS_KEYS (plus TRL_KEYS when given) from `values`, then the
+    evaluation's pass@1 and wins when it ran, then the start model's wins (first line only).
+    A missing or unknown key is a programming error: both trainers must write the same line."""
+    known = set(METRICS_KEYS) | set(TRL_KEYS)
+    missing = [k for k in METRICS_KEYS if k not in values]
+    if missing or set(values) - known:
+        raise KeyError(f"metrics line: missing {missing}, unknown {sorted(set(values) - known)}")
+    row = {k: values[k] for k in METRICS_KEYS + TRL_KEYS if k in values}
+    if eval_wins is not None:
+        row["eval_accuracy"] = pass_at_1(eval_wins, eval_samples)
+        row["eval_wins"] = eval_wins  # per held-out problem, out of eval_samples
+    if initial_wins is not None:
+        row["eval_initial_wins"] = initial_wins
+    return row
+
 
 def scan_metrics(path: Path, flag: str = "--out") -> tuple[list[dict], int | None]:
     """(parsed lines, number of a torn last line or None). Bytes, not text: a torn tail may end

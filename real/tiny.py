@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from real import _env  # noqa: F401  (cache folders and offline flags before torch)
+from real.runlog import pass_at_1
 
 # bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
 FORMAT_VERSION = 2
@@ -240,7 +241,7 @@ def spread(wins: list[int], k: int) -> dict:
     return {
         "problems": n,
         "k": k,
-        "mean_success": sum(wins) / (n * k),
+        "mean_success": pass_at_1(wins, k),
         "mixed_fraction": sum(0 < w < k for w in wins) / n,
         "all_fail_fraction": sum(w == 0 for w in wins) / n,
         "all_pass_fraction": sum(w == k for w in wins) / n,

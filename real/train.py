@@ -17,9 +17,13 @@ from pathlib import Path
 from real import _env  # noqa: F401  (before torch / vllm)
 from real.config import Config  # noqa: F401  (real.train.Config: the run's settings)
 from real.runlog import (
+    TRAIN_KEYS,
     RunLock,
     append_metrics,
     atomic_write,
+    collect_fields,
+    metrics_row,
+    pass_at_1,
     read_metrics,
     summarize,
     truncate_metrics,
@@ -67,8 +71,7 @@ def make_run_task(cfg: Config):
 
 def evaluate(engine, task, cfg: Config, tag: int) -> float:
     """pass@1 on held-out problems: mean success over eval_samples samples each."""
-    wins = eval_wins(engine, task, cfg, tag)
-    return sum(wins) / (len(wins) * cfg.eval_samples)
+    return pass_at_1(eval_wins(engine, task, cfg, tag), cfg.eval_samples)
 
 
 def eval_wins(engine, task, cfg: Config, tag: int) -> list[int]:
@@ -98,6 +101,12 @@ def eval_wins(engine, task, cfg: Config, tag: int) -> list[int]:
 
 
 # ------------------------------------------------------------------ the loop
+
+
+def _mean(xs) -> float:
+    import numpy as np
+
+    return float(np.mean(xs)) if xs else 0.0
 
 
 def train(cfg: Config, engine=None, checked=None) -> dict:
@@ -137,7 +146,6 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
 
-    import numpy as np
     import torch
 
     from real.collect import RolloutCollector
@@ -199,7 +207,7 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
     initial_wins = None
     if eval_initial is None:
         initial_wins = eval_wins(engine, task, cfg, tag=0)
-        eval_initial = sum(initial_wins) / (len(initial_wins) * cfg.eval_samples)
+        eval_initial = pass_at_1(initial_wins, cfg.eval_samples)
 
     bar = None
     if cfg.progress:
@@ -228,7 +236,7 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
         if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
             t0 = time.perf_counter()
             wins = eval_wins(engine, task, cfg, tag=step + 1)
-            eval_acc = sum(wins) / (len(wins) * cfg.eval_samples)
+            eval_acc = pass_at_1(wins, cfg.eval_samples)
             eval_s = time.perf_counter() - t0
 
         # ---------------- log: one metrics line per step (fsynced before the checkpoint)
@@ -248,45 +256,28 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
         ):
             totals[key] += v
         batch_rewards = [s.reward for g in batch.groups for s in g.samples]
-        row = {
-            "step": step,
-            "allocator": cfg.allocator,
-            "rollouts": res.rollouts,
-            "tokens": batch.tokens,
-            "effective_groups": n_eff,
-            "groups": len(batch.groups),
-            "rounds": res.rounds,
-            "round_sizes": list(res.round_sizes),
-            "abandoned": len(res.abandoned),
-            "carried": res.carried,
-            "carried_open": getattr(res, "carried_open", 0),
-            "waste": res.waste,
-            "capped": bool(getattr(res, "capped", False)),
-            "reward_mean": float(np.mean(batch.rewards)) if batch.rewards else 0.0,
-            "batch_reward_mean": float(np.mean(batch_rewards)) if batch_rewards else 0.0,
-            "reward_errors": batch.reward_errors,
-            "loss": stats["loss"],
-            "grad_norm": stats["grad_norm"],
-            "clip_frac": stats.get("clip_frac", 0.0),
-            "gen_s": batch.gen_s,
-            "reward_s": batch.reward_s,
-            "alloc_s": batch.alloc_s,
-            "round_s": batch.round_s,
-            "train_s": train_s,
-            "sync_s": sync_s,
-            "eval_s": eval_s,
-            "wall_s": wall_s,
-            "cum_rollouts": totals["rollouts"],
-            "cum_tokens": totals["tokens"],
-            "cum_effective": totals["effective"],
-            "audited": batch.audited,
-            "audit_mixed": batch.audit_mixed,
-        }
-        if eval_acc is not None:
-            row["eval_accuracy"] = eval_acc
-            row["eval_wins"] = wins  # per held-out problem, out of eval_samples
-        if initial_wins is not None and step == start:
-            row["eval_initial_wins"] = initial_wins
+        values = collect_fields(
+            res,
+            tokens=batch.tokens,
+            effective=n_eff,
+            groups=len(batch.groups),
+            reward_mean=_mean(batch.rewards),
+            batch_reward_mean=_mean(batch_rewards),
+        )
+        times = {"gen_s": batch.gen_s, "reward_s": batch.reward_s, "alloc_s": batch.alloc_s}
+        times |= {"round_s": batch.round_s, "train_s": train_s, "sync_s": sync_s}
+        values |= times | {"eval_s": eval_s, "wall_s": wall_s}
+        values |= {"step": step, "allocator": cfg.allocator, "reward_errors": batch.reward_errors}
+        values |= {k: stats.get(k, 0.0) for k in TRAIN_KEYS}
+        values |= {f"cum_{k}": totals[k] for k in ("rollouts", "tokens", "effective")}
+        values |= {"audited": batch.audited, "audit_mixed": batch.audit_mixed}
+        first = initial_wins is not None and step == start
+        row = metrics_row(
+            values,
+            eval_wins=wins,
+            eval_samples=cfg.eval_samples,
+            initial_wins=initial_wins if first else None,
+        )
         append_metrics(metrics_path, row)
 
         # ---------------- checkpoint: atomically, after the line it covers

@@ -39,6 +39,8 @@ from pathlib import Path
 
 from real.collect import RolloutPool
 from real.config import AllocatorConfig, build_collector
+from real.runfolder import checkpoint_dir
+from real.runlog import collect_fields
 from real.tasks.base import PromptStream
 from real.trl_backends import (
     SaveCallback,
@@ -304,22 +306,18 @@ class SaraRollout:
         bits = [[s[3] for s in g["samples"][: self.G]] for g in groups]
         eff = sum(0 < sum(b) < self.G for b in bits)
         st = self._stats
+        fields = collect_fields(
+            res,
+            tokens=st["tokens"],
+            effective=eff,
+            groups=len(groups),
+            reward_mean=sum(st["passes"]) / max(1, len(st["passes"])),
+            batch_reward_mean=sum(map(sum, bits)) / max(1, self.G * len(bits)),
+        )
         return {
-            "rollouts": res.rollouts,
-            "tokens": st["tokens"],
-            "effective_groups": eff,
-            "groups": len(groups),
-            "abandoned": len(res.abandoned),
-            "rounds": res.rounds,
-            "round_sizes": list(res.round_sizes),
+            **fields,
             "rollouts_per_effective_group": res.rollouts / eff if eff else None,  # undefined
-            "waste": res.waste,
-            "carried": res.carried,
-            "carried_open": getattr(res, "carried_open", 0),
-            "capped": bool(res.capped),
             "padded": padded,
-            "reward_mean": sum(st["passes"]) / max(1, len(st["passes"])),
-            "batch_reward_mean": sum(map(sum, bits)) / max(1, self.G * len(bits)),
             "gen_s": st["gen_s"],
             "reward_s": st["reward_s"],
             "round_s": list(st["round_s"]),
@@ -402,4 +400,4 @@ class SaraRollout:
         self._loaded = True
         step = trainer.state.global_step
         if step > 0:  # TRL resumed from a checkpoint: its step names the folder
-            self.load(Path(trainer.args.output_dir) / f"checkpoint-{step}")
+            self.load(checkpoint_dir(trainer.args.output_dir, step))

@@ -11,6 +11,7 @@ uninterrupted one would have); `generate` is seeded once per round instead."""
 import os
 from pathlib import Path
 
+from real.runfolder import checkpoint_dir
 from sara_sim.core.errors import ParameterError, check_k
 
 STATE_FILE = "sara_rollout_rank{rank}.pt"  # one per process, inside TRL's checkpoint-N folder
@@ -181,4 +182,4 @@ class SaveCallback(_callback_base()):
         self.sara = sara
 
     def on_save(self, args, state, control, **kwargs):
-        save_state(self.sara, Path(args.output_dir) / f"checkpoint-{state.global_step}")
+        save_state(self.sara, checkpoint_dir(args.output_dir, state.global_step))

@@ -24,8 +24,23 @@ from pathlib import Path
 
 from real import _env  # noqa: F401  (before torch / vllm)
 from real.config import TRL_ESTIMATORS
-from real.runfolder import TRL_MARKER, set_aside_incomplete, trl_checkpoints
-from real.runlog import append_metrics, atomic_write, read_metrics, summarize, truncate_metrics
+from real.runfolder import (
+    TRL_MARKER,
+    checkpoint_dir,
+    checkpoint_step,
+    set_aside_incomplete,
+    trl_checkpoints,
+)
+from real.runlog import (
+    COLLECT_KEYS,
+    append_metrics,
+    atomic_write,
+    metrics_row,
+    pass_at_1,
+    read_metrics,
+    summarize,
+    truncate_metrics,
+)
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import WriteError, dumps_json
 
@@ -164,14 +179,14 @@ def train_trl(cfg, checked, engine=None) -> dict:
     )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(model_dir)
-    start = int(ckpts[-1].name.split("-")[1]) // cfg.grpo.minibatches if resume else 0
+    start = checkpoint_step(ckpts[-1]) // cfg.grpo.minibatches if resume else 0
     rows = truncate_metrics(metrics_path, start, restore=saved_row(ckpts[-1]) if resume else None)
     if resume:
         eval_initial = json.loads((out / "eval_initial.json").read_text())["eval_initial"]
     else:
         engine.push_weights(model)  # the engine may hold another run's weights (compare)
         initial_wins = eval_wins(engine, task, cfg, tag=0)
-        eval_initial = sum(initial_wins) / (len(initial_wins) * cfg.eval_samples)
+        eval_initial = pass_at_1(initial_wins, cfg.eval_samples)
         atomic_write(out / "eval_initial.json", json.dumps({"eval_initial": eval_initial}).encode())
     log = _RunLog(cfg, sara, engine, task, guard, metrics_path, rows, eval_wins)
     log.initial_wins = None if resume else initial_wins  # on the first line, as natively
@@ -201,7 +216,7 @@ def _train(trainer, trl_dir: Path, resume_from) -> None:
     try:
         trainer.train(resume_from_checkpoint=resume_from)
     except (OSError, RuntimeError) as e:
-        ckpt = trl_dir / f"checkpoint-{trainer.state.global_step}"
+        ckpt = checkpoint_dir(trl_dir, trainer.state.global_step)
         if not ckpt.is_dir() or (ckpt / ROW_FILE).exists():  # not failed while saving
             raise
         if isinstance(e, OSError) and e.errno:
@@ -221,6 +236,12 @@ def _disk_full(e: Exception, folder: Path) -> bool:
         return True
     st = os.statvfs(folder)
     return st.f_bavail * st.f_frsize < 1 << 20
+
+
+def _log_mean(logs: list[dict], key: str) -> float:
+    import numpy as np
+
+    return float(np.mean([x.get(key, 0.0) for x in logs]))
 
 
 def _callback_base():
@@ -245,8 +266,6 @@ class _RunLog(_callback_base()):
         self.t_last = time.perf_counter()  # per-step wall times exclude the setup, as natively
 
     def on_log(self, args, state, control, logs=None, model=None, **kw):
-        import numpy as np
-
         if not logs or "loss" not in logs:
             return
         self.losses.append(logs)
@@ -254,12 +273,11 @@ class _RunLog(_callback_base()):
         if state.global_step % per_step:
             return
         cfg, m, step = self.cfg, self.sara.last, state.global_step // per_step - 1
-        eval_acc, eval_s = None, 0.0
+        wins, eval_s = None, 0.0
         if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
             t0 = time.perf_counter()
             self.engine.push_weights(model)
             wins = self.eval_wins(self.engine, self.task, cfg, tag=step + 1)
-            eval_acc = sum(wins) / (len(wins) * cfg.eval_samples)
             eval_s = time.perf_counter() - t0
         now = time.perf_counter()
         wall_s, self.t_last = now - self.t_last, now
@@ -267,42 +285,32 @@ class _RunLog(_callback_base()):
             self.cum[key] += v
         self.cum["effective"] += m["effective_groups"]
         errors, self.errors_seen = self.guard.errors - self.errors_seen, self.guard.errors
-        row = {
+        values = {k: m[k] for k in COLLECT_KEYS + ("padded",)}
+        values |= {k: m[k] for k in ("gen_s", "reward_s", "alloc_s", "round_s", "sync_s")}
+        values |= {
             "step": step,
             "allocator": cfg.allocator,
             "trainer": "trl",
-            **{k: m[k] for k in ("rollouts", "tokens", "effective_groups", "groups", "rounds")},
-            "round_sizes": m["round_sizes"],
-            **{k: m[k] for k in ("abandoned", "carried", "carried_open", "waste", "capped")},
-            "padded": m["padded"],
-            "reward_mean": m["reward_mean"],
-            "batch_reward_mean": m["batch_reward_mean"],
             "reward_errors": errors,
-            "loss": float(np.mean([x["loss"] for x in self.losses])),
-            "grad_norm": float(np.mean([x.get("grad_norm", 0.0) for x in self.losses])),
-            "clip_frac": float(
-                np.mean([x.get("clip_ratio/region_mean", 0.0) for x in self.losses])
-            ),
-            **{k: m[k] for k in ("gen_s", "reward_s", "alloc_s", "round_s", "sync_s")},
+            "loss": _log_mean(self.losses, "loss"),  # over the step's optimizer updates
+            "grad_norm": _log_mean(self.losses, "grad_norm"),
+            "clip_frac": _log_mean(self.losses, "clip_ratio/region_mean"),
             "train_s": max(0.0, wall_s - m["collect_s"] - m["sync_s"] - eval_s),
             "eval_s": eval_s,
             "wall_s": wall_s,
-            "cum_rollouts": self.cum["rollouts"],
-            "cum_tokens": self.cum["tokens"],
-            "cum_effective": self.cum["effective"],
+            **{f"cum_{k}": v for k, v in self.cum.items()},
             "audited": 0,  # check_trl_config refuses --audit-abandoned: nothing is audited here
             "audit_mixed": 0,
         }
-        if eval_acc is not None:
-            row["eval_accuracy"] = eval_acc
-            row["eval_wins"] = wins  # per held-out problem, out of eval_samples
-        if self.initial_wins is not None:
-            row["eval_initial_wins"], self.initial_wins = self.initial_wins, None
+        row = metrics_row(
+            values, eval_wins=wins, eval_samples=cfg.eval_samples, initial_wins=self.initial_wins
+        )
+        self.initial_wins = None  # on the first line only
         append_metrics(self.path, row)
         self.losses, self.last_row = [], row
 
     def on_save(self, args, state, control, **kw):
         """After TRL wrote checkpoint-N (and after on_log): keep a copy of that step's line."""
         if self.last_row is not None and state.is_world_process_zero:
-            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            ckpt = checkpoint_dir(args.output_dir, state.global_step)
             atomic_write(ckpt / ROW_FILE, dumps_json(self.last_row, indent=None))
