@@ -47,6 +47,11 @@ METRICS_KEYS = (
     *CUM_KEYS,
 ) + ("audited", "audit_mixed")
 TRL_KEYS = ("trainer", "padded")
+# What readers of older run folders may rely on (lines written before the later keys were added):
+# the notebook's REQUIRED columns.
+READER_KEYS = ("step", "allocator", "rollouts", "tokens", "effective_groups", "rounds") + (
+    ("abandoned", "reward_mean", "gen_s", "train_s", "sync_s", "wall_s")
+)
 
 
 def pass_at_1(wins: list[int], samples: int) -> float:

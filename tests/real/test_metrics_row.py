@@ -4,7 +4,7 @@ native loop, the TRL run and the adapter."""
 import pytest
 
 from real.runfolder import checkpoint_dir, checkpoint_step
-from real.runlog import METRICS_KEYS, TRL_KEYS, metrics_row, pass_at_1
+from real.runlog import METRICS_KEYS, READER_KEYS, TRL_KEYS, metrics_row, pass_at_1
 
 
 def _values(**over):
@@ -40,3 +40,8 @@ def test_checkpoint_naming_round_trips(tmp_path):
     assert checkpoint_step(checkpoint_dir(tmp_path, 12)) == 12
     for name in ("incomplete-checkpoint-3", "checkpoint-", "checkpoint-x", "checkpoint-3-2"):
         assert checkpoint_step(tmp_path / name) is None
+
+
+def test_reader_keys_are_on_every_line():
+    """The notebook requires READER_KEYS: every line metrics_row writes has them."""
+    assert set(READER_KEYS) <= set(METRICS_KEYS)
