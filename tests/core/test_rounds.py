@@ -5,8 +5,13 @@ on their own) resumes exactly as the run that wrote it continues."""
 
 import copy
 
+import pytest
+
+from sara_sim import ParameterError
 from sara_sim.collect.allocator import make_collector
 from sara_sim.core.rounds import F_COMM, F_PLAN
+from sara_sim.sim.laws import parse_sim_law
+from sara_sim.sim.simulate import simulate
 
 
 def _sample(requests):
@@ -90,3 +95,11 @@ def test_ds_verl3n_generates_three_train_batches_of_prompts_at_once():
     res = col.collect_step(iter(range(10**6)), _sample)
     assert col.gen_batch_size == 12 and res.round_sizes[0] == 12 * 8
     assert make_collector("ds", k=8, groups=4).gen_batch_size == 4
+
+
+def test_carry_is_refused_where_it_means_nothing_or_is_not_a_switch():
+    law = parse_sim_law("beta:0.5,0.5")
+    with pytest.raises(ParameterError, match="--no-carry.*not ds"):  # DS has nothing to carry
+        simulate("ds", law, k=8, groups=4, steps=1, carry=False)
+    with pytest.raises(ParameterError, match="carry"):
+        make_collector("sara", k=8, groups=4, carry="no")
