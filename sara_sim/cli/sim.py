@@ -92,6 +92,7 @@ def _sim_kwargs(args):
         pool=args.pool,
         tokens=TokenModel(args.len_pass, args.len_fail),
         force=args.force,
+        carry=args.carry,
     )
 
 
@@ -110,6 +111,10 @@ def _add_sim_args(p, strategy=True):
     p.add_argument("--pool", type=_int("--pool"), default=0, help="static laws: pool (0 fresh)")
     p.add_argument("--len-pass", type=_float("--len-pass"), default=2000.0, help="tokens")
     p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="tokens")
+    p.add_argument(
+        "--no-carry", dest="carry", action="store_false",
+        help="SARA family: drop surplus and open groups at a step's end, as DS does",
+    )  # fmt: skip
 
 
 def cmd_simulate(args):
@@ -134,11 +139,12 @@ def compare_table(law, kw, strategies, progress=False):
     import pandas as pd
 
     from ..sim.simulate import simulate, summarize
-    from ..sim.strategies import STRATEGIES
+    from ..sim.strategies import STRATEGIES, info
 
     rows = []
     for name in strategies or STRATEGIES:
-        s = summarize(simulate(name, law, progress=progress, **kw))
+        own = kw if info(name).family == "sara" else {x: v for x, v in kw.items() if x != "carry"}
+        s = summarize(simulate(name, law, progress=progress, **own))  # only SARA's kernel carries
         rows.append(s)
     df = pd.DataFrame(rows).sort_values("cost_per_effective_group", kind="mergesort")
     ds = df.loc[df["strategy"] == "ds", "cost_per_effective_group"]

@@ -68,7 +68,9 @@ class DSCollector(_Base):
         if not isinstance(p, DSParams):
             raise ParameterError("params", f"must be a registry.DSParams, got {p!r}")
         self.params = p
-        gbs = self.groups if p.gen_batch_size is None else p.gen_batch_size
+        gbs = p.gen_batch_size
+        if gbs is None:  # N, or the row's multiple of it (ds-verl3n: verl's 3N)
+            gbs = self.groups * row(name).gen_batch_factor
         self.gen_batch_size = check_int(gbs, "gen_batch_size", 1)
         try:
             self.max_num_gen_batches = check_int(p.max_num_gen_batches, "max_num_gen_batches", 0)
@@ -136,7 +138,7 @@ def make_collector(
     params = collector_params(name, params, **knobs)
     if name == "uniform":
         return UniformCollector(name, k, groups, budget, seed)
-    if name == "ds":
+    if meta.family == "dynamic-sampling":  # ds, ds-verl3n
         return DSCollector(name, k=k, groups=groups, budget=budget, seed=seed, params=params)
     if meta.family == "peer-select":
         return PeerSelectCollector(

@@ -127,6 +127,8 @@ class SaraCollector(_Base):
         self.params = p
         tau_low, tau_high, prior, capacity = p.tau_low, p.tau_high, p.prior, p.capacity
         self.max_rounds = check_int(p.max_rounds, "max_rounds", 1)
+        if not isinstance(p.carry, bool):
+            raise ParameterError("carry", f"must be True or False, got {p.carry!r}")
         self.tau_low = check_unit(tau_low, "tau_low")
         self.tau_high = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "tau_high")
         if self.tau_high <= self.tau_low:
@@ -156,7 +158,7 @@ class SaraCollector(_Base):
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
             self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low),
+            self.max_rounds, float(self.tau_low), p.carry,
         )  # fmt: skip
         self.rounds = new_rounds(64)
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
@@ -229,7 +231,9 @@ class SaraCollector(_Base):
             for q, (req, r) in enumerate(zip(requests, rewards)):
                 self._absorb(q, req, r, res)
         res.capped = bool(self.rounds.cnt[C_CAPPED])  # e.g. a law with (almost) no mixed groups
-        end_step(self.rounds)
+        res.waste += int(end_step(self.rounds, self.rc))  # > 0 only without carrying
+        if not self.rc.carry:  # the state machine dropped them: so do their payloads
+            self.open, self.done_groups, self.done_visits = {}, [], []
         self._end_step(res)
         return res
 

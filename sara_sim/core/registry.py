@@ -49,6 +49,9 @@ class SaraParams:
     eb_window: int = 4  # sara-eb / -auto / -history: steps of outcomes the prior fits (ours)
     max_rounds: int = 100  # rounds per step before the step is reported capped (ours)
     rule: str = "tau"  # sara-history: "tau" (the paper's rule) or "price" (``informed.py``)
+    # carry surplus committed and still-open groups into the next step (one policy step stale);
+    # False: drop them at the step's end, spent, as DS drops its surplus (ours: the ablation)
+    carry: bool = True
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class Row:
     sim_defaults: dict = field(default_factory=dict)
     sources: str = ""
     selector: str | None = None  # sara-select: the ``selectors.Selector`` kind
+    # dynamic sampling: prompts per generation batch when gen_batch_size is unset, in groups (N)
+    gen_batch_factor: int = 1
 
     def defaults_of(self, implementation):
         """The defaults an implementation starts from (kernel: its parameters; collector: the
@@ -120,6 +125,9 @@ ROWS = (
     Row("ds", "dynamic-sampling", "dynamic sampling (verl)", _ALL, "batch", "DS",
         sim_defaults=dict(_DS),
         sources="docs/design.md §3; verl DAPO recipe (max_num_gen_batches 10)"),
+    Row("ds-verl3n", "dynamic-sampling", "dynamic sampling, verl's 3N generation batch",
+        _ALL, "batch", "DS", sim_defaults=dict(_DS), gen_batch_factor=3,
+        sources="verl DAPO recipe run scripts: gen batch = 3 x train batch"),
     Row("sara", "sara", "tau rule, uniform prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults={"plan": None},
         sources="paper; docs/design.md §1-§2 (prior 1,1)"),
@@ -202,7 +210,7 @@ def collector_params(name, params=None, **knobs):
 
     >>> collector_params("sara", tau_low=0.3, gen_batch_size=8)
     SaraParams(tau_low=0.3, tau_high=None, prior=(1.0, 1.0), capacity=None, probe=0, \
-increment=0, eb_window=4, max_rounds=100, rule='tau')
+increment=0, eb_window=4, max_rounds=100, rule='tau', carry=True)
     """
     known = {f.name for cls in set(PARAMS.values()) for f in fields(cls)}
     for key in knobs:

@@ -17,7 +17,7 @@ state::
             d = absorb(sm, rc, q, s)          # s: the slot's successes so far
             if d != CONTINUE:                 # decided: the driver's s of the full group
                 target = settle(sm, rc, slot, d, s)
-    end_step(sm)                              # decided slots dropped; open prompts carried
+    end_step(sm, rc)                          # decided slots dropped; open prompts carried
 
 The order fill -> continue -> probe, the capacity clipping, the probe quota and skip budget
 (``schedule``), the running rates and the commit / carry / abandon bookkeeping live here only
@@ -76,6 +76,7 @@ class RoundConfig(NamedTuple):
     increment: int
     max_rounds: int
     tau_low: float
+    carry: bool = True  # False: end_step drops surplus and open groups, as DS drops its surplus
 
 
 class Rounds(NamedTuple):
@@ -296,9 +297,19 @@ def compact(sm):
 
 
 @njit(**NO_REFCOUNT)
-def end_step(sm):
+def end_step(sm, rc):
     """Close a step: decided slots dropped; what stays open (C_OPEN) and the complete groups
-    carried (C_DONE) enter the next step."""
-    sm.cnt[C_NREQ] = 0
-    if sm.cnt[C_LIVE] < sm.cnt[C_OPEN]:
+    carried (C_DONE) enter the next step — unless ``rc.carry`` is off, when both are dropped
+    too (their rollouts stay spent: DS's treatment of its surplus).  Returns the rollouts so
+    dropped (0 when carrying)."""
+    c = sm.cnt
+    c[C_NREQ] = 0
+    if c[C_LIVE] < c[C_OPEN]:
         compact(sm)
+    if rc.carry:
+        return 0
+    dropped = c[C_DONE] * rc.k
+    for i in range(c[C_OPEN]):
+        dropped += sm.slots[i, F_N]
+    c[C_DONE], c[C_OPEN], c[C_LIVE] = 0, 0, 0
+    return dropped

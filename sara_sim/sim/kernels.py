@@ -99,6 +99,7 @@ class SaraConfig(NamedTuple):
     explore: float
     max_skip: float
     rule_price: bool
+    carry: bool  # rounds.RoundConfig.carry
 
 
 class SaraState(NamedTuple):
@@ -142,7 +143,7 @@ class Replicate(NamedTuple):
 @njit(**NO_REFCOUNT)
 def _round_config(cfg):
     return RoundConfig(cfg.k, cfg.groups, cfg.budget, cfg.capacity, cfg.probe, cfg.increment,
-                       cfg.max_rounds, cfg.tau_low)  # fmt: skip
+                       cfg.max_rounds, cfg.tau_low, cfg.carry)  # fmt: skip
 
 
 @njit(**NO_REFCOUNT)
@@ -323,7 +324,7 @@ def _sara_step(law, cfg, rep, step, out):
             break
         out[mt.I_ROLLOUTS] += size
         _absorb_round(law, cfg, rc, rep, step, out)
-    end_step(sm)
+    out[mt.I_WASTE] += end_step(sm, rc)  # > 0 only without carrying
     out[mt.I_CAPPED] = sm.cnt[C_CAPPED]
     out[mt.I_ROUNDS] = sm.cnt[C_ROUNDS]
     out[mt.I_CARRIED] = sm.cnt[C_DONE]

@@ -70,6 +70,7 @@ OPTIONS = {
     "probe": SARA.probe,
     "increment": SARA.increment,
     "max_rounds": SARA.max_rounds,
+    "carry": SARA.carry,
     "pool": 0,
     "tokens": None,
     "progress": False,
@@ -132,6 +133,13 @@ def _checked(strategy, law, size, opts, params):
             )
     probe, increment = err.check_schedule(opts["probe"], opts["increment"], k)
     max_rounds = err.check_int(opts["max_rounds"], "--max-rounds", 1)
+    carry = opts["carry"]
+    if not isinstance(carry, bool | np.bool_):
+        raise ParameterError("--no-carry", f"carry must be True or False, got {carry!r}")
+    if not carry and meta.family != "sara":
+        raise ParameterError(
+            "--no-carry", f"only the SARA kernel's strategies carry, not {strategy}"
+        )
     params = check_params(strategy, k, groups, params)
     prm = {**default_params(strategy, k, groups), **params}
     capacity = opts["capacity"]
@@ -145,7 +153,7 @@ def _checked(strategy, law, size, opts, params):
         strategy=strategy, meta=meta, k=k, groups=groups, budget=budget, steps=steps,
         replicates=replicates, seed=seed, pool=pool, tau_low=tau_low, tau_high=tau_high,
         prior=prior, tokens=tokens, log_events=log_events, probe=probe, increment=increment,
-        max_rounds=max_rounds, prm=prm, cap=cap, progress=opts["progress"],
+        max_rounds=max_rounds, carry=bool(carry), prm=prm, cap=cap, progress=opts["progress"],
     )  # fmt: skip
 
 
@@ -222,7 +230,8 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     hist = HistoryKnobs(float(rho), float(kappa), float(explore), float(max_skip), rule_price > 0)
     cfg = SaraConfig(
         k, run.groups, run.budget or 0, run.cap, probe_p, run.increment, run.max_rounds,
-        float(run.tau_low), float(run.tokens.len_pass), float(run.tokens.len_fail), history, *hist
+        float(run.tau_low), float(run.tokens.len_pass), float(run.tokens.len_fail), history, *hist,
+        run.carry,
     )  # fmt: skip
     log = np.zeros((replicates, int(run.log_events), 7), np.int64)
     outs, plan_rows, prior_rows = [], [], []

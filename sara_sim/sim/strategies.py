@@ -8,6 +8,7 @@ strategy        what it does (parameters, defaults)                             
 uniform         N prompts x k rollouts, one round                                        peers
 ds              DAPO dynamic sampling, verl semantics (gen_batch_size = N,               peers
                 max_num_gen_batches = 10: the DAPO recipe's values)
+ds-verl3n       ds as verl's DAPO run scripts set it: gen_batch_size = 3N                 peers
 sara            the tau rule, uniform prior (tau_low = 0.2, prior 1,1; probe/increment   kernels
                 auto; capacity N x k per round; max_rounds 100)
 sara-eb         tau rule, prior = beta-binomial MLE on the outcomes the run drew in its   kernels
@@ -106,7 +107,7 @@ def default_params(name, k, groups=64):
     """Strategy-specific defaults with the k/N-dependent ones resolved."""
     out = dict(info(name).defaults)  # sara-history: + the informed priors' (registry.HISTORY)
     if "gen_batch_size" in out and out["gen_batch_size"] is None:
-        out["gen_batch_size"] = groups
+        out["gen_batch_size"] = groups * row(name).gen_batch_factor  # ds-verl3n: 3N
     if "round_size" in out and out["round_size"] is None:
         out["round_size"] = k
     if "n_max" in out and out["n_max"] is None:

@@ -67,3 +67,21 @@ def test_cross_validated_replay_numbers(history_path):
     assert round(cost("sara", tau_low=0.5), 2) == sara
     assert round(cost("sara-dps", ratio=SELECTOR_RATIO, **best), 2) == dps
     assert round(cost("sara-mopps", ratio=SELECTOR_RATIO, **best), 2) == mopps
+
+
+def test_ds_as_run_and_sara_without_carrying(history_path):
+    """The README's `sara-sim compare` line on DeepScaleR epoch 0 (N 64, 100 steps x 4 seeds):
+    ds, verl's 3N batch, sara carrying and not — the same simulate calls compare makes."""
+    from sara_sim.sim.laws import parse_sim_law
+    from sara_sim.sim.simulate import simulate, summarize
+
+    stated = _facts(
+        rf"epoch 0: ds \(ours, a generation batch of N\) {NUM}, ds-verl3n \(verl's DAPO run "
+        rf"scripts, 3N\) {NUM}, sara {NUM}, sara --no-carry {NUM};"
+    )
+    law = parse_sim_law(f"history:{history_path}", epochs="0")
+    kw = dict(k=8, groups=64, steps=100, replicates=4, seed=0)
+    runs = [("ds", {}), ("ds-verl3n", {}), ("sara", {}), ("sara", {"carry": False})]
+    got = [summarize(simulate(n, law, **kw, **c))["cost_per_effective_group"] for n, c in runs]
+    assert stated == [round(x, 2) for x in got]
+    assert stated[3] > stated[2] and stated[3] < stated[0]  # the rule saves without carrying

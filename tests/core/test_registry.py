@@ -118,7 +118,7 @@ def test_kernel_rows_say_what_the_simulator_does():
 
 
 def test_unknown_names_list_the_choices():
-    with pytest.raises(ParameterError, match="choose from uniform, ds, sara") as e:
+    with pytest.raises(ParameterError, match="choose from uniform, ds, ds-verl3n, sara") as e:
         row("nope", "real", "--allocator")
     assert str(e.value).startswith("--allocator: unknown allocator 'nope'")
     assert real_checks.check_allocator("sara-dps") == "sara-dps"

@@ -5,8 +5,13 @@ on their own) resumes exactly as the run that wrote it continues."""
 
 import copy
 
+import pytest
+
+from sara_sim import ParameterError
 from sara_sim.collect.allocator import make_collector
 from sara_sim.core.rounds import F_COMM, F_PLAN
+from sara_sim.sim.laws import parse_sim_law
+from sara_sim.sim.simulate import simulate
 
 
 def _sample(requests):
@@ -59,3 +64,42 @@ def test_a_checkpoint_from_before_the_state_machine_resumes_identically():
             want.rounds,
             want.carried_open,
         )
+
+
+def test_without_carrying_a_step_drops_its_surplus_and_open_groups_as_spent():
+    """carry=False: the same first step as carrying (nothing differs until it ends), then the
+    groups carrying would keep — k rollouts per surplus group, the rollouts an open prompt drew —
+    are waste instead, nothing is ever carried, and each effective group costs at least as much."""
+    cols = {c: make_collector("sara", k=8, groups=16, tau_low=0.3, carry=c) for c in (True, False)}
+    streams = {c: iter(range(10**6)) for c in cols}
+    first = {c: col.collect_step(streams[c], _sample) for c, col in cols.items()}
+    on, off = first[True], first[False]
+    held = sum(len(p.rewards) for p in cols[True].open.values())
+    assert on.carried + held > 0  # this setting does carry: the check below can fail
+    assert off.rollouts == on.rollouts and off.groups == on.groups
+    assert off.waste == on.waste + 8 * on.carried + held
+    steps = {c: [first[c]] + [col.collect_step(streams[c], _sample) for _ in range(5)]
+             for c, col in cols.items()}  # fmt: skip
+    assert all(r.carried == 0 and r.carried_open == 0 for r in steps[False])
+    assert not cols[False].open and not cols[False].done_groups
+    cost = {
+        c: sum(r.rollouts for r in rs) / sum(r.n_effective for r in rs) for c, rs in steps.items()
+    }
+    assert cost[False] >= cost[True]
+
+
+def test_ds_verl3n_generates_three_train_batches_of_prompts_at_once():
+    """verl's DAPO run scripts: gen batch = 3 x train batch (registry's ds-verl3n); the first
+    generation batch of N = 4 groups asks 12 prompts x k."""
+    col = make_collector("ds-verl3n", k=8, groups=4)
+    res = col.collect_step(iter(range(10**6)), _sample)
+    assert col.gen_batch_size == 12 and res.round_sizes[0] == 12 * 8
+    assert make_collector("ds", k=8, groups=4).gen_batch_size == 4
+
+
+def test_carry_is_refused_where_it_means_nothing_or_is_not_a_switch():
+    law = parse_sim_law("beta:0.5,0.5")
+    with pytest.raises(ParameterError, match="--no-carry.*not ds"):  # DS has nothing to carry
+        simulate("ds", law, k=8, groups=4, steps=1, carry=False)
+    with pytest.raises(ParameterError, match="carry"):
+        make_collector("sara", k=8, groups=4, carry="no")

@@ -65,6 +65,8 @@ CASES = [
     ("sara", dict(groups=None, budget=150, tau_low=0.3)),
     ("sara", dict(groups=16, tau_low=0.7)),  # abandons after 2 equal outcomes
     ("sara", dict(groups=16, tau_low=0.0)),  # never abandons: k at once, committed
+    ("sara", dict(groups=16, tau_low=0.3, carry=False)),  # surplus and open groups dropped
+    ("sara", dict(groups=24, tau_low=0.3, capacity=40, carry=False)),
     ("sara-eb", dict(groups=16, tau_low=0.3)),
     ("sara-auto", dict(groups=16, tau_low=0.3)),
     (
@@ -85,6 +87,7 @@ POOL_CASES = [  # a pool of 20 prompts revisited every epoch: sara-history has e
     ("sara-history", dict(groups=12, tau_low=0.4, rule="tau", **{**HIST, "kappa": 1.0})),
     ("sara-history", dict(groups=16, tau_low=0.3, rule="price", **{**HIST, "rho": 0.5})),
     ("sara-eb", dict(groups=16, tau_low=0.3)),
+    ("sara-history", dict(groups=16, tau_low=0.3, rule="price", carry=False, **HIST)),
 ]
 
 
