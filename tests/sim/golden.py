@@ -146,10 +146,11 @@ def theory_cases():
 def _collect(name, k, seed, pool, steps, **kw):
     """A seeded finite pool revisited epoch after epoch (ids epoch * pool + index)."""
     from sara_sim.collect.allocator import make_collector
+    from sara_sim.core import registry
 
     rng = np.random.default_rng(seed)
     rate = rng.beta(0.4, 0.6, pool)
-    hist = name in ("sara-history", "sara-mopps", "sara-dps")
+    hist = name in registry.names("collector", needs_history=True)
     col = make_collector(name, k=k, seed=seed, epoch_size=pool if hist else None, **kw)
 
     def stream():
