@@ -25,3 +25,19 @@ def hf_model(tiny_dir):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(tiny_dir, dtype="float32")
+
+
+@pytest.fixture(autouse=True)
+def _no_log_handler_on_a_closed_stream():
+    """Libraries bind logging handlers to the sys.stdout / sys.stderr of the moment they configure
+    logging; under pytest that can be a capture stream, closed when its test ends, and every later
+    log record then prints a 'Logging error' traceback into whatever test is running. Drop such
+    handlers before each test (an artefact of one process running many captured tests: a user's
+    process keeps its streams)."""
+    import logging
+
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for lg in loggers:
+        for h in list(getattr(lg, "handlers", ())):
+            if getattr(getattr(h, "stream", None), "closed", False):
+                lg.removeHandler(h)
