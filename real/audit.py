@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from real.audit_theory import TAU_GRID, analyze, finite, format_report
-from sara_sim.core.errors import ParameterError, check_k
+from real.audit_theory import TAU_GRID, analyze, format_report
+from sara_sim.core.errors import ParameterError, check_k, finite_or_none
 from sara_sim.core.files import append_bytes, atomic_write, dumps_json
 
 # ------------------------------------------------------------------ checks (before any engine)
@@ -177,7 +177,7 @@ def run_audit(a, engine=None) -> int:
     frame = pd.read_csv(hist)
     res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed)
     res |= {"task": a.task, "reward_errors": guard.errors, "engine_url": a.engine_url}
-    res = finite(res)
+    res = finite_or_none(res)
     atomic_write(out / "audit.json", dumps_json(res))
     print(format_report(res))
     print(f"wrote {hist} and {out / 'audit.json'}")

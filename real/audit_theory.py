@@ -250,19 +250,6 @@ def recommend(out) -> dict:
     return rec
 
 
-def finite(x):
-    """JSON contract: finite floats or null (inf / nan -> null), recursively."""
-    if isinstance(x, dict):
-        return {k: finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [finite(v) for v in x]
-    if isinstance(x, float | np.floating):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
 def format_report(out) -> str:
     def f(x, spec=".2f"):
         return "-" if x is None or not math.isfinite(x) else format(x, spec)

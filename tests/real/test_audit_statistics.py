@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from real.audit_theory import analyze, finite, format_report, percentile_interval
+from real.audit_theory import analyze, format_report, percentile_interval
+from sara_sim.core.errors import finite_or_none
 
 BOOT = 30
 UNDEFINED = ("rollouts_per_effective_group", "tokens_per_effective_group", "savings_vs_ds",
@@ -29,7 +30,7 @@ def audit():
             rows.append({"prompt_id": i, "epoch": epoch, "correct": c, "samples": 8,
                          "pass_tokens": 20 * c, "fail_tokens": 30 * (8 - c)})  # fmt: skip
     frame = pd.DataFrame(rows)
-    return finite(analyze(frame, 8, taus=(0.3, 0.8, 0.95), bootstrap=BOOT, replay_groups=6))
+    return finite_or_none(analyze(frame, 8, taus=(0.3, 0.8, 0.95), bootstrap=BOOT, replay_groups=6))
 
 
 def test_impossible_rows_are_null_and_the_others_finite(audit):
