@@ -17,7 +17,10 @@ SFT steps, and a default-thread rebuild of the graded model started 3 points off
 (0.95 for a 1-digit sum without carry, falling with digits and carries) and otherwise a near miss
 (the last digit said twice). It learns the digits of most answers but hedges on whether to stop,
 with a difficulty-dependent rate — a spread from all-pass to all-fail, and a policy GRPO improves
-by 10-20 points within 30 steps (see the benchmark), unlike the exact model's few points."""
+by 10-20 points within 30 steps (see the benchmark), unlike the exact model's few points.
+`TinySettings.reasoning()` acts the same hedge out as a scratchpad (task `reasoning`): its unsure
+traces recheck and fail ~3x longer than its sure ones pass (real/README.md, the reasoning setting).
+The SFT targets live in `real.tiny_targets`, the build's sampling in `real.tiny_sample`."""
 
 import hashlib
 import json

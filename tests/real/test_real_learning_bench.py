@@ -88,6 +88,35 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
     assert (out / "learning.csv").read_text() == before
 
 
+def test_two_paired_seeds_end_to_end_print_the_verdicts(
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
+):
+    """The claims pipeline at toy size — 2 seeds chosen up front, 2 steps, ds and sara on the same
+    seeds — down to its verdict lines; --summary prints the same lines from the table alone. What
+    the verdicts say is the committed run's business, not this test's."""
+    import real.train
+
+    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    bench, out = _bench(), tmp_path / "claims"
+    argv = ["--allocators", "ds,sara", "--k", "4", "--seeds", "3,5", "--steps", "2",
+            "--groups", "3", "--eval-every", "1", "--eval-problems", "16", "--task-size", "32",
+            "--model", str(tiny_dir), "--no-progress", "--out", str(out)]  # fmt: skip
+    try:
+        assert bench.main(argv) == 0, capsys.readouterr().err
+    finally:
+        engine.push_weights(hf_model)
+    lines = capsys.readouterr().out.strip().splitlines()
+    verdicts = [x for x in lines if x.startswith("k=4 sara vs ds")]
+    assert len(verdicts) == 3, lines
+    assert all("2 seeds" in x for x in verdicts)
+    assert "same accuracy:" in verdicts[0] and "fewer rollouts:" in verdicts[1]
+    assert "tokens saved beyond rollouts:" in verdicts[2]
+    meta = json.loads((out / "learning.meta.json").read_text())
+    assert [(r["k"], r["seed"]) for r in meta["runs"]] == [(4, 3), (4, 5)]  # all seeds reported
+    assert bench.main(["--summary", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip().splitlines() == verdicts
+
+
 def test_eval_se_accounts_for_problems():
     """Two problems, one always solved and one never: sampling cannot move pass@1 (its SE is
     0), the choice of problems can (clustered SE: sd 0.71 of the rates / sqrt 2 = 0.5)."""
@@ -105,6 +134,9 @@ def test_bad_arguments_exit_2_before_any_engine(tmp_path, capsys):
         (["--audit", "-1"], "--audit"),
         (["--resume", "--overwrite"], "--resume"),
         (["--estimator", "ppo"], "--estimator: must be one of grpo, dr-grpo, rloo, reinforce++"),
+        (["--task", "countdown"], "--task: must be one of arithmetic, reasoning"),
+        (["--margin", "0"], "--margin"),
+        (["--summary"], "does not exist: run the benchmark first"),
     ):
         assert bench.main([*argv, "--out", str(tmp_path / "o")]) == 2
         assert flag in capsys.readouterr().err
