@@ -16,7 +16,12 @@ kept, the interrupted one resumes from its checkpoints) — with the settings it
 changed one is refused, naming it, since the kept data would not match the meta file's claim;
 --overwrite starts over.
 The defaults reproduce the committed benchmarks/results/real_learning.csv (a copy of
-OUT/learning.csv, with real_learning.meta.json).
+OUT/learning.csv, with real_learning.meta.json): rerun rows are equal in every column but wall_s.
+After the table, one verdict line per claim and allocator against DS (paper_figs.claims_stats:
+paired 90 % intervals over the seeds; TOST at --margin on the late accuracy); --summary prints
+them for OUT's finished table alone. --task reasoning starts from the reasoning tiny model
+(scratchpad before the answer, failures ~3x longer). The sized plan of the claim run, with the
+pilot's measured per-run costs: benchmarks/README.md.
 
 learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.
   allocator, k, seed   the run

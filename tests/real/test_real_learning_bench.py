@@ -169,3 +169,21 @@ def test_graded_curriculum_targets():
     legacy = {k: v for k, v in asdict(TinySettings.test()).items() if k != "curriculum"}
     blob = json.dumps({"v": FORMAT_VERSION, **legacy}, sort_keys=True)
     assert TinySettings.test().digest() == hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def test_each_task_starts_from_its_own_tiny_model(tmp_path):
+    """--task picks the start model (graded for arithmetic, the reasoning build for reasoning,
+    the tests' model with --test-model), and the meta file names it by its cache key."""
+    from argparse import Namespace
+
+    from real.tiny import STAMP, TinySettings
+
+    bench = _bench()
+    pick = [bench.start_settings(Namespace(task=t, test_model=m)) for t, m in
+            (("arithmetic", False), ("reasoning", False), ("reasoning", True))]  # fmt: skip
+    assert pick == [TinySettings.graded(), TinySettings.reasoning(), TinySettings.test()]
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / STAMP).write_text(TinySettings.reasoning().digest())
+    label = bench.model_label(folder)
+    assert label == f"tiny reasoning settings, cache key {TinySettings.reasoning().digest()}"
