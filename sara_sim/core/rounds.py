@@ -24,10 +24,12 @@ The order fill -> continue -> probe, the capacity clipping, the probe quota and 
 (``tests/sim/test_identity.py`` still feeds both drivers the same outcomes and compares every
 decision).
 
-A streaming driver (a prompt planned as soon as its rollouts return, no round barrier) uses the
-same pieces one prompt at a time: ``held_request`` sizes the next request of one open slot,
-``wants_prompt`` / ``offer`` open one fresh prompt, ``absorb`` / ``settle`` take one request's
-outcomes — each touches only the slot it names and the counters.
+The third driver, streaming (``sim/stream.py``: a prompt planned as soon as its rollouts return,
+no round barrier), uses the same pieces one completion at a time: ``plan_stream`` (the round's
+order fill -> continue -> probe quota, for the rollouts in flight) queues the top-ups of the open
+slots, ``wants_prompt`` / ``offer`` open fresh prompts, ``send`` books what is sent,
+``absorb_slot`` / ``settle`` take one rollout's outcome — each touches only the slot it names and
+the counters.
 
 Slots: ``slots[j, F_*]`` (int64) with the state machine's fields first and the driver's own from
 ``S_FIELDS`` on (the kernel's run-length summary), ``vals[j]`` one float of the driver's per slot
@@ -35,6 +37,7 @@ Slots: ``slots[j, F_*]`` (int64) with the state machine's fields first and the d
 driver's name of the visit (the kernel: the prompt id; the collector: its visit number).
 """
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -77,6 +80,9 @@ class RoundConfig(NamedTuple):
     max_rounds: int
     tau_low: float
     carry: bool = True  # False: end_step drops surplus and open groups, as DS drops its surplus
+    # each round's probe quota x this (>= 1): fewer rounds, surplus carried (docs/design.md §2)
+    overprovision: float = 1.0
+    max_inflight: int = 0  # streaming: rollouts in flight per prompt (0: the plan's requests)
 
 
 class Rounds(NamedTuple):
@@ -178,10 +184,62 @@ def plan_round(sm, rc):
             _request(sm, i, held_request(sm, rc, i))
     if yield_mode:  # 3) probes: as many as the deficit (or the budget) calls for
         want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont)
+        if rc.overprovision != 1.0:  # off by default: the golden rounds stay bit-identical
+            want = math.ceil(want * rc.overprovision)
     else:
         want = budget_probes(sm.rates, k, c[C_BUDGET], c[C_USED], reserved, c[C_LIVE] > 0)
     c[C_WANT], c[C_SKIPS] = want, skip_budget(want)
     return True
+
+
+@njit(**NO_REFCOUNT)
+def _stream_request(sm, rc, i, flying):
+    """Rollouts to add to slot i's `flying` in flight: up to its plan's request (``held_request``
+    counts returned rollouts only) or, with rc.max_inflight = m, up to m in flight (eager: the
+    plan decides at each return and what is then in flight is cancelled)."""
+    n = sm.slots[i, F_N]
+    room = rc.k - n - flying  # a group never needs more than k
+    if rc.max_inflight > 0:
+        return max(min(rc.max_inflight - flying, room), 0)
+    return max(min(held_request(sm, rc, i) - flying, room), 0)
+
+
+@njit(**NO_REFCOUNT)
+def plan_stream(sm, rc, fly, room):
+    """The streaming driver's plan at one completion (fixed-yield): top-ups of the open slots —
+    fills, then continues while groups are missing — into sm.req (at most `room` rollouts;
+    slots[j, fly]: slot j's rollouts in flight, a driver field), then the probe quota for fresh prompts (C_WANT), as
+    ``plan_round`` orders a round.  False: the step's groups are all in."""
+    c, slots = sm.cnt, sm.slots
+    if c[C_GROUPS] >= rc.groups:
+        return False
+    c[C_CAP], c[C_NREQ], c[C_USED], c[C_WANT], c[C_SKIPS] = room, 0, 0, 0, 0
+    n_comm, n_cont = 0, 0
+    for i in range(c[C_OPEN]):  # 1) fills
+        if slots[i, F_DEL]:
+            continue
+        if slots[i, F_COMM]:
+            n_comm += 1
+            _request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
+        else:
+            n_cont += 1
+    deficit = rc.groups - c[C_GROUPS] - n_comm
+    if deficit <= 0:
+        return True  # enough groups are certain: undecided prompts wait, as in a round
+    for i in range(c[C_OPEN]):  # 2) continues
+        if not (slots[i, F_DEL] or slots[i, F_COMM]):
+            _request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
+    want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont)  # 3) probes
+    c[C_WANT], c[C_SKIPS] = want, skip_budget(want)
+    return True
+
+
+@njit(**NO_REFCOUNT)
+def send(sm, rollouts):
+    """A streaming driver sent `rollouts` (cancelled ones included: they were paid for): the
+    running totals that ``launch`` keeps per round."""
+    sm.cnt[C_BUDGET] -= rollouts
+    sm.rates[R_ROLLOUTS] += rollouts
 
 
 @njit(**NO_REFCOUNT)
@@ -204,6 +262,8 @@ def offer(sm, rc, plan):
     the driver fills F_KEY and its own fields."""
     c, k = sm.cnt, rc.k
     first = k if plan[0] == COMMIT else next_request(0, 0, k, plan, rc.probe, rc.increment)
+    if rc.max_inflight > 0:  # streaming's bound on rollouts in flight per prompt
+        first = min(first, rc.max_inflight)
     if c[C_OPEN] >= sm.slots.shape[0] and c[C_LIVE] < c[C_OPEN]:
         compact(sm)  # make room: drop the decided slots now
     j = c[C_OPEN]
@@ -247,6 +307,13 @@ def absorb(sm, rc, q, s):
     Returns CONTINUE while the prompt stays open (committed ones until the group is full), else
     its decision: the driver then calls ``settle``."""
     i, n = landing(sm, q)
+    return absorb_slot(sm, rc, i, n, s)
+
+
+@njit(**NO_REFCOUNT)
+def absorb_slot(sm, rc, i, n, s):
+    """Slot i now holds n returned rollouts with s successes (``absorb`` of one request; a
+    streaming driver's one completion): the same decision and bookkeeping."""
     slots = sm.slots
     slots[i, F_N], slots[i, F_S] = n, s
     d = COMMIT if slots[i, F_COMM] else decide_plan(n, s, rc.k, slots[i, F_PLAN : F_PLAN + 5])
