@@ -56,6 +56,7 @@ from ..core.rounds import (
     note_skip,
     offer,
     plan_round,
+    schedule_knobs,
     settle,
     wants_prompt,
 )
@@ -158,7 +159,7 @@ class SaraCollector(_Base):
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
             self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low), p.carry,
+            self.max_rounds, float(self.tau_low), p.carry, *schedule_knobs(p),
         )  # fmt: skip
         self.rounds = new_rounds(64)
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)

@@ -27,9 +27,9 @@ decision).
 The third driver, streaming (``sim/stream.py``: a prompt planned as soon as its rollouts return,
 no round barrier), uses the same pieces one completion at a time: ``plan_stream`` (the round's
 order fill -> continue -> probe quota, for the rollouts in flight) queues the top-ups of the open
-slots, ``wants_prompt`` / ``offer`` open fresh prompts, ``send`` books what is sent,
-``absorb_slot`` / ``settle`` take one rollout's outcome — each touches only the slot it names and
-the counters.
+slots, ``wants_prompt`` / ``offer`` open fresh prompts, ``send`` books what is sent, ``absorb`` /
+``settle`` take one rollout's outcome (a one-rollout request) — each touches only the slot it
+names and the counters.
 
 Slots: ``slots[j, F_*]`` (int64) with the state machine's fields first and the driver's own from
 ``S_FIELDS`` on (the kernel's run-length summary), ``vals[j]`` one float of the driver's per slot
@@ -83,6 +83,15 @@ class RoundConfig(NamedTuple):
     # each round's probe quota x this (>= 1): fewer rounds, surplus carried (docs/design.md §2)
     overprovision: float = 1.0
     max_inflight: int = 0  # streaming: rollouts in flight per prompt (0: the plan's requests)
+
+
+def schedule_knobs(params):
+    """(overprovision, max_inflight) of a ``registry.SaraParams``, checked: RoundConfig's last
+    two fields."""
+    from .errors import check_float, check_int
+
+    over = check_float(params.overprovision, "overprovision", 1.0)
+    return over, check_int(params.max_inflight, "max_inflight", 0)
 
 
 class Rounds(NamedTuple):
@@ -205,11 +214,13 @@ def _stream_request(sm, rc, i, flying):
 
 
 @njit(**NO_REFCOUNT)
-def plan_stream(sm, rc, fly, room):
+def plan_stream(sm, rc, fly, room, saturate):
     """The streaming driver's plan at one completion (fixed-yield): top-ups of the open slots —
     fills, then continues while groups are missing — into sm.req (at most `room` rollouts;
-    slots[j, fly]: slot j's rollouts in flight, a driver field), then the probe quota for fresh prompts (C_WANT), as
-    ``plan_round`` orders a round.  False: the step's groups are all in."""
+    slots[j, fly]: slot j's rollouts in flight, a driver field), then the probe quota for fresh
+    prompts (C_WANT), as ``plan_round`` orders a round.  saturate: what is in flight outlives
+    the step, so nothing waits and fresh prompts fill every free slot (the surplus is carried).
+    False: the step's groups are all in."""
     c, slots = sm.cnt, sm.slots
     if c[C_GROUPS] >= rc.groups:
         return False
@@ -224,12 +235,14 @@ def plan_stream(sm, rc, fly, room):
         else:
             n_cont += 1
     deficit = rc.groups - c[C_GROUPS] - n_comm
-    if deficit <= 0:
+    if deficit <= 0 and not saturate:
         return True  # enough groups are certain: undecided prompts wait, as in a round
     for i in range(c[C_OPEN]):  # 2) continues
         if not (slots[i, F_DEL] or slots[i, F_COMM]):
             _request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
-    want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont)  # 3) probes
+    want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont) if deficit > 0 else 0  # 3)
+    if saturate:
+        want = max(want, room)  # each takes >= 1 rollout: the free slots stop the probes
     c[C_WANT], c[C_SKIPS] = want, skip_budget(want)
     return True
 
@@ -307,13 +320,6 @@ def absorb(sm, rc, q, s):
     Returns CONTINUE while the prompt stays open (committed ones until the group is full), else
     its decision: the driver then calls ``settle``."""
     i, n = landing(sm, q)
-    return absorb_slot(sm, rc, i, n, s)
-
-
-@njit(**NO_REFCOUNT)
-def absorb_slot(sm, rc, i, n, s):
-    """Slot i now holds n returned rollouts with s successes (``absorb`` of one request; a
-    streaming driver's one completion): the same decision and bookkeeping."""
     slots = sm.slots
     slots[i, F_N], slots[i, F_S] = n, s
     d = COMMIT if slots[i, F_COMM] else decide_plan(n, s, rc.k, slots[i, F_PLAN : F_PLAN + 5])
