@@ -135,7 +135,9 @@ class SaraCollector(_Base):
         if self.tau_high <= self.tau_low:
             raise ParameterError("tau_high", f"must exceed tau_low={tau_low}, got {tau_high}")
         self.prior = check_prior(prior, "prior")
-        default_cap = self.groups * self.k if self.groups else self.budget
+        # an over-provisioned round needs the room for it (overprovision 1: groups x k)
+        default_cap = math.ceil(p.overprovision * self.groups * self.k) if self.groups else None
+        default_cap = default_cap or self.budget
         cap = default_cap if capacity is None else capacity
         self.capacity = check_int(cap, "capacity", self.k)
         self.probe, self.increment = check_schedule(p.probe, p.increment, self.k, prefix="")

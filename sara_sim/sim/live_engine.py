@@ -38,6 +38,7 @@ class LiveEngine:
         self.running = {}  # request -> the iteration it was admitted in
         self.heap = []  # (its last iteration, request); aborted entries are dropped lazily
         self.tokens = 0  # generated: completed requests' lengths and aborted ones' partials
+        self.slot_iterations = 0  # running x iterations: equals tokens once nothing runs
         self.busy_slot_seconds = 0.0
         self.segments = []  # (t0, t1, running) per block of iterations
 
@@ -83,6 +84,7 @@ class LiveEngine:
         self.busy_slot_seconds += dur * r
         self.t += dur
         self.iterations += m
+        self.slot_iterations += m * r
         out = []
         while self.heap and self.heap[0][0] < self.iterations:
             rid = heapq.heappop(self.heap)[1]
