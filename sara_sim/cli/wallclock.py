@@ -63,6 +63,8 @@ def check_args(args):
     check_choice(args.boundary, "--boundary", ("carry", "abort"))
     check_int(args.max_inflight, "--max-inflight", 0, args.k)
     check_float(args.overprovision, "--overprovision", 1.0, 100.0)
+    if args.schedule == "stream" and args.overprovision != 1.0:
+        raise ParameterError("--overprovision", "over-provisions rounds: use --schedule rounds")
     chosen = [s.strip() for s in args.strategies.split(",") if s.strip()]
     if not chosen:
         raise ParameterError(

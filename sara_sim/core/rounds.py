@@ -82,7 +82,7 @@ class RoundConfig(NamedTuple):
     carry: bool = True  # False: end_step drops surplus and open groups, as DS drops its surplus
     # each round's probe quota x this (>= 1): fewer rounds, surplus carried (docs/design.md §2)
     overprovision: float = 1.0
-    max_inflight: int = 0  # streaming: rollouts in flight per prompt (0: the plan's requests)
+    max_inflight: int = 0  # rollouts in flight per prompt at once (0: the plan's requests)
 
 
 def schedule_knobs(params):
@@ -150,6 +150,13 @@ def held_request(sm, rc, i):
 
 
 @njit(**NO_REFCOUNT)
+def bounded(rc, want):
+    """`want` rollouts for one prompt at most rc.max_inflight at once (0: no bound): a round's
+    requests are in flight together, a stream's until they return."""
+    return min(want, rc.max_inflight) if rc.max_inflight > 0 else want
+
+
+@njit(**NO_REFCOUNT)
 def _request(sm, i, want):
     """Queue up to `want` rollouts for slot i, clipped to the round's capacity left."""
     c = sm.cnt
@@ -182,7 +189,7 @@ def plan_round(sm, rc):
         if slots[i, F_COMM]:
             n_comm += 1
             reserved += k - slots[i, F_N]
-            _request(sm, i, k - slots[i, F_N])
+            _request(sm, i, bounded(rc, k - slots[i, F_N]))
         else:
             n_cont += 1
     deficit = rc.groups - c[C_GROUPS] - n_comm
@@ -190,7 +197,7 @@ def plan_round(sm, rc):
         return True  # enough groups are certain: in-progress prompts wait
     for i in range(c[C_OPEN]):  # 2) continues
         if not (slots[i, F_DEL] or slots[i, F_COMM]):
-            _request(sm, i, held_request(sm, rc, i))
+            _request(sm, i, bounded(rc, held_request(sm, rc, i)))
     if yield_mode:  # 3) probes: as many as the deficit (or the budget) calls for
         want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont)
         if rc.overprovision != 1.0:  # off by default: the golden rounds stay bit-identical
@@ -275,8 +282,7 @@ def offer(sm, rc, plan):
     the driver fills F_KEY and its own fields."""
     c, k = sm.cnt, rc.k
     first = k if plan[0] == COMMIT else next_request(0, 0, k, plan, rc.probe, rc.increment)
-    if rc.max_inflight > 0:  # streaming's bound on rollouts in flight per prompt
-        first = min(first, rc.max_inflight)
+    first = bounded(rc, first)
     if c[C_OPEN] >= sm.slots.shape[0] and c[C_LIVE] < c[C_OPEN]:
         compact(sm)  # make room: drop the decided slots now
     j = c[C_OPEN]

@@ -108,6 +108,8 @@ class StreamSara:
     def __init__(self, col, live, capacity, boundary="carry"):
         if col.budget is not None:
             raise ParameterError("--schedule", "stream collects a fixed yield (groups), no budget")
+        if col.rc.overprovision != 1.0:
+            raise ParameterError("overprovision", "over-provisions rounds; a stream has none")
         col.rounds = new_rounds(64, FLY + 1)  # a fresh collector: nothing open yet
         self.col, self.live, self.capacity = col, live, capacity
         self.carry = boundary == "carry" and col.rc.carry  # in flight outlives the step

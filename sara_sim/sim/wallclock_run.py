@@ -199,6 +199,7 @@ def _step_row(res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelle
         "tokens": tokens,
         "rounds": rounds,  # nan when streamed: no rounds
         "effective": res.n_effective,
+        "prompts": res.fresh_prompts,  # pulled from the stream
         "iterations": iterations,
         "busy_slot_seconds": busy,
         "cancelled": cancelled,  # rollouts aborted in flight (in rollouts; tokens in tokens)

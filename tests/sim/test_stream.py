@@ -77,8 +77,8 @@ def test_every_step_commits_its_groups_of_k_rollouts_of_one_prompt(name, knobs, 
     assert sent == len(eng.length) and live.cancelled <= sent
 
 
-@pytest.mark.parametrize("max_inflight", [1, 0])
-def test_streamed_rollouts_per_prompt_match_exact_theory(max_inflight):
+@pytest.mark.parametrize("schedule, max_inflight", [("stream", 1), ("stream", 0), ("rounds", 1)])
+def test_rollouts_per_prompt_match_exact_theory(schedule, max_inflight):
     """max_inflight 1 (sequential) and 0 (the plan's own requests) decide on exchangeable
     outcomes: the mean rollouts per decided prompt is exact theory's, within 4 standard errors."""
     law = BetaLaw(0.7, 0.9)
@@ -86,10 +86,14 @@ def test_streamed_rollouts_per_prompt_match_exact_theory(max_inflight):
     src = OutcomeSource(law, 3, pool=20000)
     col = make_collector("sara", k=8, groups=40, seed=3, tau_low=0.3, max_inflight=max_inflight)
     col.observer = lambda d: decided.append(d.n)
-    drv = stream_driver(col, Live(SETUP, src, 3), SETUP.engine.max_num_seqs, "carry")
     stream = src.stream()
-    for _ in range(30):
-        drv.collect_step(stream)
+    if schedule == "rounds":  # a round's requests are in flight together: one per prompt
+        for _ in range(30):
+            col.collect_step(stream, src)
+    else:
+        drv = stream_driver(col, Live(SETUP, src, 3), SETUP.engine.max_num_seqs, "carry")
+        for _ in range(30):
+            drv.collect_step(stream)
     x = np.array(decided, float)
     want = plan_law(law, 8, col.plan)["rollouts_per_prompt"]
     se = x.std(ddof=1) / math.sqrt(len(x))
@@ -171,6 +175,7 @@ WC = ["wallclock", "--difficulty", "beta:0.5,0.5", "--steps", "2", "--groups", "
         (["--overprovision", "0.5"], "--overprovision"),
         (["--overprovision", "nan"], "--overprovision"),
         (["--schedule", "stream", "--strategies", "uniform"], "--strategies"),
+        (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
     ],
 )
 def test_bad_stream_input_is_one_line_naming_the_flag(capsys, extra, flag):
