@@ -71,7 +71,9 @@ def build(seed=0, history=None):
     for name in trace["strategy"].unique():
         seg = trace[trace["strategy"] == name]
         xs = np.r_[seg["t0_s"].to_numpy(), seg["t1_s"].to_numpy()[-1:]]
-        ys = np.r_[seg["running"].to_numpy(), 0.0] / cap
+        run = seg["running"].to_numpy()
+        # rounds: the engine idles after the step's last round; streamed: it runs on
+        ys = np.r_[run, run[-1] if name.endswith("(stream)") else 0.0] / cap
         ax1.step(xs, ys, where="post", label=name)
     ax1.set_xlabel("time since the step's start [s]")
     ax1.set_ylabel(f"occupancy: running / max_num_seqs ({cap}) [fraction]")
