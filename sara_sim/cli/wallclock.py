@@ -24,7 +24,10 @@ KEYS = (
     "time_utilisation", "median_rounds", "cancelled_per_effective_group", "cancelled_token_share",
     "steps", "effective_groups", "trace_step", "step_occupancy",
 )  # fmt: skip
-STREAMED = ("ds", "ds-verl3n", "sara", "sara-eb", "sara-auto", "sara-history")
+# what sim/stream.py drives: DS's family, and SARA's collectors without a selector in front
+STREAMED = tuple(
+    n for n in names("collector") if row(n).family in ("dynamic-sampling", "sara", "sara-history")
+)
 
 
 def _setup(args):

@@ -189,3 +189,15 @@ def test_the_cli_streams(capsys):
     assert main([*WC, "--schedule", "stream", "--strategies", "sara", "--max-num-seqs", "32"]) == 0
     out = capsys.readouterr().out
     assert "streamed (carry)" in out and out.count("\nsara ") == 1
+
+
+@pytest.mark.parametrize(
+    "knob, value",
+    [("overprovision", 0.5), ("overprovision", math.nan), ("overprovision", "2"),
+     ("max_inflight", -1), ("max_inflight", 1.5), ("max_inflight", True)],
+)  # fmt: skip
+def test_make_collector_refuses_a_bad_schedule_knob(knob, value):
+    from sara_sim.core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=knob):
+        make_collector("sara", k=8, groups=4, **{knob: value})
