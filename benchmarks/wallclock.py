@@ -14,7 +14,9 @@ Every strategy sees the same prompt stream (seeded).  Printed:
    rollouts per effective group, share of today's rollout saving over DS kept), beside exact
    theory's rollouts per effective group for sara's plan (over-provisioning changes no plan);
 4. in-flight overshoot: streamed sara with max_inflight 1, 2, 4, 8 and 0 (the plan's requests):
-   completed rollouts per decided prompt vs exact theory, aborted rollouts and tokens.
+   completed rollouts per decided prompt vs exact theory, aborted rollouts and tokens;
+5. streamed with boundary "abort" (what is in flight at a step's end is aborted, fresh prompts
+   only as the missing groups call for): the same ratios, the price of strict policy versions.
 The output is committed as benchmarks/wallclock.out.txt.
 """
 
@@ -168,6 +170,21 @@ def overshoot(law, setup, args):
     print("   flight (abandonment, m > 1), per decided prompt; abort tok: their share of tokens")
 
 
+def strict(law, setup, args):
+    """Section 5: streamed, every step's in-flight rollouts aborted at its end."""
+    kw = {"k": K, "groups": args.groups, "steps": args.steps, "seed": args.seed}
+    out = {s: run_strategy(law, s, setup, schedule="stream", boundary="abort", **kw)
+           for s in ("ds", *SARAS)}  # fmt: skip
+    ds = out["ds"]
+    print('\n5. streamed, boundary "abort": ratios to DS streamed the same way')
+    print(f"{'strategy':<14}{'wall/eff s':>11}{'wall/ds':>9}{'tok/ds':>8}{'t.util':>7}{'abort':>7}")
+    for s, r in out.items():
+        w = r["wall_per_effective_group_s"] / ds["wall_per_effective_group_s"]
+        t = r["tokens_per_effective_group"] / ds["tokens_per_effective_group"]
+        print(f"{s:<14}{r['wall_per_effective_group_s']:>11.4f}{w:>9.3f}{t:>8.3f}"
+              f"{r['time_utilisation']:>7.2f}{r['cancelled_token_share']:>7.3f}")  # fmt: skip
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40)
@@ -188,6 +205,7 @@ def main():
     goals(out)
     fewer_rounds(law, setup, args, out)
     overshoot(law, setup, args)
+    strict(law, setup, args)
 
 
 if __name__ == "__main__":
