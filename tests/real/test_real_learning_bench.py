@@ -25,9 +25,9 @@ def _bench():
 def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys):
     import pandas as pd
 
-    import real.train
+    import real.sampling.build
 
-    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     bench = _bench()
     out = tmp_path / "bench"
     argv = ["--allocators", "uniform,ds,sara,sara-history", "--k", "4", "--seeds", "0",
@@ -94,9 +94,9 @@ def test_two_paired_seeds_end_to_end_print_the_verdicts(
     """The claims pipeline at toy size — 2 seeds chosen up front, 2 steps, ds and sara on the same
     seeds — down to its verdict lines; --summary prints the same lines from the table alone. What
     the verdicts say is the committed run's business, not this test's."""
-    import real.train
+    import real.sampling.build
 
-    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     bench, out = _bench(), tmp_path / "claims"
     argv = ["--allocators", "ds,sara", "--k", "4", "--seeds", "3,5", "--steps", "2",
             "--groups", "3", "--eval-every", "1", "--eval-problems", "16", "--task-size", "32",
@@ -151,8 +151,8 @@ def test_graded_curriculum_targets():
 
     import numpy as np
 
+    from real.models.tiny import FORMAT_VERSION, TinySettings, graded_q, near_miss, sft_target
     from real.tasks.arithmetic import ArithmeticTask
-    from real.tiny import FORMAT_VERSION, TinySettings, graded_q, near_miss, sft_target
 
     s, task = TinySettings.graded(), ArithmeticTask(seed=0)
     probs = [task.problem(u) for u in range(4000)]
@@ -176,7 +176,7 @@ def test_each_task_starts_from_its_own_tiny_model(tmp_path):
     the tests' model with --test-model), and the meta file names it by its cache key."""
     from argparse import Namespace
 
-    from real.tiny import STAMP, TinySettings
+    from real.models.tiny import STAMP, TinySettings
 
     bench = _bench()
     pick = [bench.start_settings(Namespace(task=t, test_model=m)) for t, m in

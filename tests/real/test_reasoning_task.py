@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import real.tasks.reasoning as rt
-from real import tiny_sample, tiny_targets
+from real.models import tiny_sample, tiny_targets
+from real.models.tiny import TinySettings, sft_target
 from real.tasks import TASKS, make_task
-from real.tiny import TinySettings, sft_target
 
 pytestmark = pytest.mark.real
 

@@ -1,0 +1,231 @@
+"""`sara-real audit`: what would SARA save on *my* model and *my* data, before I change training?
+
+    sara-real audit --engine-url http://127.0.0.1:8000 --task arithmetic --prompts 256 --k 8 \\
+        --passes 2 --out runs/audit
+
+Samples k rollouts for each of P prompts (E passes; optionally `--train-steps S` GRPO steps
+between passes, off by default), writes `history.csv` in `sara-sim`'s `history:` format
+(prompt_id, epoch, correct, samples) plus the completion tokens of passing and failing rollouts,
+and prints (and writes to `audit.json`) what each allocator would cost on that model:
+
+* DS (verl dynamic sampling) and SARA at each tau_low: rollouts and tokens per effective group,
+  exact theory (`sara_sim.core.theory`) for the recorded law — the same numbers as
+  `sara-sim theory --difficulty history:OUT/history.csv --k K --tau-low T`;
+* the best tau_low (`theory.best_tau`) and the Bayes-optimal stopping policy
+  (`sara_sim.core.optimal.bayes_optimal`) for that law;
+* with E >= 2, the history-informed strategies replayed on the recorded passes
+  (`sara_sim.sim.replay`);
+* percentile bootstrap intervals over prompts (each plan fixed, re-evaluated on resampled prompts);
+* the settings it recommends.
+
+The numbers come from `real/app/audit_theory.py`; this module checks the arguments, samples and
+writes the files."""
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from real.app.audit_theory import TAU_GRID, analyze, format_report
+from real.app.checks import check_task_files
+from real.app.run import train
+from real.base.config import Config, check_seed
+from real.base.validate import check_ints
+from real.io.runfolder import check_writable
+from real.models.resolve import resolve_model
+from real.sampling import engine as _engine  # the module: a test may swap Engine in it
+from real.sampling.client import ServerEngine
+from real.sampling.served import parse_urls
+from real.tasks import RewardGuard, make_task
+from sara_sim.core.errors import ParameterError, check_float, check_int, check_k, finite_or_none
+from sara_sim.core.files import append_bytes, atomic_write, dumps_json
+
+# ------------------------------------------------------------------ checks (before any engine)
+
+
+def check_audit_args(a) -> None:
+    check_task_files(a.task, a.task_path)
+    check_k(a.k, "--k")
+    check_ints(a, prompts=1, passes=1, train_steps=0, bootstrap=0, batch=1)
+    check_seed(a.seed)
+    if a.max_tokens is not None:
+        check_int(a.max_tokens, "--max-tokens", 1)
+    check_float(a.temperature, "--temperature", 0.0, lo_open=True)
+    parse_taus(a.tau_grid)
+    if a.engine_url:
+        parse_urls(a.engine_url)
+    if a.model is not None:
+        resolve_model(a.model, build=False)
+    out = Path(a.out)
+    check_writable(out, "--out")
+    # audit.json is written last and atomically: it is there only when an audit finished; the
+    # history.csv of an audit that stopped before (a full disk, a kill) does not block a rerun
+    if (out / "audit.json").exists() and not a.overwrite:
+        raise ParameterError("--out", f"{out} already holds an audit; pass --overwrite to redo it")
+
+
+def parse_taus(text) -> list[float]:
+    try:
+        taus = [float(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(
+            "--tau-grid", f"must be comma-separated numbers, got {text!r}"
+        ) from None
+    if not taus or not all(0.0 <= t <= 1.0 for t in taus):
+        raise ParameterError("--tau-grid", f"each tau_low must be in [0, 1], got {text!r}")
+    return taus
+
+
+# ------------------------------------------------------------------ sampling
+
+
+def sample_pass(engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch,
+                bar=None) -> list[dict]:  # fmt: skip
+    """k rollouts of prompts 0..P-1 -> one history row each (with token sums per outcome)."""
+    bases = np.random.default_rng([seed, 0xA0D1, epoch]).integers(0, 2**31 - 1 - k, n_prompts)
+    rows = []
+    for lo in range(0, n_prompts, batch):
+        ids = range(lo, min(lo + batch, n_prompts))
+        probs = [task.problem(i) for i in ids]
+        res = engine.generate(
+            [p.prompt for p in probs],
+            [k] * len(probs),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seeds=[(bases[i] + np.arange(k)).tolist() for i in ids],  # one request per prompt
+        )
+        for i, p, r in zip(ids, probs, res, strict=True):
+            rewards = [guard(c.text, p) for c in r.completions]
+            toks = [c.n_tokens for c in r.completions]
+            rows.append(
+                {
+                    "prompt_id": i,
+                    "epoch": epoch,
+                    "correct": int(sum(rewards)),
+                    "samples": len(rewards),
+                    "pass_tokens": int(sum(t for t, w in zip(toks, rewards) if w)),
+                    "fail_tokens": int(sum(t for t, w in zip(toks, rewards) if not w)),
+                }
+            )
+        if bar is not None:
+            bar.update(len(probs))
+    return rows
+
+
+def append_rows(path: Path, rows: list[dict]) -> None:
+    """Append a pass to history.csv and fsync: a crash keeps every finished pass (a failed write
+    is cut back off: `sara_sim.core.files.append_bytes`)."""
+    import pandas as pd
+
+    new = not path.exists()
+    append_bytes(path, pd.DataFrame(rows).to_csv(header=new, index=False).encode())
+
+
+# ------------------------------------------------------------------ the command
+
+
+def cmd_audit(a) -> int:
+    return run_audit(a)
+
+
+def run_audit(a, engine=None) -> int:
+    """The audit of the module docstring; `engine` (tests) replaces the one `a` describes."""
+    import pandas as pd
+
+    check_audit_args(a)
+    opts = {"path": a.task_path} if a.task_path else {}
+    task = make_task(a.task, seed=a.seed, **opts)
+    if task.size is not None and a.prompts > task.size:
+        raise ParameterError("--prompts", f"the task has {task.size} prompts, asked {a.prompts}")
+    model_dir = None if a.engine_url and a.model is None else resolve_model(a.model, a.progress)
+    if engine is not None:
+        pass
+    elif a.engine_url:
+        engine = ServerEngine(a.engine_url, model=model_dir)
+    else:
+        engine = _engine.Engine(model_dir, seed=a.seed)
+    max_tokens = a.max_tokens or task.max_tokens
+    engine.check_fits([task.problem(i).prompt for i in range(min(a.prompts, 256))], max_tokens)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    hist = out / "history.csv"
+    if hist.exists() and not (out / "audit.json").exists():
+        print(f"note: {out} holds an unfinished audit (no audit.json): redone", file=sys.stderr)
+    for f in (out / "audit.json", hist):  # never an old audit.json beside a new history
+        f.unlink(missing_ok=True)
+    guard = RewardGuard(task.reward)
+    bar = None
+    if a.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=a.prompts * a.passes, desc="audit", unit="prompt")
+    for epoch in range(a.passes):
+        if epoch and a.train_steps:
+            train_between(a, engine, model_dir or engine.model, epoch)
+        rows = sample_pass(engine, task, guard, a.k, epoch, a.prompts, seed=a.seed,
+                           max_tokens=max_tokens, temperature=a.temperature, batch=a.batch,
+                           bar=bar)  # fmt: skip
+        append_rows(hist, rows)
+    if bar:
+        bar.close()
+    frame = pd.read_csv(hist)
+    res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed)
+    res |= {"task": a.task, "reward_errors": guard.errors, "engine_url": a.engine_url}
+    res = finite_or_none(res)
+    atomic_write(out / "audit.json", dumps_json(res))
+    print(format_report(res))
+    print(f"wrote {hist} and {out / 'audit.json'}")
+    return 0
+
+
+def train_between(a, engine, model_dir, epoch) -> None:
+    """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
+    cfg = Config(
+        model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
+        groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,
+        out=str(Path(a.out) / "train"), resume=epoch > 1, overwrite=epoch == 1,
+        eval_every=10**6, eval_problems=16, eval_samples=2, max_tokens=a.max_tokens,
+        temperature=a.temperature, progress=False, engine_url=a.engine_url,
+    )  # fmt: skip
+    train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
+
+
+@dataclass
+class AuditConfig:
+    """`sara-real audit`: what each allocator would cost on a model (one flag per field)."""
+
+    engine_url: str | None = None
+    """running vLLM server(s) URL[,URL...]"""
+    model: str | None = None
+    """model dir (in-process engine without a URL)"""
+    task: str = "arithmetic"
+    """arithmetic | countdown | math"""
+    task_path: str | None = None
+    """JSONL file for --task math"""
+    prompts: int = 256
+    """prompts sampled per pass"""
+    k: int = 8
+    """rollouts per prompt (the group size)"""
+    passes: int = 1
+    """passes over the prompts (epochs)"""
+    train_steps: int = 0
+    """GRPO steps between passes (off)"""
+    tau_grid: str = ",".join(f"{t:g}" for t in TAU_GRID)
+    """tau_low list"""
+    bootstrap: int = 200
+    """bootstrap resamples over prompts"""
+    batch: int = 64
+    """prompts per engine call"""
+    max_tokens: int | None = None
+    """completion budget"""
+    temperature: float = 1.0
+    """sampling temperature"""
+    seed: int = 0
+    """seeds the prompts and every rollout's sampling"""
+    out: str = "runs/audit"
+    """folder for history.csv and audit.json"""
+    overwrite: bool = False
+    """redo an audit already in --out"""
+    progress: bool = True
+    """progress bar"""

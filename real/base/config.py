@@ -1,0 +1,300 @@
+"""One run's settings: `Config` with its GRPO and allocator sections, and the one place `real/`
+builds a collector from them.
+
+Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
+the flags, their help and defaults from these fields and their docstrings), so a default is written
+once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr`, `--tau-low` is
+`Config.alloc.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested);
+`Config.from_dict` also reads the flat dicts written before the sections existed.
+
+Light on purpose (no torch, no vllm): the CLI imports it before any argument is checked.
+
+>>> cfg = Config.from_dict({"allocator": "sara", "lr": 5e-4, "tau_low": 0.3})  # flat, as of old
+>>> cfg.grpo.lr, cfg.alloc.tau_low, cfg.grpo.eps_high
+(0.0005, 0.3, 0.28)
+>>> from dataclasses import asdict
+>>> Config.from_dict(asdict(cfg)) == cfg  # nested, as written now
+True
+"""
+
+from dataclasses import dataclass, field, fields
+
+from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
+
+_DS = DSParams()
+# real/train/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
+ESTIMATORS = ("grpo", "dr-grpo", "rloo", "reinforce++")
+# the estimators TRL's GRPOTrainer computes itself (scale_rewards "group" / "none"): its "batch"
+# still subtracts the group mean, so neither RLOO nor REINFORCE++ can be asked of it
+TRL_ESTIMATORS = ("grpo", "dr-grpo")
+
+
+@dataclass
+class GRPOConfig:
+    """The optimisation (real/train/grpo.py; mapped onto TRL's GRPOConfig by real/trl/run.py)."""
+
+    lr: float = 1e-4
+    """AdamW learning rate (tiny model: 1e-3 collapses it, 1e-4 improves it)"""
+    betas: tuple[float, float] = (0.9, 0.99)
+    """AdamW betas B1,B2"""
+    weight_decay: float = 0.0
+    """AdamW weight decay"""
+    eps_low: float = 0.2
+    """PPO clip below"""
+    eps_high: float = 0.28
+    """PPO clip above (clip-higher; = eps_low for symmetric)"""
+    kl_coef: float = 0.0
+    """KL to the initial policy (off)"""
+    std_norm: bool = True
+    """grpo: group advantages divided by std (off = dr-grpo)"""
+    estimator: str = "grpo"
+    """advantage: grpo | dr-grpo | rloo | reinforce++ (real/train/grpo.py; README: effective)"""
+    max_grad_norm: float = 1.0
+    """gradient clipping"""
+    old_logprobs: str = "engine"
+    """engine | recompute (see grpo.py)"""
+    epochs: int = 1
+    """passes over each step's batch"""
+    minibatches: int = 2
+    """optimizer updates per pass"""
+    micro_batch: int = 0
+    """sequences per forward/backward (gradient accumulation); 0 = all"""
+    bf16_autocast: bool = False
+    """bf16 autocast in torch forward passes (GPU)"""
+
+    def __post_init__(self):
+        # here, not in real/app/checks.py: every Config (CLI, benchmark, a resumed run's file)
+        # meets it
+        from sara_sim.core.errors import ParameterError
+
+        if self.estimator not in ESTIMATORS:
+            raise ParameterError(
+                "--estimator", f"must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}"
+            )
+        if not self.std_norm and self.estimator != "grpo":
+            raise ParameterError(
+                "--no-std", f"applies to --estimator grpo only, not {self.estimator}"
+            )
+
+
+@dataclass
+class AllocatorConfig:
+    """The allocator's own settings (sara_sim.collect.allocator.make_collector and the history /
+    selector objects it runs with; defaults from sara_sim.core.registry); a setting the chosen
+    allocator does not use is ignored."""
+
+    tau_low: float = SARA.tau_low
+    """SARA abandonment threshold on p_eff"""
+    tau_high: float | None = SARA.tau_high
+    """optional early-commit threshold (off)"""
+    prior: tuple[float, float] = SARA.prior
+    """SARA Beta prior (sara-eb/auto fit theirs)"""
+    capacity: int | None = SARA.capacity
+    """rollouts per round (default groups * k)"""
+    probe: int = SARA.probe
+    """sara: rollouts of a fresh prompt's first round, in [0, k] (0 = the plan's own)"""
+    increment: int = SARA.increment
+    """sara: rollouts per later round of a prompt, in [0, k] (0 = the plan's own)"""
+    max_rounds: int = SARA.max_rounds
+    """sara: rounds per step before the step ends short (reported as capped)"""
+    eb_window: int = SARA.eb_window
+    """sara-eb/auto/history: steps of decided prompts the empirical-Bayes prior is fitted on"""
+    gen_batch_size: int | None = _DS.gen_batch_size
+    """DS prompts per generation batch (default groups)"""
+    max_num_gen_batches: int = _DS.max_num_gen_batches
+    """DS cap on generation batches per step"""
+    rule: str = HISTORY.rule
+    """history allocators: price (Bayes-optimal at the running cost) | tau (tau_low rule)"""
+    rho: float = HISTORY.rho
+    """history allocators: evidence kept per epoch of age, in (0, 1]"""
+    kappa: float = HISTORY.kappa
+    """history allocators: pull toward the population prior, > 0"""
+    explore: float = HISTORY.explore
+    """history allocators: chance a skip is overridden, in [0, 1]"""
+    max_skip: int = HISTORY.max_skip
+    """history allocators: skips in a row before a prompt must be probed"""
+    selector_ratio: float = HISTORY.ratio
+    """sara-mopps/dps: candidates pulled per prompt probed, >= 1"""
+    selector_target: float = 0.5
+    """sara-mopps: the success rate candidates are ranked toward, in [0, 1]"""
+
+
+SECTIONS = {"grpo": GRPOConfig, "alloc": AllocatorConfig}
+SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
+
+
+def check_seed(value, flag: str = "--seed") -> int:
+    """A seed in [0, SEED_MAX], or a ParameterError naming `flag` and the range."""
+    from sara_sim.core.errors import check_int
+
+    return check_int(value, flag, 0, SEED_MAX)
+
+
+# A field whose flag is not --<name> (kept from earlier releases); booleans that default to True
+# are switched off by --no-<name>.
+FLAG_NAMES = {"std_norm": "--no-std"}
+
+
+def flag_of(name: str, default=None) -> str:
+    """The `sara-real` flag of a Config field (real/app/cli.py declares them so).
+
+    >>> flag_of("tau_low"), flag_of("std_norm", True), flag_of("progress", True)
+    ('--tau-low', '--no-std', '--no-progress')
+    """
+    if name in FLAG_NAMES:
+        return FLAG_NAMES[name]
+    return ("--no-" if default is True else "--") + name.replace("_", "-")
+
+
+@dataclass
+class Config:
+    """One run; each leaf field is a `sara-real validate` flag (dashes for underscores)."""
+
+    model: str | None = None
+    """HF-format model dir or cached hub id; None = the tiny default"""
+    task: str = "arithmetic"
+    """arithmetic | countdown | math"""
+    task_path: str | None = None
+    """JSONL file for the math task (default: the shipped sample)"""
+    eval_path: str | None = None
+    """JSONL held-out set for the math task (default: every 5th row of task_path)"""
+    allocator: str = "sara"
+    """one of real.base.validate.ALLOCATORS"""
+    task_size: int | None = None
+    """arithmetic, countdown: a finite pool of N training problems (history allocators need one)"""
+    k: int = 8
+    """rollouts per group"""
+    groups: int = 16
+    """effective groups per step (fixed yield; uniform: groups per step)"""
+    steps: int = 20
+    """optimizer steps"""
+    seed: int = 0
+    """seeds the prompt stream, every rollout's sampling and minibatch order"""
+    out: str = "runs/validate"
+    """run directory: metrics.jsonl, summary.json, checkpoint.pt"""
+    resume: bool = False
+    """continue from out/checkpoint.pt"""
+    overwrite: bool = False
+    """start over in an out dir that already holds a run"""
+    max_tokens: int | None = None
+    """completion budget (default: the task's)"""
+    temperature: float = 1.0
+    """sampling temperature (training and evaluation)"""
+    eval_every: int = 5
+    """held-out evaluation every E steps (and after the last)"""
+    eval_samples: int = 4
+    """samples per held-out problem (pass@1 = mean success)"""
+    eval_problems: int | None = 64
+    """held-out problems used (none = all of the task's held-out set)"""
+    ckpt_every: int = 1
+    """checkpoint every C steps (and after the last)"""
+    dtype: str = "float32"
+    """engine dtype (torch keeps float32 master weights)"""
+    max_model_len: int | None = None
+    """engine context (default: the model's)"""
+    gpu_memory_utilization: float | None = None
+    """engine's GPU share (colocated training: ~0.3)"""
+    device: str = "auto"
+    """torch device for training: auto = cuda if available, else cpu"""
+    grad_checkpointing: bool = False
+    """recompute activations in backward (long GPU sequences)"""
+    progress: bool = True
+    """progress bar"""
+    force: bool = False
+    """run a request beyond this machine's memory bound (real.app.checks.check_memory)"""
+    engine_url: str | None = None
+    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
+    trainer: str = "native"
+    """native (real/train/grpo.py) | trl (TRL's GRPOTrainer via real/trl/adapter.py; .[trl])"""
+    task_seed: int | None = None
+    """seeds the task's problems and held-out set (default: --seed; fix it: one dataset)"""
+    eval_size: int | None = None
+    """held-out problems the arithmetic/countdown task generates (default: the task's 64)"""
+    audit_abandoned: int = 0
+    """abandoned prompts per step completed off-budget to count false abandons (0 = off)"""
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    """GRPO settings"""
+    alloc: AllocatorConfig = field(default_factory=AllocatorConfig)
+    """allocator settings"""
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        """A Config from `asdict(config)` (nested) or a flat {leaf name: value} dict (CLI
+        arguments; config.json of runs written before the sections); missing settings take
+        their defaults, JSON lists become tuples, an unknown name is a ValueError."""
+        d = dict(d)
+        parts = {}
+        for name, cls_ in SECTIONS.items():
+            sub = dict(d.pop(name, None) or {})
+            for f in fields(cls_):
+                if f.name in d:
+                    sub[f.name] = d.pop(f.name)
+            parts[name] = cls_(**_tuples(cls_, sub))
+        unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown settings {', '.join(unknown)}")
+        return cls(**_tuples(cls, d), **parts)
+
+    def flat(self) -> dict:
+        """{leaf name: value} over the top level and every section (names are unique)."""
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out.update(flat_fields(v) if f.name in SECTIONS else {f.name: v})
+        return out
+
+
+def flat_fields(obj) -> dict:
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+def _tuples(cls, d: dict) -> dict:
+    """JSON has no tuples: a list for a tuple-typed field (prior, betas) becomes one again."""
+    kinds = {f.name: f.type for f in fields(cls)}
+    return {
+        k: tuple(v) if isinstance(v, list) and "tuple" in str(kinds.get(k)) else v
+        for k, v in d.items()
+    }
+
+
+# ---------------------------------------------------------------- the run's collector
+
+# The history allocators learn from revisits: their stream ids are epoch * size + index.
+INFORMED = names("real", needs_history=True)
+# Where a history / selector object names a setting differently from AllocatorConfig.
+_RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
+
+
+def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, seed: int,
+                    epoch_size: int | None = None):  # fmt: skip
+    """The collector of one run: the one place `real/` calls `make_collector`. History
+    allocators need `epoch_size` (the finite task's size). A bad setting is a ParameterError
+    naming the AllocatorConfig field (check_config turns it into its flag).
+
+    >>> col = build_collector("sara", AllocatorConfig(probe=2), k=8, groups=4, seed=0)
+    >>> col.probe, col.tau_low
+    (2, 0.2)
+    """
+    from sara_sim.collect.allocator import make_collector
+    from sara_sim.core.errors import ParameterError, check_int
+
+    opts = {f.name: getattr(alloc, f.name) for f in fields(alloc)}
+    history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
+    ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")
+    try:
+        if row(name).family == "peer-select":  # the peer recipe's posterior and ratio
+            opts["epoch_size"] = check_int(epoch_size, "epoch_size", 1)
+        elif name in INFORMED:  # the history (and selector) make_collector would build, ours set
+            from sara_sim.collect.selectors import Selector
+            from sara_sim.core.informed import PromptHistory
+
+            size = check_int(epoch_size, "epoch_size", 1)
+            opts |= {"epoch_size": size, "rule": rule}
+            opts["history"] = PromptHistory.for_integer_stream(size, seed, **history)
+            if name != "sara-history":
+                kind = name.split("-")[1]
+                opts["selector"] = Selector(kind, ratio=ratio, target=target, seed=seed)
+        return make_collector(name, k=k, groups=groups, seed=seed, **opts)
+    except ParameterError as e:  # name the AllocatorConfig field, whoever checked it
+        message = str(e)[len(e.parameter) + 2 :]
+        raise ParameterError(_RENAMED.get(e.parameter, e.parameter), message) from None

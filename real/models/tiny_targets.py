@@ -1,0 +1,51 @@
+"""The SFT targets of the tiny models' curricula (`real.models.tiny.TinySettings.curriculum`).
+
+"exact": the right answer. "graded": right with probability `graded_q(problem)`, else a near miss,
+so the model learns the answer *and* a hedge that GRPO can sharpen within minutes. "reasoning":
+the graded hedge acted out as a scratchpad (`real.tasks.reasoning`): unsure traces recheck and
+run 3-6 times longer before their near miss — the failing-is-longer regime of issue 19's token
+claim. Every target is a pure function of (seed, uid), so a build stays deterministic."""
+
+import numpy as np
+
+
+def graded_q(p) -> float:
+    """P(the graded SFT target is right): 0.9 for 1-digit sums, lower with digits and carries.
+
+    >>> from real.tasks.base import Problem
+    >>> graded_q(Problem("3+4=", "7", {"op": "+", "digits": 2, "carries": 0}))
+    0.95
+    >>> round(graded_q(Problem("99+1=", "100", {"op": "+", "digits": 3, "carries": 2})), 2)
+    0.5
+    """
+    m = p.meta
+    if m["op"] == "+":
+        q = 0.95 - 0.15 * (m["digits"] - 2) - 0.15 * m["carries"]
+    else:
+        q = 0.6 - 0.2 * (m["digits"] - 2)
+    return max(0.1, q)
+
+
+def near_miss(answer: str) -> str:
+    """The right answer with its last digit said twice: every digit right, then no stop.
+
+    The whole difference is one token — <eos> or one more digit after the last one — so the hedge
+    lives in one decision that GRPO can move for every problem at once, and the digits' own
+    training is untouched by the wrong targets.
+
+    >>> near_miss("522"), near_miss("7")
+    ('5222', '77')
+    """
+    return answer + answer[-1]
+
+
+def sft_target(p, s, uid: int) -> str:
+    """The SFT target of problem `p` (training id `uid`) under settings `s`."""
+    if s.curriculum == "exact":
+        return p.answer
+    rng = np.random.default_rng([s.seed, 0x9AD, int(uid)])
+    if s.curriculum == "reasoning":
+        from real.tasks.reasoning import sft_trace
+
+        return sft_trace(p, graded_q(p), rng)
+    return p.answer if rng.random() < graded_q(p) else near_miss(p.answer)

@@ -1,0 +1,226 @@
+"""One training step's collection: the core allocator decides, the vLLM engine samples.
+
+`sara_sim.collect.allocator` collectors are pure state machines: each round they hand us a list of
+requests (prompt id, n more rollouts, visit) and want n binary rewards back per request. Here one
+round is one batched `Engine.generate` call. Because a group's rollouts span several rounds — and,
+for committed groups carried over, several steps — `RolloutPool` keeps every visit's completions
+(once, keyed by `Request.visit`) in the order their rewards were returned; a committed group's GRPO
+batch is its visit's list cut to k (the collector names each group's visit: `group_visits`), and
+the rollouts of every visit the collector no longer holds are dropped after the step.
+
+Sampling seeds are drawn per request from (run seed, call counter) and run consecutively over the
+request's rollouts, so a resumed run samples what an uninterrupted one would have, independent of
+how vLLM batches the round or which engine (in-process or server) samples it."""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from real.tasks import PromptStream, RewardGuard, Task
+
+
+@dataclass
+class Sample:
+    token_ids: list[int]
+    logprobs: list[float]
+    reward: int
+
+
+@dataclass
+class Group:
+    prompt_id: int
+    prompt_token_ids: list[int]
+    samples: list[Sample]
+
+    def as_rows(self):
+        """(prompt_ids, completion_ids, old_logprobs, reward) rows for grpo.GRPO.step."""
+        return [(self.prompt_token_ids, s.token_ids, s.logprobs, s.reward) for s in self.samples]
+
+
+@dataclass
+class StepBatch:
+    groups: list[Group]
+    result: object  # the allocator's StepResult
+    tokens: int = 0  # completion tokens generated during the step (all rollouts)
+    rewards: list[int] = field(default_factory=list)  # every reward observed during the step
+    gen_s: float = 0.0  # inside the engine
+    reward_s: float = 0.0  # inside the verifiers
+    collect_s: float = 0.0  # wall time of the whole collection
+    round_s: list[float] = field(default_factory=list)  # wall time of each round
+    reward_errors: int = 0  # verifier exceptions isolated during the step
+    audited: int = 0  # abandoned prompts whose groups were completed off-budget (audit)
+    audit_mixed: int = 0  # ... of which the completed group would have been mixed
+
+    @property
+    def alloc_s(self) -> float:
+        """Time spent outside engine and verifiers: allocator decisions and bookkeeping."""
+        return max(0.0, self.collect_s - self.gen_s - self.reward_s)
+
+
+class RolloutPool:
+    """Every rollout of the visits a collector still holds, keyed by `Request.visit` (one copy:
+    the GRPO batch is cut from it). An entry is a dict: whatever the caller stores about the
+    visit's prompt, plus "samples", in the order the rewards went to the collector."""
+
+    def __init__(self):
+        self.entries: dict[int, dict] = {}
+
+    def entry(self, req, make) -> dict:
+        """The visit's entry; `make(req)` builds it (without "samples") at the first request."""
+        e = self.entries.get(req.visit)
+        if e is None:  # first round of this visit: look the prompt up once
+            e = self.entries[req.visit] = {**make(req), "samples": []}
+        return e
+
+    def claim(self, col, res, k: int, reward=lambda s: s.reward) -> list[dict]:
+        """The entries of the step's committed groups, in `res.groups` order (popped); each
+        group's first k rewards are checked against what the collector reports."""
+        out = []
+        for (pid, rewards), visit in zip(res.groups, col.group_visits, strict=True):
+            e = self.entries.pop(visit, None)
+            if e is None or len(e["samples"]) < k:
+                raise RuntimeError(f"allocator returned group {pid} without {k} rollouts")
+            if [reward(s) for s in e["samples"][:k]] != list(rewards)[:k]:
+                raise RuntimeError(f"group {pid}: rewards differ from the rollouts recorded")
+            out.append(e)
+        return out
+
+    def unheld(self, col) -> list[int]:
+        """Visits whose rollouts the collector no longer holds (abandoned, saturated, DS waste)."""
+        held = col.held_visits()
+        return [v for v in self.entries if v not in held]
+
+    def prune(self, col) -> None:
+        """Drop every unheld visit; keep in-progress prompts and carried groups."""
+        for v in self.unheld(col):
+            del self.entries[v]
+
+
+class RolloutCollector:
+    """Drives a `make_collector` object with an Engine; owns the run's rollout pool."""
+
+    def __init__(
+        self,
+        engine,
+        task: Task,
+        allocator,
+        k: int,
+        *,
+        seed: int = 0,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int | None = None,
+        audit: int = 0,
+    ):
+        self.engine, self.task, self.col, self.k = engine, task, allocator, k
+        self.audit = audit  # abandoned prompts per step to complete off-budget (0: no audit)
+        self.seed, self.temperature, self.top_p = seed, temperature, top_p
+        self.max_tokens = max_tokens or task.max_tokens
+        self.guard = RewardGuard(task.reward)
+        self.pool = RolloutPool()  # visit -> prompt id, problem, prompt_ids, samples
+        self.calls = 0  # engine calls so far: the sampling-seed counter
+        self._step: StepBatch | None = None
+
+    # ---------------------------------------------------------------- one round
+    def _new_entry(self, req) -> dict:
+        problem = self.task.problem(req.prompt_id)
+        return {"prompt_id": req.prompt_id, "problem": problem, "prompt_ids": None}
+
+    def _sample(self, requests) -> list[list[int]]:
+        t0 = time.perf_counter()
+        st = self._step
+        entries = [self.pool.entry(r, self._new_entry) for r in requests]
+        ns = [int(r.n) for r in requests]
+        # Each request's rollouts get consecutive seeds base, base + 1, ...: vLLM seeds the
+        # i-th child of an n-sample request with seed + i, so a server client sends the whole
+        # request as one HTTP call (real/sampling/client.py) and still samples exactly what n seeded
+        # single-sample requests (the in-process engine) would.
+        bases = np.random.default_rng([self.seed, 0x5A4A, self.calls]).integers(
+            0, 2**31 - 1 - max(ns, default=0), size=len(ns)
+        )
+        self.calls += 1
+        tg = time.perf_counter()
+        results = self._generate(entries, ns, bases)
+        st.gen_s += time.perf_counter() - tg
+        out = []
+        tr = time.perf_counter()
+        before = self.guard.errors
+        for entry, res in zip(entries, results, strict=True):
+            entry["prompt_ids"] = entry["prompt_ids"] or res.prompt_token_ids
+            rewards = [self.guard(c.text, entry["problem"]) for c in res.completions]
+            for c, r in zip(res.completions, rewards, strict=True):
+                entry["samples"].append(Sample(c.token_ids, c.logprobs, r))
+                st.tokens += c.n_tokens
+            st.rewards.extend(rewards)
+            out.append(rewards)
+        st.reward_errors += self.guard.errors - before
+        st.reward_s += time.perf_counter() - tr  # verifiers and the (cheap) bookkeeping above
+        st.round_s.append(time.perf_counter() - t0)
+        return out
+
+    def _generate(self, entries, ns, bases):
+        """One engine call: n_i rollouts of entry i with seeds base_i, base_i + 1, ..."""
+        return self.engine.generate(
+            [e["problem"].prompt for e in entries],
+            ns,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seeds=[(b + np.arange(n)).tolist() for b, n in zip(bases, ns, strict=True)],
+        )
+
+    # ---------------------------------------------------------------- one step
+    def collect(self, stream: PromptStream) -> StepBatch:
+        self._step = st = StepBatch(groups=[], result=None)
+        t0 = time.perf_counter()
+        res = self.col.collect_step(stream, self._sample)
+        st.collect_s = time.perf_counter() - t0
+        st.result = res
+        for e in self.pool.claim(self.col, res, self.k):
+            st.groups.append(Group(e["prompt_id"], e["prompt_ids"], e["samples"][: self.k]))
+        if self.audit and res.abandoned:
+            self._audit(st, res.abandoned)
+        self.pool.prune(self.col)
+        self._step = None
+        return st
+
+    def _audit(self, st: StepBatch, abandoned) -> None:
+        """False-abandon audit: complete a sample of this step's abandoned groups to k rollouts,
+        off-budget (not in st.tokens / rollouts, own seeds: the run samples what it would without
+        the audit), and count those that would have been mixed (0 < successes < k)."""
+        rng = np.random.default_rng([self.seed, 0xAD17, self.calls])
+        # res.abandoned names prompt ids; a stream's ids are unique within a run, so each names
+        # the one visit the collector no longer holds (skipped prompts have no rollouts)
+        entries = self.pool.entries
+        short = {entries[v]["prompt_id"]: v for v in self.pool.unheld(self.col)}
+        short = {p: v for p, v in short.items() if len(entries[v]["samples"]) < self.k}
+        pids = [p for p in abandoned if p in short]
+        pids = [pids[i] for i in sorted(rng.permutation(len(pids))[: self.audit])]
+        if not pids:
+            return
+        chosen = [entries[short[p]] for p in pids]
+        ns = [self.k - len(e["samples"]) for e in chosen]
+        results = self._generate(chosen, ns, rng.integers(0, 2**31 - 1 - self.k, size=len(ns)))
+        for e, r in zip(chosen, results, strict=True):
+            wins = sum(s.reward for s in e["samples"])
+            wins += sum(self.guard(c.text, e["problem"]) for c in r.completions)
+            st.audited += 1
+            st.audit_mixed += int(0 < wins < self.k)
+
+    def state_dict(self) -> dict:
+        return {
+            "pool": self.pool.entries,
+            "calls": self.calls,
+            "reward_errors": self.guard.errors,
+            "allocator": self.col.state_dict(),
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        pool, col = d["pool"], dict(d["allocator"])
+        if any("visit" in e for e in pool.values()):  # older checkpoints: keyed by prompt id
+            visit = {pid: e["visit"] for pid, e in pool.items()}  # ids were unique in a run
+            col.setdefault("done_visits", [visit[pid] for pid, _ in col.get("done_groups", [])])
+            pool = {e.pop("visit"): {**e, "prompt_id": pid} for pid, e in pool.items()}
+        self.pool.entries, self.calls, self.guard.errors = pool, d["calls"], d["reward_errors"]
+        self.col.load_state_dict(col)
