@@ -1,12 +1,12 @@
 """Argument checks that run before anything heavy starts, so a bad flag costs a second and one
 line (sara_sim.core.errors.ParameterError names the parameter, its value and the allowed range),
-never
-a traceback after an engine has spent minutes starting.
+never a traceback after an engine has spent minutes starting.
 
-`check_config` checks every field of a `real.base.config.Config` (its GRPO and allocator sections
-included), builds the run's task and collector (once: the run uses them), then checks resources
-and the run folder (`real/io/runfolder.py`): a request whose memory would not fit this machine is
-refused unless `--force`."""
+`check_config` checks every field of a `real.base.config.Config` (the pure checks are
+`real/base/validate.py`'s), builds the run's task and collector (once: the run uses them), then
+checks what needs the machine: the device, servers, the model, memory and the run folder
+(`real/app/resume.py`): a request whose memory would not fit this machine is refused unless
+`--force`."""
 
 import json
 import os

@@ -291,8 +291,8 @@ def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, s
             size = check_int(epoch_size, "epoch_size", 1)
             opts |= {"epoch_size": size, "rule": rule}
             opts["history"] = PromptHistory.for_integer_stream(size, seed, **history)
-            if name != "sara-history":
-                kind = name.split("-")[1]
+            kind = row(name).selector  # the registry's Selector kind (None: sara-history)
+            if kind is not None:
                 opts["selector"] = Selector(kind, ratio=ratio, target=target, seed=seed)
         return make_collector(name, k=k, groups=groups, seed=seed, **opts)
     except ParameterError as e:  # name the AllocatorConfig field, whoever checked it

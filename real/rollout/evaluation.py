@@ -2,13 +2,25 @@
 sampled `eval_samples` times with seeds fixed by (seed, tag), pass@1 = mean success
 (`real.io.runlog.pass_at_1`)."""
 
+from typing import NamedTuple
+
 from real.base.config import Config
 from real.io.runlog import pass_at_1
 
 
-def evaluate(engine, task, cfg: Config, tag: int) -> float:
-    """pass@1 on held-out problems: mean success over eval_samples samples each."""
-    return pass_at_1(eval_wins(engine, task, cfg, tag), cfg.eval_samples)
+class Evaluation(NamedTuple):
+    """One held-out evaluation: successes per problem (out of eval_samples; their spread gives
+    the eval's standard error) and pass@1, their mean success."""
+
+    wins: list[int]
+    accuracy: float
+
+
+def evaluate(engine, task, cfg: Config, tag: int) -> Evaluation:
+    """Held-out pass@1 of the engine's current weights; `tag` seeds the samples (0: the start
+    model, s: after step s), so a resumed run evaluates as the uninterrupted one did."""
+    wins = eval_wins(engine, task, cfg, tag)
+    return Evaluation(wins, pass_at_1(wins, cfg.eval_samples))
 
 
 def eval_wins(engine, task, cfg: Config, tag: int) -> list[int]:

@@ -11,7 +11,7 @@ sampling-seed counter."""
 
 import io
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (before torch / vllm)
@@ -22,17 +22,20 @@ from real.io.runlog import (
     atomic_write,
     collect_fields,
     metrics_row,
-    pass_at_1,
     read_metrics,
     summarize,
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
 from real.rollout.collect import RolloutCollector
-from real.rollout.evaluation import eval_wins
+from real.rollout.evaluation import evaluate
 from real.sampling import build  # the module: a test may swap build.make_engine
 from real.tasks import PromptStream
 from sara_sim.core.files import dumps_json
+
+# running sums over the run's steps (kept in the checkpoint)
+TOTAL_KEYS = ("rollouts", "tokens", "effective", "groups", "rounds", "abandoned", "wall_s",
+              "gen_s", "alloc_s", "reward_errors")  # fmt: skip
 
 
 def _mean(xs) -> float:
@@ -56,17 +59,55 @@ def load_policy(cfg: Config, model_dir):
     return model
 
 
+@dataclass
+class Run:
+    """Everything one run's steps read and write; the checkpoint holds what the next step needs."""
+
+    cfg: Config
+    out: Path
+    model_dir: object
+    task: object
+    model: object
+    trainer: object  # real.train.grpo.GRPO
+    engine: object
+    collector: RolloutCollector
+    stream: PromptStream
+    totals: dict = field(default_factory=lambda: dict.fromkeys(TOTAL_KEYS, 0))
+    start: int = 0  # the first step this process runs
+    eval_initial: float | None = None
+    initial_wins: list[int] | None = None  # the start model's, on the first line of a fresh run
+    bar: object = None
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.out / "metrics.jsonl"
+
+    @property
+    def ckpt_path(self) -> Path:
+        return self.out / "checkpoint.pt"
+
+
 def train_native(cfg: Config, checked, out: Path, engine=None) -> dict:
     """One run through our GRPO (`real.app.run.train` checks `cfg` and holds the folder's lock
     first); returns the summary (also OUT/summary.json)."""
-    model_dir = resolve_model(cfg.model, progress=cfg.progress)
-    metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
+    run = _setup(cfg, checked, out, engine)
+    _resume(run)
+    _evaluate_start(run)
+    _open_progress(run)
+    for step in range(run.start, cfg.steps):
+        _step(run, step)
+    if run.bar:
+        run.bar.close()
+    return _summary(run)
 
+
+def _setup(cfg: Config, checked, out: Path, engine) -> Run:
+    """Task, policy, optimizer, engine, allocator and prompt stream of a fresh run."""
+    model_dir = resolve_model(cfg.model, progress=cfg.progress)
     import torch
 
     from real.train.grpo import GRPO  # imports torch: not before the config is checked
 
-    # ---------------- setup: task, policy, optimizer, engine, allocator, stream
     torch.manual_seed(cfg.seed)  # nothing below draws from global RNGs; belt and braces
     task = checked.task
     model = load_policy(cfg, model_dir)
@@ -87,144 +128,148 @@ def train_native(cfg: Config, checked, out: Path, engine=None) -> dict:
         audit=cfg.audit_abandoned,
     )
     stream = PromptStream(task, seed=cfg.seed)
-    totals = {
-        "rollouts": 0,
-        "tokens": 0,
-        "effective": 0,
-        "groups": 0,
-        "rounds": 0,
-        "abandoned": 0,
-        "wall_s": 0.0,
-        "gen_s": 0.0,
-        "alloc_s": 0.0,
-        "reward_errors": 0,
-    }
-    start, eval_initial, saved_row = 0, None, None
+    return Run(cfg, out, model_dir, task, model, trainer, engine, rc, stream)
 
-    # ---------------- resume: restore everything the next step depends on
-    # (a --resume of a run that never completed a step has no checkpoint: it starts at 0)
-    if cfg.resume and ckpt_path.is_file():  # check_config proved it readable, same experiment
-        ck = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        model.load_state_dict(ck["model"])
-        trainer.load_state_dict(ck["trainer"])
-        rc.load_state_dict(ck["collector"])
-        stream.load_state_dict(ck["stream"])
-        totals, eval_initial, start = ck["totals"], ck["eval_initial"], ck["step"] + 1
+
+def _resume(run: Run) -> None:
+    """Restore everything the next step depends on from the checkpoint (a --resume of a run that
+    never completed a step has none: it starts at 0), or clear a fresh run's files; then drop
+    metrics lines of steps after the checkpoint (a torn last line is repaired, real.io.runlog)."""
+    import torch
+
+    saved_row = None
+    if run.cfg.resume and run.ckpt_path.is_file():  # check_config proved it readable, same run
+        ck = torch.load(run.ckpt_path, map_location="cpu", weights_only=False)
+        run.model.load_state_dict(ck["model"])
+        run.trainer.load_state_dict(ck["trainer"])
+        run.collector.load_state_dict(ck["collector"])
+        run.stream.load_state_dict(ck["stream"])
+        run.totals, run.eval_initial, run.start = ck["totals"], ck["eval_initial"], ck["step"] + 1
         saved_row = ck.get("metrics_row")
         torch.set_rng_state(ck["torch_rng"])
     else:
-        for p in (metrics_path, ckpt_path, out / "summary.json"):
+        for p in (run.metrics_path, run.ckpt_path, run.out / "summary.json"):
             p.unlink(missing_ok=True)
-    # drop lines of steps after the checkpoint; a torn last line is repaired (see real.io.runlog)
-    truncate_metrics(metrics_path, start, restore=saved_row)
-    engine.push_weights(model)  # the engine may hold another run's weights (compare)
-    initial_wins = None
-    if eval_initial is None:
-        initial_wins = eval_wins(engine, task, cfg, tag=0)
-        eval_initial = pass_at_1(initial_wins, cfg.eval_samples)
+    truncate_metrics(run.metrics_path, run.start, restore=saved_row)
 
-    bar = None
-    if cfg.progress:
+
+def _evaluate_start(run: Run) -> None:
+    """Push the policy (the engine may hold another run's weights: compare); a fresh run
+    evaluates its start model (tag 0), a resumed one kept that number in its checkpoint."""
+    run.engine.push_weights(run.model)
+    if run.eval_initial is None:
+        initial = evaluate(run.engine, run.task, run.cfg, tag=0)
+        run.eval_initial, run.initial_wins = initial.accuracy, initial.wins
+
+
+def _open_progress(run: Run) -> None:
+    if run.cfg.progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.steps, initial=start, desc=f"{cfg.allocator}", unit="step")
-    for step in range(start, cfg.steps):
-        t_step = time.perf_counter()
+        cfg = run.cfg
+        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.allocator}", unit="step")
 
-        # ---------------- collect: rounds of (allocator requests -> one engine call)
-        batch = rc.collect(stream)
+
+def _step(run: Run, step: int) -> None:
+    """One optimizer step: collect, train, sync, evaluate, log, checkpoint, progress."""
+    cfg, t_step = run.cfg, time.perf_counter()
+    batch = run.collector.collect(run.stream)  # rounds of (allocator requests -> one engine call)
+    t0 = time.perf_counter()
+    stats = run.trainer.step([g.as_rows() for g in batch.groups], seed=cfg.seed * 100003 + step)
+    train_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    run.engine.push_weights(run.model)  # the new weights into the running engine
+    sync_s = time.perf_counter() - t0
+    ev, eval_s = None, 0.0
+    if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:  # and after the last
+        t0 = time.perf_counter()
+        ev = evaluate(run.engine, run.task, cfg, tag=step + 1)
+        eval_s = time.perf_counter() - t0
+    times = {"train_s": train_s, "sync_s": sync_s, "eval_s": eval_s}
+    times["wall_s"] = time.perf_counter() - t_step
+    row = _metrics_row(run, step, batch, stats, times, ev)
+    append_metrics(run.metrics_path, row)  # fsynced before the checkpoint that covers it
+    if (step + 1) % cfg.ckpt_every == 0 or step == cfg.steps - 1:
+        _checkpoint(run, step, row)
+    if run.bar:
         res = batch.result
-
-        # ---------------- train: GRPO on this step's groups
-        t0 = time.perf_counter()
-        stats = trainer.step([g.as_rows() for g in batch.groups], seed=cfg.seed * 100003 + step)
-        train_s = time.perf_counter() - t0
-
-        # ---------------- sync: push the new weights into the running engine
-        t0 = time.perf_counter()
-        engine.push_weights(model)
-        sync_s = time.perf_counter() - t0
-
-        # ---------------- evaluate: held-out pass@1 every E steps and after the last
-        eval_acc, eval_s, wins = None, 0.0, None
-        if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
-            t0 = time.perf_counter()
-            wins = eval_wins(engine, task, cfg, tag=step + 1)
-            eval_acc = pass_at_1(wins, cfg.eval_samples)
-            eval_s = time.perf_counter() - t0
-
-        # ---------------- log: one metrics line per step (fsynced before the checkpoint)
-        wall_s = time.perf_counter() - t_step
-        n_eff = res.n_effective
-        for key, v in (
-            ("rollouts", res.rollouts),
-            ("tokens", batch.tokens),
-            ("effective", n_eff),
-            ("groups", len(batch.groups)),
-            ("rounds", res.rounds),
-            ("abandoned", len(res.abandoned)),
-            ("wall_s", wall_s),
-            ("gen_s", batch.gen_s),
-            ("alloc_s", batch.alloc_s),
-            ("reward_errors", batch.reward_errors),
-        ):
-            totals[key] += v
-        batch_rewards = [s.reward for g in batch.groups for s in g.samples]
-        values = collect_fields(
-            res,
-            tokens=batch.tokens,
-            effective=n_eff,
-            groups=len(batch.groups),
-            reward_mean=_mean(batch.rewards),
-            batch_reward_mean=_mean(batch_rewards),
+        run.bar.update(1)
+        run.bar.set_postfix(
+            r=f"{row['reward_mean']:.2f}",
+            rounds=res.rounds,
+            ro_per_eff=f"{res.rollouts / max(res.n_effective, 1):.1f}",
+            **({"eval": f"{ev.accuracy:.2f}"} if ev is not None else {}),
         )
-        times = {"gen_s": batch.gen_s, "reward_s": batch.reward_s, "alloc_s": batch.alloc_s}
-        times |= {"round_s": batch.round_s, "train_s": train_s, "sync_s": sync_s}
-        values |= times | {"eval_s": eval_s, "wall_s": wall_s}
-        values |= {"step": step, "allocator": cfg.allocator, "reward_errors": batch.reward_errors}
-        values |= {k: stats.get(k, 0.0) for k in TRAIN_KEYS}
-        values |= {f"cum_{k}": totals[k] for k in ("rollouts", "tokens", "effective")}
-        values |= {"audited": batch.audited, "audit_mixed": batch.audit_mixed}
-        first = initial_wins is not None and step == start
-        row = metrics_row(
-            values,
-            eval_wins=wins,
-            eval_samples=cfg.eval_samples,
-            initial_wins=initial_wins if first else None,
-        )
-        append_metrics(metrics_path, row)
 
-        # ---------------- checkpoint: atomically, after the line it covers
-        if (step + 1) % cfg.ckpt_every == 0 or step == cfg.steps - 1:
-            buf = io.BytesIO()
-            torch.save(
-                {
-                    "step": step,
-                    "model": model.state_dict(),
-                    "trainer": trainer.state_dict(),
-                    "collector": rc.state_dict(),
-                    "stream": stream.state_dict(),
-                    "totals": totals,
-                    "eval_initial": eval_initial,
-                    "torch_rng": torch.get_rng_state(),
-                    "config": asdict(cfg),
-                    "metrics_row": row,  # restores the line if a crash tears it after this
-                },
-                buf,
-            )
-            atomic_write(ckpt_path, buf.getvalue())
-        if bar:
-            bar.update(1)
-            bar.set_postfix(
-                r=f"{row['reward_mean']:.2f}",
-                rounds=res.rounds,
-                ro_per_eff=f"{res.rollouts / max(n_eff, 1):.1f}",
-                **({"eval": f"{eval_acc:.2f}"} if eval_acc is not None else {}),
-            )
-    if bar:
-        bar.close()
 
-    # ---------------- summary: recomputed from the metrics file, the single source of truth
-    summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
-    atomic_write(out / "summary.json", dumps_json(summary))
+def _metrics_row(run: Run, step: int, batch, stats: dict, times: dict, ev) -> dict:
+    """The step's metrics line (real.io.runlog.metrics_row), after adding the step to the
+    run's totals."""
+    res, n_eff = batch.result, batch.result.n_effective
+    for key, v in (
+        ("rollouts", res.rollouts),
+        ("tokens", batch.tokens),
+        ("effective", n_eff),
+        ("groups", len(batch.groups)),
+        ("rounds", res.rounds),
+        ("abandoned", len(res.abandoned)),
+        ("wall_s", times["wall_s"]),
+        ("gen_s", batch.gen_s),
+        ("alloc_s", batch.alloc_s),
+        ("reward_errors", batch.reward_errors),
+    ):
+        run.totals[key] += v
+    batch_rewards = [s.reward for g in batch.groups for s in g.samples]
+    values = collect_fields(
+        res,
+        tokens=batch.tokens,
+        effective=n_eff,
+        groups=len(batch.groups),
+        reward_mean=_mean(batch.rewards),
+        batch_reward_mean=_mean(batch_rewards),
+    )
+    values |= {"gen_s": batch.gen_s, "reward_s": batch.reward_s, "alloc_s": batch.alloc_s}
+    values |= {"round_s": batch.round_s, "train_s": times["train_s"], "sync_s": times["sync_s"]}
+    values |= {"eval_s": times["eval_s"], "wall_s": times["wall_s"]}
+    values |= {"step": step, "allocator": run.cfg.allocator, "reward_errors": batch.reward_errors}
+    values |= {k: stats.get(k, 0.0) for k in TRAIN_KEYS}
+    values |= {f"cum_{k}": run.totals[k] for k in ("rollouts", "tokens", "effective")}
+    values |= {"audited": batch.audited, "audit_mixed": batch.audit_mixed}
+    first = run.initial_wins is not None and step == run.start
+    return metrics_row(
+        values,
+        eval_wins=ev.wins if ev is not None else None,
+        eval_samples=run.cfg.eval_samples,
+        initial_wins=run.initial_wins if first else None,
+    )
+
+
+def _checkpoint(run: Run, step: int, row: dict) -> None:
+    """Atomically, after the metrics line it covers (a crash leaves the old or the new one)."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(
+        {
+            "step": step,
+            "model": run.model.state_dict(),
+            "trainer": run.trainer.state_dict(),
+            "collector": run.collector.state_dict(),
+            "stream": run.stream.state_dict(),
+            "totals": run.totals,
+            "eval_initial": run.eval_initial,
+            "torch_rng": torch.get_rng_state(),
+            "config": asdict(run.cfg),
+            "metrics_row": row,  # restores the line if a crash tears it after this
+        },
+        buf,
+    )
+    atomic_write(run.ckpt_path, buf.getvalue())
+
+
+def _summary(run: Run) -> dict:
+    """Recomputed from the metrics file, the single source of truth."""
+    rows = read_metrics(run.metrics_path)
+    summary = summarize(rows, asdict(run.cfg), run.eval_initial, run.model_dir)
+    atomic_write(run.out / "summary.json", dumps_json(summary))
     return summary

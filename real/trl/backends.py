@@ -167,13 +167,15 @@ def load_state(sara, ckpt_dir) -> None:
     sara.load_state_dict(torch.load(path, map_location="cpu", weights_only=False))
 
 
-def _callback_base():
+def trainer_callback():
+    """transformers' TrainerCallback, the base of our callbacks (here and in real/trl/run.py):
+    imported when a callback class is defined, not before."""
     from transformers import TrainerCallback
 
     return TrainerCallback
 
 
-class SaveCallback(_callback_base()):
+class SaveCallback(trainer_callback()):
     """Writes the adapter state into each checkpoint folder TRL has just saved (on_save runs
     after the folder is complete, on every process)."""
 

@@ -36,16 +36,16 @@ from real.io.runlog import (
     append_metrics,
     atomic_write,
     metrics_row,
-    pass_at_1,
     read_metrics,
     summarize,
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
-from real.rollout.evaluation import eval_wins
+from real.rollout.evaluation import evaluate
 from real.sampling import build  # the module: a test may swap build.make_engine
 from real.tasks import RewardGuard
 from real.trl.adapter import SaraRollout
+from real.trl.backends import trainer_callback
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import WriteError, dumps_json
 
@@ -116,8 +116,6 @@ def train_trl(cfg, checked, engine=None) -> dict:
     """Run (or resume) one run through TRL; returns the summary (also OUT/summary.json).
     Called by `real.app.run.train`, which has checked `cfg` (check_trl_config included; `checked`
     holds the task and the collector built then) and holds the run folder's lock."""
-    import os
-
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     out = Path(cfg.out)
@@ -125,25 +123,13 @@ def train_trl(cfg, checked, engine=None) -> dict:
     metrics_path = out / "metrics.jsonl"
 
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
+    from transformers import AutoModelForCausalLM
 
     torch.manual_seed(cfg.seed)
     task = checked.task
-    max_tokens = cfg.max_tokens or task.max_tokens
-    args = _grpo_args(cfg, out, max_tokens)
+    args = _grpo_args(cfg, out, cfg.max_tokens or task.max_tokens)
     ckpts = trl_checkpoints(out)[0]
-    if cfg.resume and not ckpts and (out / "checkpoint.pt").exists():
-        raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
-    resume = cfg.resume and bool(ckpts)
-    if resume:  # a checkpoint cut off mid-save: out of TRL's sight (its rotation would count it)
-        set_aside_incomplete(out)
-    if not resume:  # a fresh start (check_config refused a used --out without --overwrite)
-        shutil.rmtree(out / "trl", ignore_errors=True)
-        for p in (metrics_path, out / "summary.json", out / "eval_initial.json"):
-            p.unlink(missing_ok=True)
-        # what a --resume must match (real.app.resume.check_same_run)
-        atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1).encode())
+    resume = _prepare_folder(cfg, out, ckpts)
     guard = RewardGuard(task.reward)
     ds = _dataset(task, cfg)
     if engine is None:
@@ -152,35 +138,63 @@ def train_trl(cfg, checked, engine=None) -> dict:
         args, ds, [_reward(task, guard)], cfg.allocator, engine=engine, collector=checked.collector
     )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    tok = AutoTokenizer.from_pretrained(model_dir)
     start = checkpoint_step(ckpts[-1]) // cfg.grpo.minibatches if resume else 0
     rows = truncate_metrics(metrics_path, start, restore=saved_row(ckpts[-1]) if resume else None)
+    eval_initial, initial_wins = _initial_eval(cfg, out, engine, task, model, resume)
+    log = _RunLog(cfg, sara, engine, task, guard, metrics_path, rows)
+    log.initial_wins = initial_wins  # on the first line, as natively
+    trainer = _trainer(cfg, model, model_dir, args, ds, sara, log)
+    _train(trainer, out / "trl", str(ckpts[-1]) if resume else None)
+    summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
+    atomic_write(out / "summary.json", dumps_json(summary))
+    return summary
+
+
+def _prepare_folder(cfg, out: Path, ckpts: list[Path]) -> bool:
+    """Whether the run resumes (from the newest complete checkpoint); a fresh start clears what
+    an earlier run left (check_config refused a used --out without --overwrite) and records the
+    settings a --resume must match (real.app.resume.check_same_run)."""
+    if cfg.resume and not ckpts and (out / "checkpoint.pt").exists():
+        raise ParameterError("--resume", f"{out} holds a --trainer native run; resume it so")
+    resume = cfg.resume and bool(ckpts)
+    if resume:  # a checkpoint cut off mid-save: out of TRL's sight (its rotation would count it)
+        set_aside_incomplete(out)
+        return True
+    shutil.rmtree(out / "trl", ignore_errors=True)
+    for p in (out / "metrics.jsonl", out / "summary.json", out / "eval_initial.json"):
+        p.unlink(missing_ok=True)
+    atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1).encode())
+    return False
+
+
+def _initial_eval(cfg, out: Path, engine, task, model, resume: bool):
+    """(pass@1 of the start model, its per-problem wins or None): measured on a fresh start and
+    kept in OUT/eval_initial.json, read back on resume."""
     if resume:
-        eval_initial = json.loads((out / "eval_initial.json").read_text())["eval_initial"]
-    else:
-        engine.push_weights(model)  # the engine may hold another run's weights (compare)
-        initial_wins = eval_wins(engine, task, cfg, tag=0)
-        eval_initial = pass_at_1(initial_wins, cfg.eval_samples)
-        atomic_write(out / "eval_initial.json", json.dumps({"eval_initial": eval_initial}).encode())
-    log = _RunLog(cfg, sara, engine, task, guard, metrics_path, rows, eval_wins)
-    log.initial_wins = None if resume else initial_wins  # on the first line, as natively
+        return json.loads((out / "eval_initial.json").read_text())["eval_initial"], None
+    engine.push_weights(model)  # the engine may hold another run's weights (compare)
+    initial = evaluate(engine, task, cfg, tag=0)
+    atomic_write(out / "eval_initial.json", json.dumps({"eval_initial": initial.accuracy}).encode())
+    return initial.accuracy, initial.wins
+
+
+def _trainer(cfg, model, model_dir, args, ds, sara, log):
+    """TRL's GRPOTrainer with SARA as its rollout_func and our metrics log as a callback."""
+    from transformers import AutoTokenizer, PrinterCallback
+    from trl import GRPOTrainer
+
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=sara.reward_funcs,
         args=args,
         train_dataset=ds,
-        processing_class=tok,
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
         rollout_func=sara,
         callbacks=[sara.callback, log],
     )
     if not cfg.progress:  # TRL would print every log dict instead of the bar
-        from transformers import PrinterCallback
-
         trainer.remove_callback(PrinterCallback)
-    _train(trainer, out / "trl", str(ckpts[-1]) if resume else None)
-    summary = summarize(read_metrics(metrics_path), asdict(cfg), eval_initial, model_dir)
-    atomic_write(out / "summary.json", dumps_json(summary))
-    return summary
+    return trainer
 
 
 def _train(trainer, trl_dir: Path, resume_from) -> None:
@@ -218,19 +232,13 @@ def _log_mean(logs: list[dict], key: str) -> float:
     return float(np.mean([x.get(key, 0.0) for x in logs]))
 
 
-def _callback_base():
-    from transformers import TrainerCallback
-
-    return TrainerCallback
-
-
-class _RunLog(_callback_base()):
+class _RunLog(trainer_callback()):
     """One native-format metrics line per collection step, written when TRL logs the step's last
     optimizer update (on_log runs before on_save, so the line is on disk before the checkpoint)."""
 
-    def __init__(self, cfg, sara, engine, task, guard, path, rows, eval_wins):
+    def __init__(self, cfg, sara, engine, task, guard, path, rows):
         self.cfg, self.sara, self.engine, self.task, self.guard = cfg, sara, engine, task, guard
-        self.path, self.eval_wins, self.initial_wins = path, eval_wins, None
+        self.path, self.initial_wins = path, None
         last = rows[-1] if rows else {}
         self.cum = {k: last.get(f"cum_{k}", 0) for k in ("rollouts", "tokens", "effective")}
         self.errors_seen, self.last_row = 0, None
@@ -251,7 +259,7 @@ class _RunLog(_callback_base()):
         if (step + 1) % cfg.eval_every == 0 or step == cfg.steps - 1:
             t0 = time.perf_counter()
             self.engine.push_weights(model)
-            wins = self.eval_wins(self.engine, self.task, cfg, tag=step + 1)
+            wins = evaluate(self.engine, self.task, cfg, tag=step + 1).wins
             eval_s = time.perf_counter() - t0
         now = time.perf_counter()
         wall_s, self.t_last = now - self.t_last, now
