@@ -243,22 +243,10 @@ def _train(s: TinySettings, progress: bool):
     model, tokenizer, v = make_model(s), make_tokenizer(s.max_len), vocab()
     opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01, betas=(0.9, 0.98))
     bar = _bar(progress, s.max_steps)
-    t0, step, checks, sp = time.time(), 0, [], None
+    t0, step, checks = time.time(), 0, []
     held_out = task.eval_problems()
-    check_set = held_out[: s.check_problems]
     while True:
-        # ---- one SFT step on fresh generated problems
-        lr = s.lr * min(1.0, (step + 1) / 50)  # short warm-up: a tiny model diverges without it
-        if s.curriculum != "exact":  # noisy targets: a decaying rate fits their distribution
-            lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / s.max_steps)))
-        for g in opt.param_groups:
-            g["lr"] = lr
-        ids, labels = _batch(task, range(step * s.batch, (step + 1) * s.batch), v, torch, s)
-        loss = model(input_ids=ids, labels=labels, use_cache=False).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss = _sft_step(model, opt, task, step, v, s)
         step += 1
         elapsed = time.time() - t0
         if elapsed > s.time_cap_s:
@@ -270,22 +258,13 @@ def _train(s: TinySettings, progress: bool):
             )
         # ---- measure the spread every few steps; stop at the first point it is met
         if step % s.check_every == 0 or step >= s.max_steps:
-            wins = sample_success(
-                model, check_set, s.k, task.max_tokens, s.seed + step, task.reward, v
-            )
-            sp = spread(wins, s.k)
-            checks.append(
-                {
-                    "step": step,
-                    "elapsed_s": round(elapsed, 1),
-                    "loss": round(loss.item(), 4),
-                    **{key: sp[key] for key in ("mean_success", "mixed_fraction")},
-                }
-            )
+            sp = _check(model, task, held_out[: s.check_problems], step, v, s)
+            checks.append({"step": step, "elapsed_s": round(elapsed, 1), "loss": round(loss, 4)})
+            checks[-1].update({key: sp[key] for key in ("mean_success", "mixed_fraction")})
             if bar:
                 bar.set_postfix(
                     step=step,
-                    loss=f"{loss.item():.3f}",
+                    loss=f"{loss:.3f}",
                     mean=f"{sp['mean_success']:.2f}",
                     mixed=f"{sp['mixed_fraction']:.2f}",
                 )
@@ -296,14 +275,41 @@ def _train(s: TinySettings, progress: bool):
     train_s = time.time() - t0
     if bar:
         bar.close()
+    return model, tokenizer, _report(model, task, held_out, v, s, step, train_s, checks)
 
-    # ---- final spread on the whole held-out set with fresh samples, recorded with the model
+
+def _sft_step(model, opt, task, step: int, v, s: TinySettings) -> float:
+    """One SFT step on fresh generated problems; its loss."""
+    import torch
+
+    lr = s.lr * min(1.0, (step + 1) / 50)  # short warm-up: a tiny model diverges without it
+    if s.curriculum != "exact":  # noisy targets: a decaying rate fits their distribution
+        lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / s.max_steps)))
+    for g in opt.param_groups:
+        g["lr"] = lr
+    ids, labels = _batch(task, range(step * s.batch, (step + 1) * s.batch), v, torch, s)
+    loss = model(input_ids=ids, labels=labels, use_cache=False).loss
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss.item()
+
+
+def _check(model, task, check_set, step: int, v, s: TinySettings) -> dict:
+    """The spread of temperature-1 samples on the check problems (the stopping rule's input)."""
+    wins = sample_success(model, check_set, s.k, task.max_tokens, s.seed + step, task.reward, v)
+    return spread(wins, s.k)
+
+
+def _report(model, task, held_out, v, s: TinySettings, step: int, train_s, checks) -> dict:
+    """The final spread on the whole held-out set with fresh samples, recorded with the model."""
     lengths = []
     wins = sample_success(
         model, held_out, s.k, task.max_tokens, s.seed + 10**6, task.reward, v, lengths
     )
     final = spread(wins, s.k)
-    report = {
+    return {
         "settings": asdict(s),
         "digest": s.digest(),
         "steps": step,
@@ -316,7 +322,6 @@ def _train(s: TinySettings, progress: bool):
         "params": sum(p.numel() for p in model.parameters()),
         "threads": BUILD_THREADS,
     }
-    return model, tokenizer, report
 
 
 class TimeCapReached(RuntimeError):
