@@ -47,12 +47,7 @@ class UniformCollector(_Base):
         check_call(stream, sample)
         res = StepResult()
         n_prompts = self.groups if self.budget is None else self.budget // self.k
-        pids = []
-        for _ in range(n_prompts):
-            pid = self._pull(stream, res)
-            if pid is None:
-                break
-            pids.append(pid)
+        pids = self._pull_some(stream, res, n_prompts)
         self._whole_groups(res, pids, sample)
         return res
 
@@ -88,12 +83,7 @@ class DSCollector(_Base):
             if self.max_num_gen_batches and res.rounds >= self.max_num_gen_batches:
                 res.capped = True
                 break
-            pids = []
-            for _ in range(self.gen_batch_size):
-                pid = self._pull(stream, res)
-                if pid is None:
-                    break
-                pids.append(pid)
+            pids = self._pull_some(stream, res, self.gen_batch_size)
             if not pids:
                 break
             requests = self._requests(pids)

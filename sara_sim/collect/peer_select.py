@@ -79,12 +79,7 @@ class PeerSelectCollector(_Base):
     def collect_step(self, stream, sample):
         check_call(stream, sample)
         res = StepResult()
-        cands = []
-        for _ in range(math.ceil(self.selector.ratio * self.groups)):
-            pid = self._pull(stream, res)
-            if pid is None:
-                break
-            cands.append(pid)
+        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * self.groups))
         # the epoch argument is unused: the history reads it from the id (for_integer_stream)
         chosen, passed = self.selector.select(cands, self.groups, self.informed, epoch=0)
         res.abandoned, res.skipped = list(passed), len(passed)

@@ -57,8 +57,10 @@ def _chunks(steps, bar, n=50):
     return [(s, min(size, steps - s)) for s in range(0, steps, size)]
 
 
-class _Overflow(Exception):
-    pass
+class TableOverflow(RuntimeError):
+    """A round opened more prompts than the open-prompt table holds: raised by simulate() only
+    when its `table` keyword fixes the table's size (without it the table grows and the run is
+    redone, so the size never shows in a result)."""
 
 
 # simulate()'s keywords beyond the strategy's own parameters, with their defaults
@@ -76,6 +78,7 @@ OPTIONS = {
     "progress": False,
     "log_events": 0,
     "force": False,
+    "table": None,
 }
 
 
@@ -87,16 +90,20 @@ def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4
     ``registry.SaraParams``): tau_low, tau_high, prior, capacity, probe, increment, max_rounds;
     pool (0), tokens
     (``laws.TokenModel``), progress, log_events; any other keyword overrides a default of the
-    strategy (``strategies.default_params``)."""
+    strategy (``strategies.default_params``).  `table` (>= 0) fixes the SARA kernel's open-prompt
+    table to that size factor (64 + table x one round of probes) and raises TableOverflow when a
+    round outgrows it; the default grows it as needed.  The table's size never changes a result:
+    the keyword exists so that a test can show exactly that."""
     opts = {key: kwargs.pop(key, v) for key, v in OPTIONS.items()}
     size = dict(k=k, groups=groups, budget=budget, steps=steps, replicates=replicates, seed=seed)
     run = _checked(strategy, law, size, opts, kwargs)
-    for slots in (4, 32, 256):
+    for slots in (4, 32, 256) if run.table is None else (run.table,):
         try:
             return _simulate(run, law, slots)
-        except _Overflow:
-            continue
-    raise RuntimeError("open-prompt table overflow")  # pragma: no cover
+        except TableOverflow:
+            if run.table is not None:
+                raise
+    raise TableOverflow("open-prompt table overflow")  # pragma: no cover
 
 
 def _checked(strategy, law, size, opts, params):
@@ -125,6 +132,7 @@ def _checked(strategy, law, size, opts, params):
     if not isinstance(tokens, TokenModel):
         raise ParameterError("tokens", f"must be a laws.TokenModel, got {tokens!r}")
     log_events = err.check_int(opts["log_events"], "log_events", 0)
+    table = None if opts["table"] is None else err.check_int(opts["table"], "table", 0)
     if budget is not None:
         budget = err.check_int(budget, "--budget", k)
         if strategy not in names("kernel", fixed_budget="kernel"):
@@ -154,6 +162,7 @@ def _checked(strategy, law, size, opts, params):
         replicates=replicates, seed=seed, pool=pool, tau_low=tau_low, tau_high=tau_high,
         prior=prior, tokens=tokens, log_events=log_events, probe=probe, increment=increment,
         max_rounds=max_rounds, carry=bool(carry), prm=prm, cap=cap, progress=opts["progress"],
+        table=table,
     )  # fmt: skip
 
 
@@ -245,7 +254,7 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
         if out[..., I_OVERFLOW].any():
             if bar is not None:
                 bar.close()
-            raise _Overflow
+            raise TableOverflow(f"more than {maxo} open prompts")
         planner.end_step(eb)
         outs.append(out)
         plan_rows.append(np.repeat(planner.plans[:, None, :], n, axis=1))

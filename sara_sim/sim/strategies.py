@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaln, digamma, polygamma
 
-from ..core.difficulty import BetaLaw, fit_beta_binomial
+from ..core.difficulty import fit_beta_binomial
 from ..core.errors import ParameterError, check_float, check_int, check_prior
-from ..core.policy import CONTINUE, NO_TAU_HIGH, threshold_plan
+from ..core.optimal import prior_plan
+from ..core.policy import CONTINUE, NO_TAU_HIGH
 from ..core.registry import ROWS, names, row
 from . import peers
 from .peers import (
@@ -333,11 +334,7 @@ class SaraPlanner:
         return int(params["n_init"]) if self.name == "speed" else probe
 
     def _make_plan(self, prior):
-        if self.name == "sara-auto":
-            from ..core.optimal import bayes_optimal
-
-            return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
-        return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])
+        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior)
 
     def begin_step(self):
         if not self.adaptive:
