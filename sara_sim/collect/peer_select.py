@@ -29,8 +29,8 @@ selector's starvation guard (``max_skip``) never fires: the peers have none.
 >>> def sample(requests):
 ...     return [list(rng.random(r.n) < rate.setdefault(r.prompt_id % 32, rng.beta(0.5, 0.5)))
 ...             for r in requests]
->>> col = PeerSelectCollector("dps", k=8, groups=4, epoch_size=32)
->>> res = col.collect_step(iter(range(10**6)), sample)
+>>> collector = PeerSelectCollector("dps", k=8, groups=4, epoch_size=32)
+>>> res = collector.collect_step(iter(range(10**6)), sample)
 >>> len(res.groups), res.skipped, res.rollouts
 (4, 12, 32)
 """

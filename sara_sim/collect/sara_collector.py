@@ -1,4 +1,4 @@
-"""SARA's round-synchronous allocator (docs/design.md §2) — the collector behind sara, sara-eb,
+"""SARA's round-synchronous collector (docs/design.md §2) — the one behind sara, sara-eb,
 sara-auto and sara-history (see ``allocator.py`` for the shared interface and the peers uniform /
 ds).
 
@@ -105,7 +105,7 @@ def _restored(obj, state):
 
 
 class SaraCollector(_Base):
-    """SARA's allocator (fixed-yield: `groups`; fixed-budget: `budget`)."""
+    """SARA's collector (fixed-yield: `groups`; fixed-budget: `budget`)."""
 
     def __init__(
         self, name, *, k, groups=None, budget=None, seed=0, params=None, history=None,

@@ -209,8 +209,8 @@ def _simulate(run, law, slots):
     frame = pd.DataFrame(data.reshape(-1, N_METRICS)[:, :-1], columns=list(METRICS[:-1]))
     frame.insert(0, "step", np.tile(np.arange(steps), replicates))
     frame.insert(0, "replicate", np.repeat(np.arange(replicates), steps))
-    for key, col in extra_cols.items():
-        frame[key] = col
+    for key, column in extra_cols.items():
+        frame[key] = column
     frame.insert(0, "strategy", strategy)
     return SimResult(frame, config, events)
 
@@ -325,15 +325,15 @@ def summarize(res, blocks=10):
     u = _units(f, blocks)
     cnt = _units(f.assign(_one=1.0), blocks)["_one"]
 
-    def per_step(col):
-        return ratio_se(u[col], cnt)
+    def per_step(column):
+        return ratio_se(u[column], cnt)
 
     def ratio(a, b):
         return ratio_se(u[a], u[b])
 
     out = {"strategy": res.config["strategy"], "steps": int(res.config["steps"])}
     out["replicates"] = int(res.config["replicates"])
-    for key, col in (
+    for key, column in (
         ("rollouts_per_step", "rollouts"),
         ("tokens_per_step", "tokens"),
         ("effective_groups_per_step", "effective"),
@@ -344,7 +344,7 @@ def summarize(res, blocks=10):
         ("signal_proxy_per_step", "signal_proxy"),
         ("fresh_prompts_per_step", "fresh_prompts"),
     ):
-        out[key], out[key + "_se"] = per_step(col)
+        out[key], out[key + "_se"] = per_step(column)
     out["cost_per_effective_group"], out["cost_per_effective_group_se"] = ratio(
         "rollouts", "effective"
     )

@@ -298,7 +298,7 @@ class SaraPlanner:
         self.adaptive = name in ADAPTIVE
         self.exact_core = bool(params.get("exact_core_fit", False))
         window = _int_param(params, "eb_window", 1) if self.adaptive else 1
-        self.history = [deque(maxlen=max(window, 1)) for _ in range(replicates)]
+        self.windows = [deque(maxlen=max(window, 1)) for _ in range(replicates)]
         fixed = params.get("plan")
         if fixed is not None:  # any sequential policy given as a plan, e.g. bayes_optimal's
             plan = np.asarray(fixed, np.int64)
@@ -339,9 +339,9 @@ class SaraPlanner:
     def begin_step(self):
         if not self.adaptive:
             return
-        for r, hist in enumerate(self.history):
+        for r, window in enumerate(self.windows):
             self.step_priors[r] = self.prior
-            prior = fit_prior_counts(sum(hist), self.prior, self.exact_core) if hist else None
+            prior = fit_prior_counts(sum(window), self.prior, self.exact_core) if window else None
             if prior is None:
                 continue
             self.step_priors[r] = prior
@@ -352,5 +352,5 @@ class SaraPlanner:
 
     def end_step(self, eb):
         if self.adaptive:
-            for r, hist in enumerate(self.history):
-                hist.append(eb[r].copy())
+            for r, window in enumerate(self.windows):
+                window.append(eb[r].copy())
