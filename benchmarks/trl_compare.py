@@ -16,7 +16,7 @@ import os
 import time
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-import real._env  # noqa: F401, E402
+import real.base.env  # noqa: F401, E402
 
 # isort: split
 import numpy as np  # noqa: E402
@@ -32,8 +32,8 @@ def run(name, model_dir, ds, a, out):
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
     from trl import GRPOTrainer
 
-    from real.trl_adapter import SaraRollout
-    from real.trl_backends import cpu_grpo_config
+    from real.trl.adapter import SaraRollout
+    from real.trl.backends import cpu_grpo_config
 
     args = cpu_grpo_config(out / name, G=a.k, B=a.groups, steps=a.steps, seed=a.seed)
     kw = {}
@@ -87,8 +87,8 @@ def main(argv=None):
     import pandas as pd
     from datasets import Dataset
 
+    from real.models.tiny import build_tiny
     from real.tasks.arithmetic import ArithmeticTask
-    from real.tiny import build_tiny
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="HF model dir (default: the tiny model)")

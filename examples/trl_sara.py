@@ -15,16 +15,16 @@ import os
 import sys
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL
-import real._env  # noqa: F401, E402  (offline hub, cache folders: before torch is imported)
+import real.base.env  # noqa: F401, E402  (offline hub, cache folders: before torch is imported)
 
 # isort: split
 from datasets import Dataset  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+from real.models.tiny import build_tiny  # noqa: E402
 from real.tasks.arithmetic import ArithmeticTask, extract_integer  # noqa: E402
-from real.tiny import build_tiny  # noqa: E402
-from real.trl_adapter import SaraRollout  # noqa: E402
+from real.trl.adapter import SaraRollout  # noqa: E402
 
 
 def correct(completions, answer, **kwargs):

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from real.runlog import READER_KEYS, scan_metrics
+from real.io.runlog import READER_KEYS, scan_metrics
 
 sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
 pd.set_option("display.width", 140)
@@ -50,7 +50,7 @@ pd.set_option("display.max_columns", 30)
 T0 = time.perf_counter()
 
 # %%
-REQUIRED = list(READER_KEYS)  # the columns every metrics line has (real.runlog)
+REQUIRED = list(READER_KEYS)  # the columns every metrics line has (real.io.runlog)
 
 
 def run_folders(path):  # a run folder, or a sara-real compare folder of run folders

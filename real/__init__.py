@@ -1,6 +1,22 @@
 """The real-model half of SARA: the same allocator driving a vLLM engine inside a GRPO loop.
 
-tasks/ (verifiers) - tiny.py (offline default model) - engine.py (vLLM) - collect.py (rounds) -
-grpo.py (loss, step) - train.py (loop, checkpoints, logs) - compare.py - cli.py + flags.py
-(`sara-real`, flags from the config dataclasses).
-Heavy imports (torch, vllm) happen inside functions, after real._env has set the environment."""
+Layered subpackages; each imports only its own layer and the ones below it
+(`tests/core/test_layers.py` reads every import, lazy ones included; real/README.md, "Layout"):
+
+    base      env (process environment before torch / vllm), config (Config, its sections, the
+              collector built from them), validate (pure field checks)
+    io        runlog (metrics.jsonl, summary, lock), runfolder (the folder's files,
+              checkpoint-N naming, check_writable)
+    tasks     verifiable tasks (arithmetic, countdown, math) and the run's task
+    models    tiny (the offline default model), resolve (model resolution), logprobs (torch)
+    sampling  engine (Sampler, in-process vLLM), serve / served / client (vLLM servers),
+              build (the run's engine)
+    rollout   collect (allocator rounds -> committed groups), evaluation (held-out pass@1)
+    train     grpo (loss, step), loop (the native GRPO loop)        } siblings: neither
+    trl       adapter, backends (SARA in TRL's GRPOTrainer), run    } imports the other
+    app       checks, resume (checks that need the machine), run (one run), compare, audit,
+              audit_theory, flags, cli (`sara-real`)
+
+real/ may import sara_sim (its allocators); sara_sim never imports real. Heavy third-party
+imports (torch, vllm, transformers) happen inside functions, after real.base.env has set the
+environment, so every argument is checked before they load."""

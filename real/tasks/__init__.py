@@ -23,4 +23,24 @@ def make_task(name: str, seed: int = 0, **options) -> Task:
     raise ParameterError("--task", f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
 
 
-__all__ = ["TASKS", "Problem", "PromptStream", "RewardGuard", "Task", "make_task"]
+def task_options(cfg) -> dict:
+    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
+    opts["n_eval"] = cfg.eval_size
+    return {k: v for k, v in opts.items() if v}
+
+
+def make_run_task(cfg):
+    """The run's task: problems seeded by --task-seed (default --seed), options from cfg."""
+    seed = cfg.seed if cfg.task_seed is None else cfg.task_seed
+    return make_task(cfg.task, seed=seed, **task_options(cfg))
+
+
+__all__ = [
+    "TASKS",
+    "Problem",
+    "PromptStream",
+    "RewardGuard",
+    "Task",
+    "make_run_task",
+    "make_task",
+]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from real import checks as real_checks
+from real.base import config as real_config
+from real.base import validate as real_validate
 from sara_sim.cli import replay as cli_replay
 from sara_sim.cli.app import build_parser
 from sara_sim.collect import allocator
@@ -26,8 +27,8 @@ def test_every_list_of_names_is_a_view_of_the_registry():
     assert strategies.STRATEGIES == names("kernel")
     assert allocator.STRATEGIES == names("collector")
     assert cli_replay.REPLAY_STRATEGIES == names("replay")
-    assert real_checks.ALLOCATORS == names("real")
-    assert real_checks.INFORMED == names("real", needs_history=True)
+    assert real_validate.ALLOCATORS == names("real")
+    assert real_config.INFORMED == names("real", needs_history=True)
     assert strategies.ADAPTIVE == ("sara-eb", "sara-auto", "sara-history")
     assert len({r.name for r in registry.ROWS}) == len(registry.ROWS)
 
@@ -121,4 +122,4 @@ def test_unknown_names_list_the_choices():
     with pytest.raises(ParameterError, match="choose from uniform, ds, ds-verl3n, sara") as e:
         row("nope", "real", "--allocator")
     assert str(e.value).startswith("--allocator: unknown allocator 'nope'")
-    assert real_checks.check_allocator("sara-dps") == "sara-dps"
+    assert real_validate.check_allocator("sara-dps") == "sara-dps"

@@ -1,7 +1,7 @@
 """Collectors name the visit of every group they return (`group_visits`) and the visits whose
 rollouts they still hold (`held_visits`): a caller keeps per-rollout data by `Request.visit`
-(real/collect.py) without matching groups back by prompt id — even when one prompt id is open in
-two visits at once."""
+(real/rollout/collect.py) without matching groups back by prompt id — even when one prompt id is
+open in two visits at once."""
 
 import itertools
 

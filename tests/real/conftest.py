@@ -3,19 +3,19 @@ in-process vLLM engine (building either costs tens of seconds on 2 cores)."""
 
 import pytest
 
-import real._env  # noqa: F401  (env vars before torch / vllm)
+import real.base.env  # noqa: F401  (env vars before torch / vllm)
 
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory):
-    from real.tiny import TinySettings, build_tiny
+    from real.models.tiny import TinySettings, build_tiny
 
     return build_tiny(tmp_path_factory.mktemp("tiny") / "model", TinySettings.test())
 
 
 @pytest.fixture(scope="session")
 def engine(tiny_dir):
-    from real.engine import Engine
+    from real.sampling.engine import Engine
 
     return Engine(tiny_dir, seed=0)
 

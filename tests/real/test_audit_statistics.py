@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from real.audit_theory import analyze, format_report, percentile_interval
+from real.app.audit_theory import analyze, format_report, percentile_interval
 from sara_sim.core.errors import finite_or_none
 
 BOOT = 30

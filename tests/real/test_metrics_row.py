@@ -1,10 +1,10 @@
-"""The one metrics line (real.runlog.metrics_row), pass@1 and checkpoint-N naming, shared by the
+"""The one metrics line (real.io.runlog.metrics_row), pass@1 and checkpoint-N naming, shared by the
 native loop, the TRL run and the adapter."""
 
 import pytest
 
-from real.runfolder import checkpoint_dir, checkpoint_step
-from real.runlog import METRICS_KEYS, READER_KEYS, TRL_KEYS, metrics_row, pass_at_1
+from real.io.runfolder import checkpoint_dir, checkpoint_step
+from real.io.runlog import METRICS_KEYS, READER_KEYS, TRL_KEYS, metrics_row, pass_at_1
 
 
 def _values(**over):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from real.cli import build_parser, main
+from real.app.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -205,7 +205,7 @@ def test_a_locked_folder_is_refused(tmp_path, capsys):
     """A live run holds OUT/.lock; a second run on OUT is refused, naming the holder's pid."""
     out = tmp_path / "run"
     code = (
-        "import sys, time; from real.runlog import RunLock; "
+        "import sys, time; from real.io.runlog import RunLock; "
         f"RunLock({str(out)!r}).__enter__(); print('locked', flush=True); time.sleep(60)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -218,7 +218,7 @@ def test_a_locked_folder_is_refused(tmp_path, capsys):
         holder.kill()
         holder.wait()
     # the OS released the lock with the process: the folder is free again
-    from real.runlog import lock_holder
+    from real.io.runlog import lock_holder
 
     deadline = time.time() + 10
     while lock_holder(out) is not None and time.time() < deadline:
@@ -229,7 +229,7 @@ def test_a_locked_folder_is_refused(tmp_path, capsys):
 def test_no_torch_or_vllm_before_a_bad_flag_is_reported():
     """The checks run before the heavy imports (a bad flag costs a second, not an engine)."""
     code = (
-        "import sys; from real.cli import main; rc = main(['validate', '--lr', 'nan']); "
+        "import sys; from real.app.cli import main; rc = main(['validate', '--lr', 'nan']); "
         "print(rc, 'vllm' in sys.modules, 'torch' in sys.modules)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -248,14 +248,13 @@ def _help(capsys, *argv) -> str:
 
 def test_help_is_derived_from_the_config(capsys):
     """Every leaf field of Config and its sections is a flag whose help is the field's docstring
-    and shows its default (written once, in real/config.py); every allocator is listed."""
+    and shows its default (written once, in real/base/config.py); every allocator is listed."""
     from dataclasses import fields, is_dataclass
 
-    from real.checks import ALLOCATORS
-    from real.cli import NOT_FLAGS, run_config
-    from real.config import AllocatorConfig, GRPOConfig, flag_of
-    from real.flags import field_docs
-    from real.train import Config
+    from real.app.cli import NOT_FLAGS, run_config
+    from real.app.flags import field_docs
+    from real.base.config import AllocatorConfig, Config, GRPOConfig, flag_of
+    from real.base.validate import ALLOCATORS
 
     leaves = []
     for cls in (Config, GRPOConfig, AllocatorConfig):
@@ -285,11 +284,11 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     docstring and its default in --help, and the parsed defaults are the dataclass's."""
     from dataclasses import fields
 
-    from real.audit import AuditConfig
-    from real.cli import TinyConfig
-    from real.config import flag_of
-    from real.flags import config_of, field_docs
-    from real.serve import ServeConfig
+    from real.app.audit import AuditConfig
+    from real.app.cli import TinyConfig
+    from real.app.flags import config_of, field_docs
+    from real.base.config import flag_of
+    from real.sampling.serve import ServeConfig
 
     cls = {"audit": AuditConfig, "serve": ServeConfig, "make-tiny": TinyConfig}[cmd]
     text, docs = _help(capsys, cmd), field_docs(cls)
@@ -302,8 +301,8 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
 
 def test_every_allocator_knob_reaches_the_collector():
     """Each AllocatorConfig flag lands in the collector check_config builds for the run."""
-    from real.checks import check_config
-    from real.cli import run_config
+    from real.app.checks import check_config
+    from real.app.cli import run_config
 
     argv = ["--task-size", "16", "--probe", "2", "--increment", "3", "--max-rounds", "7"]
     argv += ["--eb-window", "2", "--rule", "tau", "--rho", "0.5", "--kappa", "2", "--explore"]
@@ -328,9 +327,9 @@ def test_every_allocator_knob_reaches_the_collector():
 def test_config_doctests():
     import doctest
 
-    import real.config
+    import real.base.config
 
-    assert doctest.testmod(real.config).failed == 0
+    assert doctest.testmod(real.base.config).failed == 0
 
 
 OTHER_BAD = [
@@ -357,7 +356,7 @@ OTHER_BAD = [
 def test_other_bad_input_is_one_line(args, flag, capsys):
     try:
         rc = main(args)
-    except SystemExit as e:  # argparse's own error (also one line: real.flags.Parser)
+    except SystemExit as e:  # argparse's own error (also one line: real.app.flags.Parser)
         rc = e.code
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
@@ -371,8 +370,8 @@ def test_resume_compares_nested_and_older_flat_configs(tmp_path, capsys):
 
     import torch
 
-    from real.runfolder import check_same_run
-    from real.train import Config
+    from real.app.resume import check_same_run
+    from real.base.config import Config
 
     cfg = Config.from_dict({"out": str(tmp_path / "run"), "lr": 5e-4, "probe": 2})
     new = {"betas", "weight_decay", "probe", "increment", "max_rounds", "eb_window", "rule"}
@@ -403,8 +402,8 @@ def json_like(d):
 
 @pytest.mark.parametrize("cmd", ["validate", "compare", "audit", "serve", "make-tiny"])
 def test_every_seed_flag_has_the_same_bounds(cmd, tmp_path, capsys):
-    """One range for every seed (real.config.SEED_MAX), said the same way by each command."""
-    from real.config import SEED_MAX
+    """One range for every seed (real.base.config.SEED_MAX), said the same way by each command."""
+    from real.base.config import SEED_MAX
 
     out = [] if cmd == "serve" else ["--out", str(tmp_path / "out")]
     for bad in ("-1", str(SEED_MAX + 1)):

@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from real.collect import RolloutCollector
-from real.engine import Completion, PromptResult
+from real.rollout.collect import RolloutCollector
+from real.sampling.engine import Completion, PromptResult
 from real.tasks import Problem, PromptStream, Task
 from sara_sim.collect.allocator import make_collector
 

@@ -4,8 +4,8 @@ torch reproduces, seeded reproducibility, and weight pushes that take (parity wi
 import pytest
 import torch
 
-from real.engine import parity_check
-from real.grpo import token_logprobs
+from real.models.logprobs import token_logprobs
+from real.sampling.engine import parity_check
 
 pytestmark = pytest.mark.real
 

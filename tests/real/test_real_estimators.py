@@ -1,4 +1,4 @@
-"""Issue 19 item 5: the advantage estimators beside GRPO (real/grpo.py), with hand-computed
+"""Issue 19 item 5: the advantage estimators beside GRPO (real/train/grpo.py), with hand-computed
 advantages, their config checks, and the TRL path's refusal of what TRL cannot compute."""
 
 import re
@@ -6,9 +6,10 @@ import re
 import pytest
 import torch
 
-import real._env  # noqa: F401
-from real.config import ESTIMATORS, Config, GRPOConfig
-from real.grpo import GRPO, advantages, batch_advantages, rloo_advantages, token_logprobs
+import real.base.env  # noqa: F401
+from real.base.config import ESTIMATORS, Config, GRPOConfig
+from real.models.logprobs import token_logprobs
+from real.train.grpo import GRPO, advantages, batch_advantages, rloo_advantages
 from sara_sim.core.errors import ParameterError
 
 pytestmark = pytest.mark.real
@@ -53,7 +54,7 @@ def test_reinforce_pp_normalises_over_the_batch_so_saturated_groups_carry_signal
 def test_the_default_step_is_grpo_bit_for_bit():
     """Config without an estimator = grpo; the step's advantages are group_advantages' own."""
     assert GRPOConfig().estimator == "grpo" and Config.from_dict({}).grpo.estimator == "grpo"
-    from real.grpo import group_advantages
+    from real.train.grpo import group_advantages
 
     rewards = [MIXED, PASS, [1, 1, 0, 0]]
     assert advantages(rewards) == group_advantages(rewards)
@@ -63,7 +64,7 @@ def test_the_default_step_is_grpo_bit_for_bit():
 def test_a_saturated_batch_trains_only_under_reinforce_pp(estimator):
     """One all-pass and one all-fail group: no gradient under the group-baseline estimators,
     a real update under REINFORCE++ (the all-pass answer becomes more likely)."""
-    from real.tiny import TinySettings, make_model
+    from real.models.tiny import TinySettings, make_model
 
     m = make_model(TinySettings(layers=1, intermediate=128))
     before = [p.detach().clone() for p in m.parameters()]
@@ -88,7 +89,7 @@ def test_an_unknown_estimator_is_one_line_naming_the_flag_and_choices():
 
 @pytest.mark.parametrize("estimator", ["rloo", "reinforce++"])
 def test_trl_refuses_what_it_cannot_compute(estimator):
-    from real.trl_run import check_trl_config
+    from real.base.validate import check_trl_config
 
     want = f"--estimator: --trainer trl offers grpo and dr-grpo only, not {estimator}"
     with pytest.raises(ParameterError, match=re.escape(want)):
@@ -103,7 +104,7 @@ def test_trl_computes_grpo_and_dr_grpo_as_we_do(estimator, std, scale, tmp_path)
     """TRL's advantage: rewards - group mean, divided by the group std iff scale_rewards is
     "group" — so dr-grpo (and grpo --no-std) map to "none"."""
     pytest.importorskip("trl")
-    from real.trl_run import _grpo_args
+    from real.trl.run import _grpo_args
 
     cfg = Config(trainer="trl", k=4, groups=2, grpo=GRPOConfig(estimator=estimator, std_norm=std))
     assert _grpo_args(cfg, tmp_path, 8).scale_rewards == scale

@@ -4,14 +4,16 @@ and that one step moves probability toward the positively-advantaged completions
 import pytest
 import torch
 
-import real._env  # noqa: F401
-from real.grpo import GRPO, GRPOConfig, group_advantages, grpo_loss, token_logprobs
+import real.base.env  # noqa: F401
+from real.base.config import GRPOConfig
+from real.models.logprobs import token_logprobs
+from real.train.grpo import GRPO, group_advantages, grpo_loss
 
 pytestmark = pytest.mark.real
 
 
 def _model(seed=0):
-    from real.tiny import TinySettings, make_model
+    from real.models.tiny import TinySettings, make_model
 
     return make_model(TinySettings(layers=1, intermediate=128, seed=seed))
 

@@ -25,9 +25,9 @@ def _bench():
 def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys):
     import pandas as pd
 
-    import real.train
+    import real.sampling.build
 
-    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     bench = _bench()
     out = tmp_path / "bench"
     argv = ["--allocators", "uniform,ds,sara,sara-history", "--k", "4", "--seeds", "0",
@@ -119,8 +119,8 @@ def test_graded_curriculum_targets():
 
     import numpy as np
 
+    from real.models.tiny import FORMAT_VERSION, TinySettings, graded_q, near_miss, sft_target
     from real.tasks.arithmetic import ArithmeticTask
-    from real.tiny import FORMAT_VERSION, TinySettings, graded_q, near_miss, sft_target
 
     s, task = TinySettings.graded(), ArithmeticTask(seed=0)
     probs = [task.problem(u) for u in range(4000)]

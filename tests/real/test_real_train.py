@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from real.runlog import METRICS_KEYS, read_metrics, truncate_metrics
-from real.train import Config, train
+from real.app.run import train
+from real.base.config import Config
+from real.io.runlog import METRICS_KEYS, read_metrics, truncate_metrics
 
 pytestmark = pytest.mark.real
 
@@ -73,7 +74,7 @@ def test_rewards_and_weights_change_and_parity_holds(runs, engine, tiny_dir):
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
-    from real.engine import parity_check
+    from real.sampling.engine import parity_check
 
     rows = read_metrics(runs["sara"][1] / "metrics.jsonl")
     assert len({r["reward_mean"] for r in rows}) > 1
@@ -119,7 +120,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
     cmd = [
         sys.executable,
         "-m",
-        "real.cli",
+        "real.app.cli",
         "validate",
         "--model",
         str(tiny_dir),
@@ -172,7 +173,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
 
 def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
     import sara_sim.collect.allocator
-    from real.compare import format_table, plot_compare, run_compare
+    from real.app.compare import format_table, plot_compare, run_compare
 
     built, make = [], sara_sim.collect.allocator.make_collector
     monkeypatch.setattr(
@@ -196,10 +197,10 @@ def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
 
 
 def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeypatch, capsys):
-    import real.train
-    from real.cli import main
+    import real.sampling.build
+    from real.app.cli import main
 
-    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     common = ["--model", str(tiny_dir), "--k", "4", "--groups", "4", "--steps", "2",
               "--eval-every", "1", "--eval-problems", "16", "--eval-samples", "2",
               "--no-progress"]  # fmt: skip
@@ -254,10 +255,10 @@ def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, eng
 def test_cli_validate_runs_a_peer_selector(tiny_dir, engine, tmp_path, monkeypatch, capsys):
     """mopps in the real loop: whole groups of k for the prompts its posterior ranks best,
     3 ratio x groups candidates passed over per step, on a finite task of 64 prompts."""
-    import real.train
-    from real.cli import main
+    import real.sampling.build
+    from real.app.cli import main
 
-    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--allocator", "mopps", "--task-size", "64", "--steps", "3",
             "--model", str(tiny_dir), "--k", "4", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--eval-samples", "1", "--no-progress",

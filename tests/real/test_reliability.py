@@ -7,9 +7,10 @@ import shutil
 
 import pytest
 
-import real.train
-from real.cli import main
-from real.runlog import read_metrics
+import real.base.config
+import real.sampling.build
+from real.app.cli import main
+from real.io.runlog import read_metrics
 
 pytestmark = pytest.mark.real
 
@@ -22,7 +23,7 @@ def cli(tiny_dir, engine, hf_model, monkeypatch, capsys):
     """`sara-real ARGS` in process on the shared engine -> (exit status, stderr lines but the
     progress bar of transformers' weight loading); the engine gets the untrained weights back
     afterwards (other tests expect them)."""
-    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
 
     def run(*args):
         capsys.readouterr()
@@ -38,7 +39,7 @@ def _no_engine(monkeypatch):
     def refuse(*a, **kw):
         raise AssertionError("an engine started before the arguments were checked")
 
-    monkeypatch.setattr(real.train, "make_engine", refuse)
+    monkeypatch.setattr(real.sampling.build, "make_engine", refuse)
 
 
 def test_a_torn_last_line_is_restored_on_resume(cli, tmp_path):
@@ -104,9 +105,9 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
     assert (out / "metrics.jsonl").read_bytes() == b""  # the failed append was cut back off
     assert not (out / "checkpoint.pt").exists()
     filler.unlink()
-    from real.checks import check_config
+    from real.app.checks import check_config
 
-    cfg = real.train.Config.from_dict(
+    cfg = real.base.config.Config.from_dict(
         dict(model=None, k=4, groups=4, steps=2, out=str(out), eval_problems=16, progress=False)
     )
     check_config(cfg)  # a plain start is accepted: nothing to resume, nothing to lose
@@ -117,9 +118,9 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
 
 
 def test_a_full_disk_in_audit_leaves_no_partial_audit(tiny_dir, engine, tmpfs, monkeypatch, capsys):
-    import real.engine
+    import real.sampling.engine
 
-    monkeypatch.setattr(real.engine, "Engine", lambda *a, **kw: engine)
+    monkeypatch.setattr(real.sampling.engine, "Engine", lambda *a, **kw: engine)
     disk = tmpfs.mount("1m")
     out = disk / "audit"
     argv = ["audit", "--model", str(tiny_dir), "--prompts", "16", "--k", "4", "--bootstrap", "20",
@@ -142,7 +143,7 @@ def test_undefined_compare_ratios_are_null_and_dashes():
     ratio to it — null in compare.json, an empty cell in compare.csv, '-' in the table."""
     import pandas as pd
 
-    from real.compare import COLUMNS, format_table, vs_ds
+    from real.app.compare import COLUMNS, format_table, vs_ds
     from sara_sim.core.files import dumps_json
 
     rows = [

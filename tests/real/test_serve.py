@@ -14,10 +14,10 @@ import pytest
 import torch
 from fake_vllm import FakeVLLM, expected_tokens  # beside this file (rootdir import mode)
 
-from real.client import ServerEngine, ServerError
-from real.engine import parity_check
-from real.runlog import read_metrics
-from real.serve import free_port, start_server, stop_server, wait_ready
+from real.io.runlog import read_metrics
+from real.sampling.client import ServerEngine, ServerError
+from real.sampling.engine import parity_check
+from real.sampling.serve import free_port, start_server, stop_server, wait_ready
 from sara_sim.core.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ PROMPTS = ["12+34=", "7*8=", "123+456=", "5+5=", "99*9="]
 
 def _cli(*args, timeout=600):
     p = subprocess.run(
-        [sys.executable, "-m", "real.cli", *args],
+        [sys.executable, "-m", "real.app.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -128,7 +128,7 @@ def test_a_dead_server_fails_over_and_a_down_one_is_named(fake):
 def test_a_server_down_mid_audit_is_one_line_naming_it(fake, tmp_path):
     fake.always500 = {"all"}  # up for the start check, then every completion fails
     p = subprocess.run(
-        [sys.executable, "-m", "real.cli", "audit", "--engine-url", fake.url, "--prompts", "3"]
+        [sys.executable, "-m", "real.app.cli", "audit", "--engine-url", fake.url, "--prompts", "3"]
         + ["--k", "4", "--no-progress", "--out", str(tmp_path / "a")],
         cwd=ROOT,
         capture_output=True,
@@ -147,7 +147,7 @@ def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
         ("http://a:1,,http://b:2", "--engine-url: element 2 of 'http://a:1,,http://b:2' is empty"),
     ):
         p = subprocess.run(
-            [sys.executable, "-m", "real.cli", "validate", "--engine-url", bad]
+            [sys.executable, "-m", "real.app.cli", "validate", "--engine-url", bad]
             + ["--out", str(tmp_path / "o")],
             cwd=ROOT,
             capture_output=True,
@@ -155,7 +155,7 @@ def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
         )
         assert p.returncode == 2 and msg in p.stderr and len(p.stderr.splitlines()) == 1
     p = subprocess.run(
-        [sys.executable, "-m", "real.cli", "serve", "--port", "0"],
+        [sys.executable, "-m", "real.app.cli", "serve", "--port", "0"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -169,11 +169,20 @@ def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
 @pytest.fixture(scope="module")
 def servers(tiny_dir, tmp_path_factory):
     """Two real vLLM servers, started at once: A by `sara-real serve` (the documented command),
-    B by the same command line through real.serve.start_server."""
+    B by the same command line through real.sampling.serve.start_server."""
     logs = tmp_path_factory.mktemp("servers")
     pa, pb = free_port(), free_port()
     a = subprocess.Popen(
-        [sys.executable, "-m", "real.cli", "serve", "--model", str(tiny_dir), "--port", str(pa)],
+        [
+            sys.executable,
+            "-m",
+            "real.app.cli",
+            "serve",
+            "--model",
+            str(tiny_dir),
+            "--port",
+            str(pa),
+        ],
         cwd=ROOT,
         stdout=open(logs / "a.log", "wb"),  # noqa: SIM115
         stderr=subprocess.STDOUT,
@@ -290,7 +299,8 @@ def test_two_servers_share_a_round(servers, served, tiny_dir):
 def test_validate_engine_url_trains_pushes_resumes_same_contract(
     servers, engine, tiny_dir, tmp_path
 ):
-    from real.train import Config, train
+    from real.app.run import train
+    from real.base.config import Config
 
     url = servers["urls"][0]
     out = tmp_path / "served"
@@ -379,7 +389,7 @@ def test_outcome_counts_match_enumeration():
 
     import pandas as pd
 
-    from real.audit_theory import outcome_counts
+    from real.app.audit_theory import outcome_counts
     from sara_sim.core.difficulty import HistoryLaw
     from sara_sim.core.theory import sequential_law
 
@@ -413,8 +423,8 @@ def test_outcome_counts_match_enumeration():
 @pytest.mark.real
 def test_audit_in_process_engine_from_the_documented_command(tiny_dir, engine, tmp_path, capsys):
     """`sara-real audit --model DIR ...` (no URL: the in-process engine), parsed by the CLI."""
-    from real import audit
-    from real.cli import build_parser
+    from real.app import audit
+    from real.app.cli import build_parser
 
     argv = ["audit", "--model", str(tiny_dir), "--prompts", "8", "--k", "8", "--passes", "1"]
     argv += ["--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "a")]
@@ -442,8 +452,8 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
     a small size against the module's two servers."""
     import importlib.util
 
-    from real.cli import build_parser, run_config
-    from real.compare import run_compare
+    from real.app.cli import build_parser, run_config
+    from real.app.compare import run_compare
 
     argv = ["compare", "--engine-url", servers["urls"][0], "--model", str(tiny_dir), "--k", "8"]
     argv += ["--groups", "2", "--steps", "1", "--eval-problems", "8", "--eval-samples", "2"]
@@ -474,8 +484,8 @@ def test_every_documented_server_command_runs(servers, engine, tiny_dir, tmp_pat
     `serve` itself is the `servers` fixture's first server (same flags)."""
     import shlex
 
-    from real import audit
-    from real.cli import build_parser, main
+    from real.app import audit
+    from real.app.cli import build_parser, main
 
     sys.path.insert(0, str(ROOT / "tests" / "real"))
     from test_real_readme_commands import _shrink, documented_commands, served

@@ -1,4 +1,4 @@
-"""Served models checked at the door (real/served.py) and weight pushes that fail: one real
+"""Served models checked at the door (real/sampling/served.py) and weight pushes that fail: one real
 `vllm serve` of the tiny model for the module (started and stopped by process group), a plain
 `python -m http.server` as a server that is not vLLM, and the fake server of fake_vllm.py for the
 one protocol path no real server shows (a served folder this machine cannot read)."""
@@ -17,9 +17,9 @@ import pytest
 import torch
 from fake_vllm import FakeVLLM  # beside this file (rootdir import mode)
 
-from real.client import ServerEngine, ServerError
-from real.serve import free_port, start_server, stop_server, wait_ready
-from real.served import PROBE, check_servers
+from real.sampling.client import ServerEngine, ServerError
+from real.sampling.serve import free_port, start_server, stop_server, wait_ready
+from real.sampling.served import PROBE, check_servers
 from sara_sim.core.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ SEEDS = [[1, 2, 3], [40, 41, 42], [7, 8, 9]]
 
 def _cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "real.cli", *args], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "real.app.cli", *args], cwd=ROOT, capture_output=True, text=True
     )
 
 
@@ -133,7 +133,7 @@ def server(tiny_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def other_dir(tiny_dir, tmp_path_factory):
     """A model of another architecture: the tiny model's tokenizer, three layers instead of two."""
-    from real.tiny import TinySettings, make_model, make_tokenizer
+    from real.models.tiny import TinySettings, make_model, make_tokenizer
 
     out = tmp_path_factory.mktemp("other")
     s = dataclasses.replace(TinySettings.test(), layers=3)

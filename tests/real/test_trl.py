@@ -39,7 +39,7 @@ def _truth(prompt: str) -> str:
 
 
 def _args(out, steps=3, **kw):
-    from real.trl_backends import cpu_grpo_config
+    from real.trl.backends import cpu_grpo_config
 
     return cpu_grpo_config(out, G=G, B=B, steps=steps, **kw)
 
@@ -86,7 +86,7 @@ def _trainer(tiny_dir, args, sara, spy, ds, engine_rollout=None):
 
 @pytest.mark.parametrize("allocator", ["sara", "ds"])
 def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
-    from real.trl_adapter import SaraRollout
+    from real.trl.adapter import SaraRollout
 
     ds, spy = _dataset(), Spy()
     args = _args(tmp_path / "out")
@@ -115,7 +115,7 @@ def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
     from datasets import Dataset
 
     from real.tasks.arithmetic import ArithmeticTask
-    from real.trl_adapter import SaraRollout
+    from real.trl.adapter import SaraRollout
 
     held = ArithmeticTask(seed=0).eval_problems()[:8]
     ev = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in held])
@@ -130,7 +130,7 @@ def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
 
 
 def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
-    from real.trl_adapter import SaraRollout
+    from real.trl.adapter import SaraRollout
 
     ds = _dataset()
     out = tmp_path / "out"
@@ -156,8 +156,8 @@ def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
 
 
 def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
-    from real.trl_adapter import SaraRollout
-    from real.trl_backends import STATE_FILE
+    from real.trl.adapter import SaraRollout
+    from real.trl.backends import STATE_FILE
     from sara_sim.core.errors import ParameterError
 
     ds, out = _dataset(), tmp_path / "out"
@@ -171,7 +171,7 @@ def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
 
 
 def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
-    from real.trl_adapter import SaraRollout
+    from real.trl.adapter import SaraRollout
     from sara_sim.core.errors import ParameterError
 
     ds, ok = _dataset(64), Spy().correct
@@ -210,13 +210,16 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
 
 def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkeypatch):
     """`sara-real validate/compare --trainer trl`: the native metrics contract, on our engine."""
-    import real.train
-    from real.cli import main
-    from real.runlog import read_metrics
-    from real.train import Config
+    import real.app.run
+    import real.sampling.build
+    from real.app.cli import main
+    from real.base.config import Config
+    from real.io.runlog import read_metrics
     from sara_sim.core.errors import ParameterError
 
-    monkeypatch.setattr(real.train, "make_engine", lambda cfg, model_dir: engine)  # share it
+    monkeypatch.setattr(
+        real.sampling.build, "make_engine", lambda cfg, model_dir: engine
+    )  # share it
 
     def common(steps=2):
         return ["--model", str(tiny_dir), "--k", "8", "--groups", "4", "--steps", str(steps),
@@ -243,9 +246,13 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     assert json.loads((t_out / "summary.json").read_text())["steps"] == 4
     # a run folder is resumed only by the trainer that wrote it (no silent fresh start)
     with pytest.raises(ParameterError, match="^--resume: .* holds a --trainer trl run"):
-        real.train.train(Config.from_dict({**s_trl["config"], "trainer": "native", "resume": True}))
+        real.app.run.train(
+            Config.from_dict({**s_trl["config"], "trainer": "native", "resume": True})
+        )
     with pytest.raises(ParameterError, match="^--resume: .* holds a --trainer native run"):
-        real.train.train(Config.from_dict({**s_native["config"], "trainer": "trl", "resume": True}))
+        real.app.run.train(
+            Config.from_dict({**s_native["config"], "trainer": "trl", "resume": True})
+        )
     assert len(read_metrics(n_out / "metrics.jsonl")) == 2  # nothing was deleted
     cmp = ["compare", *common(), "--trainer", "trl", "--allocators", "ds,sara"]
     assert main([*cmp, "--out", str(tmp_path / "c")]) == 0
@@ -255,7 +262,7 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
 
 
 def test_cli_rejects_bad_trainer_flags(tmp_path, capsys):
-    from real.cli import main
+    from real.app.cli import main
 
     assert main(["validate", "--trainer", "verl", "--out", str(tmp_path / "a")]) == 2
     assert "--trainer: must be one of native, trl" in capsys.readouterr().err
@@ -327,12 +334,12 @@ def test_readme_trl_snippet_runs_as_printed(tiny_dir, tmp_path, monkeypatch):
     folder redirected): the example a reader copies must train."""
     import re
 
-    import real.tiny
+    import real.models.tiny
 
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Use SARA in TRL") :]
     code = re.search(r"Its core:\n\n```python\n(.*?)```", section, flags=re.S).group(1)
-    monkeypatch.setattr(real.tiny, "build_tiny", lambda *a, **kw: tiny_dir)
+    monkeypatch.setattr(real.models.tiny, "build_tiny", lambda *a, **kw: tiny_dir)
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)  # noqa: S102  (our own documentation)

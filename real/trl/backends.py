@@ -1,8 +1,8 @@
-"""TRL's side of `real.trl_adapter.SaraRollout`: its arguments checked, generation (one batched
+"""TRL's side of `real.trl.adapter.SaraRollout`: its arguments checked, generation (one batched
 call per allocator round), and the adapter's state file inside TRL's checkpoints.
 
-Backends, first match wins: our in-process `real.engine.Engine` (vLLM; the adapter pushes the
-trainer's weights into it before each rollout call), TRL's colocated vLLM (`use_vllm=True`,
+Backends, first match wins: our in-process `real.sampling.engine.Engine` (vLLM; the adapter pushes
+the trainer's weights into it before each rollout call), TRL's colocated vLLM (`use_vllm=True`,
 `vllm_mode="colocate"`; TRL syncs its weights before each rollout call), else transformers
 `generate` on the trainer's own model (slow, runs anywhere).  Both vLLM paths go through
 `Engine.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
@@ -11,7 +11,8 @@ uninterrupted one would have); `generate` is seeded once per round instead."""
 import os
 from pathlib import Path
 
-from real.runfolder import checkpoint_dir
+from real.io.runfolder import checkpoint_dir
+from real.sampling.engine import Engine
 from sara_sim.core.errors import ParameterError, check_k
 
 STATE_FILE = "sara_rollout_rank{rank}.pt"  # one per process, inside TRL's checkpoint-N folder
@@ -87,8 +88,6 @@ def generate(trainer, engine, prompt_ids, ns, seeds):
     """ns[i] completions of prompt_ids[i]: [[(completion ids, logprobs or None)] * n]."""
     a = trainer.args
     if engine is None and getattr(trainer, "use_vllm", False):
-        from real.engine import Engine
-
         # TRL's colocated LLM (GPU only; not runnable on the CPU machines this was written on)
         engine = Engine.from_llm(trainer.vllm_generation.llm)
     if engine is not None:

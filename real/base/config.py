@@ -1,8 +1,8 @@
 """One run's settings: `Config` with its GRPO and allocator sections, and the one place `real/`
 builds a collector from them.
 
-Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/cli.py` derives the
-flags, their help and defaults from these fields and their docstrings), so a default is written
+Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
+the flags, their help and defaults from these fields and their docstrings), so a default is written
 once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr`, `--tau-low` is
 `Config.alloc.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested);
 `Config.from_dict` also reads the flat dicts written before the sections existed.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
 
 _DS = DSParams()
-# real/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
+# real/train/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
 ESTIMATORS = ("grpo", "dr-grpo", "rloo", "reinforce++")
 # the estimators TRL's GRPOTrainer computes itself (scale_rewards "group" / "none"): its "batch"
 # still subtracts the group mean, so neither RLOO nor REINFORCE++ can be asked of it
@@ -31,7 +31,7 @@ TRL_ESTIMATORS = ("grpo", "dr-grpo")
 
 @dataclass
 class GRPOConfig:
-    """The optimisation (real/grpo.py; mapped onto TRL's GRPOConfig by real/trl_run.py)."""
+    """The optimisation (real/train/grpo.py; mapped onto TRL's GRPOConfig by real/trl/run.py)."""
 
     lr: float = 1e-4
     """AdamW learning rate (tiny model: 1e-3 collapses it, 1e-4 improves it)"""
@@ -48,7 +48,7 @@ class GRPOConfig:
     std_norm: bool = True
     """grpo: group advantages divided by std (off = dr-grpo)"""
     estimator: str = "grpo"
-    """advantage: grpo | dr-grpo | rloo | reinforce++ (real/grpo.py; README: what is effective)"""
+    """advantage: grpo | dr-grpo | rloo | reinforce++ (real/train/grpo.py; README: effective)"""
     max_grad_norm: float = 1.0
     """gradient clipping"""
     old_logprobs: str = "engine"
@@ -63,7 +63,8 @@ class GRPOConfig:
     """bf16 autocast in torch forward passes (GPU)"""
 
     def __post_init__(self):
-        # here, not in real/checks.py: every Config (CLI, benchmark, a resumed run's file) meets it
+        # here, not in real/app/checks.py: every Config (CLI, benchmark, a resumed run's file)
+        # meets it
         from sara_sim.core.errors import ParameterError
 
         if self.estimator not in ESTIMATORS:
@@ -135,7 +136,7 @@ FLAG_NAMES = {"std_norm": "--no-std"}
 
 
 def flag_of(name: str, default=None) -> str:
-    """The `sara-real` flag of a Config field (real/cli.py declares them so).
+    """The `sara-real` flag of a Config field (real/app/cli.py declares them so).
 
     >>> flag_of("tau_low"), flag_of("std_norm", True), flag_of("progress", True)
     ('--tau-low', '--no-std', '--no-progress')
@@ -158,7 +159,7 @@ class Config:
     eval_path: str | None = None
     """JSONL held-out set for the math task (default: every 5th row of task_path)"""
     allocator: str = "sara"
-    """one of real.checks.ALLOCATORS"""
+    """one of real.base.validate.ALLOCATORS"""
     task_size: int | None = None
     """arithmetic, countdown: a finite pool of N training problems (history allocators need one)"""
     k: int = 8
@@ -200,11 +201,11 @@ class Config:
     progress: bool = True
     """progress bar"""
     force: bool = False
-    """run a request beyond this machine's memory bound (real.checks.check_memory)"""
+    """run a request beyond this machine's memory bound (real.app.checks.check_memory)"""
     engine_url: str | None = None
     """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
     trainer: str = "native"
-    """native (real/grpo.py) | trl (TRL's GRPOTrainer via real/trl_adapter.py; needs .[trl])"""
+    """native (real/train/grpo.py) | trl (TRL's GRPOTrainer via real/trl/adapter.py; .[trl])"""
     task_seed: int | None = None
     """seeds the task's problems and held-out set (default: --seed; fix it: one dataset)"""
     eval_size: int | None = None

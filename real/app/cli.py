@@ -4,20 +4,34 @@
     sara-real validate --allocator sara --k 8 --groups 16 --steps 20 --out runs/sara
     sara-real compare --allocators uniform,ds,sara --steps 20 --out runs/cmp
 
-The flags of `validate` / `compare` are the leaf fields of `real.train.Config` and of its GRPO and
-allocator sections (`real/config.py`; dashes for underscores), with the field's docstring as help
-and its default shown — one place for every default; `audit`, `serve` and `make-tiny` take theirs
-from `AuditConfig`, `ServeConfig` and `TinyConfig` the same way (`real/flags.py`). Every
-argument is checked before torch or vLLM starts: a bad one exits with status 2 and one line naming
-the parameter, its value and the allowed range."""
+The flags of `validate` / `compare` are the leaf fields of `real.base.config.Config` and of its
+GRPO and allocator sections (`real/base/config.py`; dashes for underscores), with the field's
+docstring as help and its default shown — one place for every default; `audit`, `serve` and
+`make-tiny` take theirs from `AuditConfig`, `ServeConfig` and `TinyConfig` the same way
+(`real/app/flags.py`). Every argument is checked before torch or vLLM starts: a bad one exits with
+status 2 and one line naming the parameter, its value and the allowed range."""
 
+import json
 import sys
 from dataclasses import dataclass
 from functools import partial
 
-from real import _env  # noqa: F401  (first: env vars before any torch/vllm import)
-from real.config import check_seed
-from real.flags import Parser, add_flags, config_of
+from real.app.audit import AuditConfig, cmd_audit
+from real.app.compare import format_table, plot_compare, run_compare
+from real.app.flags import Parser, add_flags, config_of
+from real.app.run import train
+from real.base import env as _env  # noqa: F401  (env vars before any torch / vllm import)
+from real.base.config import Config, check_seed
+from real.base.validate import ALLOCATORS, DTYPES
+from real.io.runfolder import check_writable
+from real.io.runlog import SUMMARY_KEYS
+from real.models.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
+from real.sampling.client import ServerError
+from real.sampling.serve import ServeConfig, cmd_serve
+from real.tasks import TASKS
+from sara_sim.core.errors import check_float
+from sara_sim.core.files import run_cli
+from sara_sim.core.informed import RULES
 
 NOT_FLAGS = ("allocator", "out")  # set per subcommand (validate: --allocator; compare: a list)
 
@@ -25,19 +39,12 @@ NOT_FLAGS = ("allocator", "out")  # set per subcommand (validate: --allocator; c
 def _config_flags(p) -> None:
     """One flag per leaf field of Config; each section (a dataclass field) is its own help group,
     titled by its docstring."""
-    from real.checks import DTYPES
-    from real.tasks import TASKS
-    from real.train import Config
-    from sara_sim.core.informed import RULES
-
     choices = {"task": TASKS, "dtype": DTYPES, "old_logprobs": ("engine", "recompute")}
     choices |= {"trainer": ("native", "trl"), "rule": RULES}
     add_flags(p, Config, NOT_FLAGS, choices)
 
 
 def build_parser():
-    from real.checks import ALLOCATORS
-
     ap = Parser(prog="sara-real", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     add_flags(sub.add_parser("make-tiny", help="train the tiny default model (cached)"), TinyConfig)
@@ -54,9 +61,6 @@ def build_parser():
     )
     p.add_argument("--out", default="runs/compare", help="folder for the runs, table and plots")
     _config_flags(p)
-    from real.audit import AuditConfig
-    from real.serve import ServeConfig
-
     add_flags(
         sub.add_parser("serve", help="start a vLLM server for a model (CPU settings)"), ServeConfig
     )
@@ -69,8 +73,6 @@ def build_parser():
 def run_config(a, allocator=None):
     """The run `Config` that parsed `validate` / `compare` arguments `a` describe (`allocator`:
     compare's first; validate's own by default)."""
-    from real.train import Config
-
     names = set(Config().flat())
     return Config.from_dict(
         {**{n: v for n, v in vars(a).items() if n in names}, "allocator": allocator or a.allocator}
@@ -96,12 +98,6 @@ class TinyConfig:
 
 
 def cmd_make_tiny(a) -> int:
-    import json
-
-    from real.checks import check_writable
-    from real.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
-    from sara_sim.core.errors import check_float
-
     if a.time_cap is not None:
         check_float(a.time_cap, "--time-cap", 0.0, lo_open=True)
     if a.seed is not None:
@@ -122,19 +118,12 @@ def cmd_make_tiny(a) -> int:
 
 
 def cmd_validate(a) -> int:
-    import json
-
-    from real.runlog import SUMMARY_KEYS
-    from real.train import train
-
     s = train(run_config(a))  # checks every argument before anything heavy starts
     print(json.dumps({k: s[k] for k in SUMMARY_KEYS}))
     return 0
 
 
 def cmd_compare(a) -> int:
-    from real.compare import format_table, plot_compare, run_compare
-
     allocators = [x.strip() for x in a.allocators.split(",") if x.strip()]
     cfg = run_config(a, allocators[0] if allocators else "sara")
     table, curves = run_compare(cfg, allocators)  # check_compare first, before any run
@@ -145,11 +134,6 @@ def cmd_compare(a) -> int:
 
 
 def main(argv=None) -> int:
-    from real.audit import AuditConfig, cmd_audit
-    from real.client import ServerError
-    from real.serve import ServeConfig, cmd_serve
-    from sara_sim.core.files import run_cli
-
     args = build_parser().parse_args(argv)
     cmds = {"validate": partial(cmd_validate, args), "compare": partial(cmd_compare, args)}
     cmds["make-tiny"] = lambda: cmd_make_tiny(config_of(TinyConfig, args))

@@ -134,7 +134,7 @@ class RolloutCollector:
         ns = [int(r.n) for r in requests]
         # Each request's rollouts get consecutive seeds base, base + 1, ...: vLLM seeds the
         # i-th child of an n-sample request with seed + i, so a server client sends the whole
-        # request as one HTTP call (real/client.py) and still samples exactly what n seeded
+        # request as one HTTP call (real/sampling/client.py) and still samples exactly what n seeded
         # single-sample requests (the in-process engine) would.
         bases = np.random.default_rng([self.seed, 0x5A4A, self.calls]).integers(
             0, 2**31 - 1 - max(ns, default=0), size=len(ns)

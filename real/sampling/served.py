@@ -1,7 +1,7 @@
 """The door to a vLLM server: is it vLLM, and does what it serves fit what this run sends it?
 
-Checked before anything heavy starts (`real.checks.check_config`) and again when a
-`real.client.ServerEngine` connects, so a wrong `--engine-url` or `--model` costs one line:
+Checked before anything heavy starts (`real.app.checks.check_config`) and again when a
+`real.sampling.client.ServerEngine` connects, so a wrong `--engine-url` or `--model` costs one line:
 
 * `GET /v1/models` must answer a vLLM model card (HTTP 200, JSON `data[0]` with `id` and
   `max_model_len`, a field only vLLM's card has); anything else — a 404 page, HTML, an
@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from urllib.parse import urlparse
 
+from real.base import env as _env  # noqa: F401  (HF_HOME before huggingface_hub)
 from sara_sim.core.errors import ParameterError
 
 # config.json fields that decide the names and shapes of the weights (a text model's fields sit
@@ -158,8 +159,6 @@ def read_config(ref) -> dict | None:
     p = Path(str(ref)).expanduser()
     path = p / "config.json"
     if not path.is_file() and str(ref).count("/") == 1 and not p.exists():
-        from real import _env  # noqa: F401  (HF_HOME)
-
         try:
             from huggingface_hub import try_to_load_from_cache
 

@@ -14,11 +14,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from real import _env  # noqa: F401  (before torch / vllm)
-from real.config import Config  # noqa: F401  (real.train.Config: the run's settings)
-from real.runlog import (
+from real.base import env as _env  # noqa: F401  (before torch / vllm)
+from real.base.config import Config
+from real.io.runlog import (
     TRAIN_KEYS,
-    RunLock,
     append_metrics,
     atomic_write,
     collect_fields,
@@ -28,101 +27,18 @@ from real.runlog import (
     summarize,
     truncate_metrics,
 )
+from real.models.resolve import resolve_model
+from real.rollout.collect import RolloutCollector
+from real.rollout.evaluation import eval_wins
+from real.sampling import build  # the module: a test may swap build.make_engine
+from real.tasks import PromptStream
 from sara_sim.core.files import dumps_json
-
-# ------------------------------------------------------------------ helpers
-
-
-def make_engine(cfg: Config, model_dir):
-    """The rollout engine for a run (compare builds one and shares it between runs)."""
-    if cfg.engine_url:  # running vLLM servers instead of an in-process engine
-        from real.client import ServerEngine
-
-        return ServerEngine(cfg.engine_url, model=model_dir)
-    from real.engine import Engine
-
-    kw = {}
-    if cfg.gpu_memory_utilization:
-        kw["gpu_memory_utilization"] = cfg.gpu_memory_utilization
-    return Engine(
-        model_dir,
-        seed=cfg.seed,
-        dtype=cfg.dtype,
-        max_model_len=cfg.max_model_len,
-        # engine logprobs are the old policy's only if they include the temperature
-        logprobs_mode="raw_logprobs" if cfg.temperature == 1.0 else "processed_logprobs",
-        **kw,
-    )
-
-
-def task_options(cfg: Config) -> dict:
-    opts = {"path": cfg.task_path, "eval_path": cfg.eval_path, "size": cfg.task_size}
-    opts["n_eval"] = cfg.eval_size
-    return {k: v for k, v in opts.items() if v}
-
-
-def make_run_task(cfg: Config):
-    """The run's task: problems seeded by --task-seed (default --seed), options from cfg."""
-    from real.tasks import make_task
-
-    seed = cfg.seed if cfg.task_seed is None else cfg.task_seed
-    return make_task(cfg.task, seed=seed, **task_options(cfg))
-
-
-def evaluate(engine, task, cfg: Config, tag: int) -> float:
-    """pass@1 on held-out problems: mean success over eval_samples samples each."""
-    return pass_at_1(eval_wins(engine, task, cfg, tag), cfg.eval_samples)
-
-
-def eval_wins(engine, task, cfg: Config, tag: int) -> list[int]:
-    """Successes out of eval_samples per held-out problem (their spread gives the eval's SE)."""
-    import numpy as np
-
-    probs = task.eval_problems()[: cfg.eval_problems or None]
-    rng = np.random.default_rng([cfg.seed, 0xE7A1, tag])
-    # consecutive seeds per problem: one request per problem on a server (see collect.py)
-    bases = rng.integers(0, 2**31 - 1 - cfg.eval_samples, size=len(probs))
-    seeds = [(b + np.arange(cfg.eval_samples)).tolist() for b in bases]
-    res = engine.generate(
-        [p.prompt for p in probs],
-        [cfg.eval_samples] * len(probs),
-        max_tokens=cfg.max_tokens or task.max_tokens,
-        temperature=cfg.temperature,
-        seeds=seeds,
-    )
-    wins = [0] * len(probs)
-    for i, (p, r) in enumerate(zip(probs, res, strict=True)):
-        for c in r.completions:
-            try:
-                wins[i] += int(bool(task.reward(c.text, p)))
-            except Exception:  # a verifier error is a failed sample here too
-                pass
-    return wins
-
-
-# ------------------------------------------------------------------ the loop
 
 
 def _mean(xs) -> float:
     import numpy as np
 
     return float(np.mean(xs)) if xs else 0.0
-
-
-def train(cfg: Config, engine=None, checked=None) -> dict:
-    """Run (or resume) one training run; returns the summary dict (also in out/summary.json).
-    `checked`: what `real.checks.check_config(cfg)` returned, when the caller has checked `cfg`
-    already (compare checks every run before the first); its collector is the run's."""
-    from real.checks import check_config
-
-    checked = checked or check_config(cfg)
-    out = Path(cfg.out)
-    with RunLock(out):  # one writer per run folder; the OS releases it if we are killed
-        if cfg.trainer == "trl":  # the same experiment through TRL's GRPOTrainer
-            from real.trl_run import train_trl
-
-            return train_trl(cfg, checked, engine=engine)
-        return _train(cfg, checked, out, engine)
 
 
 def load_policy(cfg: Config, model_dir):
@@ -140,17 +56,15 @@ def load_policy(cfg: Config, model_dir):
     return model
 
 
-def _train(cfg: Config, checked, out: Path, engine) -> dict:
-    from real.checks import resolve_model
-
+def train_native(cfg: Config, checked, out: Path, engine=None) -> dict:
+    """One run through our GRPO (`real.app.run.train` checks `cfg` and holds the folder's lock
+    first); returns the summary (also OUT/summary.json)."""
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     metrics_path, ckpt_path = out / "metrics.jsonl", out / "checkpoint.pt"
 
     import torch
 
-    from real.collect import RolloutCollector
-    from real.grpo import GRPO
-    from real.tasks import PromptStream
+    from real.train.grpo import GRPO  # imports torch: not before the config is checked
 
     # ---------------- setup: task, policy, optimizer, engine, allocator, stream
     torch.manual_seed(cfg.seed)  # nothing below draws from global RNGs; belt and braces
@@ -159,7 +73,7 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
     pad_id = model.config.pad_token_id or 0
     trainer = GRPO(model, cfg.grpo, pad_id=pad_id, temperature=cfg.temperature)
     if engine is None:
-        engine = make_engine(cfg, model_dir)
+        engine = build.make_engine(cfg, model_dir)
     probe = task.eval_problems()[:64] + [task.problem(i) for i in range(64)]
     engine.check_fits([p.prompt for p in probe], cfg.max_tokens or task.max_tokens)
     rc = RolloutCollector(
@@ -201,7 +115,7 @@ def _train(cfg: Config, checked, out: Path, engine) -> dict:
     else:
         for p in (metrics_path, ckpt_path, out / "summary.json"):
             p.unlink(missing_ok=True)
-    # drop lines of steps after the checkpoint; a torn last line is repaired (see real.runlog)
+    # drop lines of steps after the checkpoint; a torn last line is repaired (see real.io.runlog)
     truncate_metrics(metrics_path, start, restore=saved_row)
     engine.push_weights(model)  # the engine may hold another run's weights (compare)
     initial_wins = None

@@ -9,23 +9,28 @@ import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from real import _env  # noqa: F401
-from real.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
+from real.app.checks import check_config
+from real.app.resume import check_run_folder
+from real.app.run import train
+from real.base import env as _env  # noqa: F401
+from real.base.validate import check_allocator
+from real.io.runfolder import RUN_FILES, has_checkpoint, holds_run
+from real.io.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
+from real.io.runlog import RunLock, atomic_write, read_metrics
+from real.models.resolve import resolve_model
+from real.sampling import build  # the module: a test may swap build.make_engine
+from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import atomic_save, dumps_json
 
 
 def check_compare(cfg, allocators: list[str]) -> dict:
     """All of a compare's arguments, before the first (long) run starts; returns each run's
-    `real.checks.check_config` result (its task and collector: built once, used by the run).
+    `real.app.checks.check_config` result (its task and collector: built once, used by the run).
 
     The folder rule of `validate`, per allocator: a folder that holds a compare needs --resume
     (same allocator list; each run resumes from its checkpoint, a run that never wrote one starts
     fresh) or --overwrite (every run of the earlier compare, listed in compare_config.json, is
     started over or removed — never left stale beside the new table)."""
-    from real.checks import check_allocator, check_config
-    from real.runfolder import check_run_folder, has_checkpoint, holds_run
-    from sara_sim.core.errors import ParameterError
-
     if not allocators:
         raise ParameterError("--allocators", "give at least one allocator")
     for a in allocators:
@@ -71,15 +76,11 @@ def _previous(out: Path) -> list[str] | None:
     try:
         return list(json.loads(f.read_text())["allocators"])
     except (ValueError, KeyError, TypeError):
-        from sara_sim.core.errors import ParameterError
-
         raise ParameterError("--out", f"{f} is not a compare record; remove it") from None
 
 
 def run_compare(cfg, allocators: list[str], engine=None):
     """Train one run per allocator under cfg.out/<allocator>; returns (table, curves) frames."""
-    from real.runlog import RunLock
-
     checked = check_compare(cfg, allocators)
     with RunLock(cfg.out):
         return _run_compare(cfg, allocators, engine, checked)
@@ -87,11 +88,6 @@ def run_compare(cfg, allocators: list[str], engine=None):
 
 def _run_compare(cfg, allocators, engine, checked):
     import pandas as pd
-
-    from real.checks import resolve_model
-    from real.runfolder import RUN_FILES, has_checkpoint
-    from real.runlog import atomic_write
-    from real.train import read_metrics, train
 
     out = Path(cfg.out)
     if cfg.overwrite:  # start over: the earlier compare's runs and products go
@@ -106,9 +102,7 @@ def _run_compare(cfg, allocators, engine, checked):
     atomic_write(out / "compare_config.json", json.dumps(record, indent=1).encode())
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     if engine is None:
-        from real.train import make_engine
-
-        engine = make_engine(cfg, model_dir)
+        engine = build.make_engine(cfg, model_dir)
     rows, curves = [], []
     for a in allocators:
         resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)
@@ -149,8 +143,6 @@ def vs_ds(table, allocators):
 
 def step_frame(out, allocators):
     import pandas as pd
-
-    from real.train import read_metrics
 
     return pd.DataFrame(
         [r for a in allocators for r in read_metrics(Path(out) / a / "metrics.jsonl")]

@@ -1,20 +1,20 @@
 """`sara-real validate|compare --trainer trl`: the same experiment through TRL's GRPOTrainer.
 
-The run is the native loop's (`real/train.py`) with TRL doing the optimisation: same task, model,
-allocator, k, groups, seed and engine (our vLLM engine samples, `real.trl_adapter.SaraRollout`
-allocates), and the same run-folder contract — one fsynced metrics.jsonl line per collection step
-with the native keys, summary.json from `real.runlog.summarize`. Config mapping: one collection step
-= one TRL generation batch of `groups` x `k` rows, split into `minibatches` optimizer steps
-(`steps_per_generation`), so TRL's `global_step` = step x minibatches; lr -> learning_rate
-(constant), betas -> adam_beta1/2, weight_decay, eps_low/eps_high -> epsilon/epsilon_high, kl_coef
+The run is the native loop's (`real/train/loop.py`) with TRL doing the optimisation: same task,
+model, allocator, k, groups, seed and engine (our vLLM engine samples,
+`real.trl.adapter.SaraRollout` allocates), and the same run-folder contract — one fsynced
+metrics.jsonl line per collection step with the native keys, summary.json from
+`real.io.runlog.summarize`. Config mapping: one collection step = one TRL generation batch of
+`groups` x `k` rows, split into `minibatches` optimizer steps (`steps_per_generation`), so TRL's
+`global_step` = step x minibatches; lr -> learning_rate (constant), betas -> adam_beta1/2,
+weight_decay, eps_low/eps_high -> epsilon/epsilon_high, kl_coef
 -> beta, epochs -> num_iterations, std_norm -> scale_rewards ("group" | "none"), max_tokens ->
 max_completion_length. TRL's own checkpoints (and the adapter's state inside them) live in
-OUT/trl/checkpoint-N; `--resume` continues from the newest complete one (real.runfolder).
+OUT/trl/checkpoint-N; `--resume` continues from the newest complete one (real.io.runfolder).
 `train_s` is the step's wall time minus collection, weight push and evaluation (TRL's logprob
 passes, loss and optimizer step)."""
 
 import errno
-import importlib.util
 import json
 import os
 import shutil
@@ -22,16 +22,16 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from real import _env  # noqa: F401  (before torch / vllm)
-from real.config import TRL_ESTIMATORS
-from real.runfolder import (
+from real.base import env as _env  # noqa: F401  (before torch / vllm)
+from real.io.runfolder import (
     TRL_MARKER,
     checkpoint_dir,
     checkpoint_step,
+    saved_row,
     set_aside_incomplete,
     trl_checkpoints,
 )
-from real.runlog import (
+from real.io.runlog import (
     COLLECT_KEYS,
     append_metrics,
     atomic_write,
@@ -41,35 +41,15 @@ from real.runlog import (
     summarize,
     truncate_metrics,
 )
+from real.models.resolve import resolve_model
+from real.rollout.evaluation import eval_wins
+from real.sampling import build  # the module: a test may swap build.make_engine
+from real.tasks import RewardGuard
+from real.trl.adapter import SaraRollout
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import WriteError, dumps_json
 
 DATASET_ROWS = 4096  # rows of a generated task's TRL dataset (the adapter cycles epochs over it)
-ROW_FILE = TRL_MARKER  # in OUT/trl/checkpoint-N: that step's metrics line (written last)
-
-
-def saved_row(ckpt_dir: Path) -> dict | None:
-    """The metrics line a TRL checkpoint keeps of its step (restores a torn one), if readable."""
-    try:
-        return json.loads((Path(ckpt_dir) / ROW_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def check_trl_config(cfg) -> None:
-    """What only the TRL path needs; cheap (no torch import)."""
-    if importlib.util.find_spec("trl") is None:
-        raise ParameterError("--trainer", "trl is not installed: pip install '.[trl]'")
-    if cfg.audit_abandoned:  # the off-budget completion lives in real/collect.py only
-        raise ParameterError("--audit-abandoned", "only --trainer native audits abandoned prompts")
-    if cfg.grpo.estimator not in TRL_ESTIMATORS:  # TRL computes its own advantages
-        raise ParameterError(
-            "--estimator",
-            f"--trainer trl offers {' and '.join(TRL_ESTIMATORS)} only, not {cfg.grpo.estimator}",
-        )
-    rows = cfg.k * cfg.groups
-    if rows % cfg.grpo.minibatches:
-        raise ParameterError("--minibatches", f"must divide groups x k = {rows} for --trainer trl")
 
 
 def _dataset(task, cfg):
@@ -134,13 +114,11 @@ def _cuda() -> bool:
 
 def train_trl(cfg, checked, engine=None) -> dict:
     """Run (or resume) one run through TRL; returns the summary (also OUT/summary.json).
-    Called by `real.train.train`, which has checked `cfg` (check_trl_config included; `checked`
+    Called by `real.app.run.train`, which has checked `cfg` (check_trl_config included; `checked`
     holds the task and the collector built then) and holds the run folder's lock."""
     import os
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from real.checks import resolve_model
-
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -149,10 +127,6 @@ def train_trl(cfg, checked, engine=None) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
-
-    from real.tasks import RewardGuard
-    from real.train import eval_wins, make_engine
-    from real.trl_adapter import SaraRollout
 
     torch.manual_seed(cfg.seed)
     task = checked.task
@@ -168,12 +142,12 @@ def train_trl(cfg, checked, engine=None) -> dict:
         shutil.rmtree(out / "trl", ignore_errors=True)
         for p in (metrics_path, out / "summary.json", out / "eval_initial.json"):
             p.unlink(missing_ok=True)
-        # what a --resume must match (real.checks.check_same_run)
+        # what a --resume must match (real.app.resume.check_same_run)
         atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1).encode())
     guard = RewardGuard(task.reward)
     ds = _dataset(task, cfg)
     if engine is None:
-        engine = make_engine(cfg, model_dir)
+        engine = build.make_engine(cfg, model_dir)
     sara = SaraRollout(
         args, ds, [_reward(task, guard)], cfg.allocator, engine=engine, collector=checked.collector
     )
@@ -217,7 +191,7 @@ def _train(trainer, trl_dir: Path, resume_from) -> None:
         trainer.train(resume_from_checkpoint=resume_from)
     except (OSError, RuntimeError) as e:
         ckpt = checkpoint_dir(trl_dir, trainer.state.global_step)
-        if not ckpt.is_dir() or (ckpt / ROW_FILE).exists():  # not failed while saving
+        if not ckpt.is_dir() or (ckpt / TRL_MARKER).exists():  # not failed while saving
             raise
         if isinstance(e, OSError) and e.errno:
             err = e if isinstance(e, WriteError) else WriteError(ckpt, e)  # names its file
@@ -313,4 +287,4 @@ class _RunLog(_callback_base()):
         """After TRL wrote checkpoint-N (and after on_log): keep a copy of that step's line."""
         if self.last_row is not None and state.is_world_process_zero:
             ckpt = checkpoint_dir(args.output_dir, state.global_step)
-            atomic_write(ckpt / ROW_FILE, dumps_json(self.last_row, indent=None))
+            atomic_write(ckpt / TRL_MARKER, dumps_json(self.last_row, indent=None))

@@ -8,7 +8,7 @@ cache goes under the project's gitignored .cache folder instead of $HOME and the
 import os
 from pathlib import Path
 
-CACHE = Path(os.environ.get("SARA_CACHE", Path(__file__).resolve().parents[1] / ".cache"))
+CACHE = Path(os.environ.get("SARA_CACHE", Path(__file__).resolve().parents[2] / ".cache"))
 
 _DEFAULTS = {
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",

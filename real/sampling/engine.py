@@ -13,7 +13,7 @@ import logging
 import warnings
 from dataclasses import dataclass, field
 
-from real import _env  # noqa: F401  (env vars must be set before vllm is imported)
+from real.base import env as _env  # noqa: F401  (env vars must be set before vllm is imported)
 
 
 @dataclass
@@ -37,7 +37,7 @@ class PromptResult:
 
 class Sampler:
     """What the collectors call: one batched, seeded sampling call per round. `Engine` samples
-    in-process, `real.client.ServerEngine` on running vLLM servers; a subclass gives
+    in-process, `real.sampling.client.ServerEngine` on running vLLM servers; a subclass gives
     `_generate(prompts, n_per_prompt, settings, seeds)`, `n_tokens(prompt)`, `max_model_len`
     and `context` (whose context, for the message)."""
 
@@ -259,7 +259,7 @@ def parity_check(
 ) -> dict:
     """After a push: engine greedy == transformers greedy, and the engine's logprobs of its own
     greedy tokens match torch's teacher-forced logprobs within `tol`."""
-    from real.grpo import token_logprobs
+    from real.models.logprobs import token_logprobs
 
     eos = engine.tokenizer.eos_token_id
     was_training = model.training

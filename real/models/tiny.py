@@ -31,8 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from real import _env  # noqa: F401  (cache folders and offline flags before torch)
-from real.runlog import pass_at_1
+from real.base import env as _env  # noqa: F401  (cache folders and offline flags before torch)
+from real.io.runfolder import check_writable
+from real.io.runlog import pass_at_1
+from real.tasks.arithmetic import ArithmeticTask
 
 # bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
 FORMAT_VERSION = 2
@@ -291,8 +293,6 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
             f"--out: {out} exists and is not a tiny-model folder; refusing to overwrite it"
         )
 
-    from real.checks import check_writable
-
     check_writable(out, "--out")  # before minutes of training, not after
     with fixed_threads():
         model, tokenizer, report = _train(s, progress)
@@ -303,8 +303,6 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
 def _train(s: TinySettings, progress: bool):
     """SFT until the spread is met; the model, its tokenizer and the build report."""
     import torch
-
-    from real.tasks.arithmetic import ArithmeticTask
 
     # held-out problems never trained on: the graded model's benchmark evaluates on GRADED_HELD_OUT
     n_held = GRADED_HELD_OUT if s.curriculum == "graded" else 256
@@ -425,7 +423,7 @@ def with_overrides(s: TinySettings, **kw) -> TinySettings:
     return replace(s, **{k: v for k, v in kw.items() if v is not None})
 
 
-if __name__ == "__main__":  # quick manual run: python -m real.tiny [OUT]
+if __name__ == "__main__":  # quick manual run: python -m real.models.tiny [OUT]
     import sys
 
     d = build_tiny(sys.argv[1] if len(sys.argv) > 1 else None, progress=True)
