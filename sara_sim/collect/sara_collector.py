@@ -115,10 +115,10 @@ class SaraCollector(_Base):
         needs `history` and `epoch_size`, sara-mopps / sara-dps also a `selector`."""
         super().__init__(name, k, groups, budget, seed)
         p = SaraParams() if params is None else params
-        cfg = checked_settings(p, self.k, self.groups * self.k if self.groups else self.budget)
+        cfg = checked_settings(p, self.k, self.groups, self.budget)
         self.params = p
         self.tau_low, self.tau_high, self.prior, self.capacity = cfg[:4]
-        self.probe, self.increment, self.max_rounds, self.eb_window, self.rule = cfg[4:]
+        self.probe, self.increment, self.max_rounds, self.eb_window, self.rule = cfg[4:9]
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
@@ -135,7 +135,7 @@ class SaraCollector(_Base):
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
             self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low), p.carry,
+            self.max_rounds, float(self.tau_low), p.carry, *cfg.knobs,
         )  # fmt: skip
         self.rounds = new_rounds(64)
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)

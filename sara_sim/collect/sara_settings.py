@@ -2,6 +2,7 @@
 sara-history and the selector strategies need, whether a plan can ever commit a group, and the
 beta-binomial fit of the outcomes of the last steps (sara-eb, sara-auto, sara-history)."""
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -11,6 +12,7 @@ from ..core.difficulty import fit_beta_binomial
 from ..core.errors import ParameterError, check_int, check_prior, check_schedule, check_unit
 from ..core.policy import NO_TAU_HIGH, plan_can_commit
 from ..core.registry import SaraParams
+from ..core.rounds import schedule_knobs
 
 
 def check_history(name, meta, history, epoch_size, selector):
@@ -50,11 +52,13 @@ class Settings(NamedTuple):
     max_rounds: int
     eb_window: int
     rule: str
+    knobs: tuple  # (overprovision, max_inflight): ``rounds.schedule_knobs``
 
 
-def checked_settings(p, k, default_cap):
+def checked_settings(p, k, groups, budget):
     """`p` (a ``registry.SaraParams``) checked field by field: one ParameterError naming the
-    first bad one.  `default_cap`: the capacity when `p.capacity` is None (N x k or the budget)."""
+    first bad one.  `groups` / `budget`: the collector's; without `p.capacity` a round holds
+    groups x k rollouts (times the over-provisioning) or the budget."""
     if not isinstance(p, SaraParams):
         raise ParameterError("params", f"must be a registry.SaraParams, got {p!r}")
     max_rounds = check_int(p.max_rounds, "max_rounds", 1)
@@ -65,13 +69,16 @@ def checked_settings(p, k, default_cap):
     if tau_high <= tau_low:
         raise ParameterError("tau_high", f"must exceed tau_low={p.tau_low}, got {p.tau_high}")
     prior = check_prior(p.prior, "prior")
+    knobs = schedule_knobs(p)  # (overprovision, max_inflight), checked
+    # an over-provisioned round needs the room for it (overprovision 1: groups x k)
+    default_cap = math.ceil(knobs[0] * groups * k) if groups else budget
     capacity = check_int(default_cap if p.capacity is None else p.capacity, "capacity", k)
     probe, increment = check_schedule(p.probe, p.increment, k, prefix="")
     eb_window = check_int(p.eb_window, "eb_window", 1)
     if not isinstance(p.rule, str) or p.rule not in ("tau", "price"):
         raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
     return Settings(
-        tau_low, tau_high, prior, capacity, probe, increment, max_rounds, eb_window, p.rule
+        tau_low, tau_high, prior, capacity, probe, increment, max_rounds, eb_window, p.rule, knobs
     )
 
 

@@ -52,6 +52,12 @@ class SaraParams:
     # carry surplus committed and still-open groups into the next step (one policy step stale);
     # False: drop them at the step's end, spent, as DS drops its surplus (ours: the ablation)
     carry: bool = True
+    # fewer rounds: each round probes this many times the fresh prompts the running commit rate
+    # calls for (>= 1; 1: today's schedule); the surplus is carried (ours: issue 20)
+    overprovision: float = 1.0
+    # rollouts a prompt has in flight at once (a round's requests, or streaming's, sim/stream.py);
+    # 0: its plan's own requests (ours: issue 20)
+    max_inflight: int = 0
 
 
 @dataclass(frozen=True)
@@ -210,7 +216,8 @@ def collector_params(name, params=None, **knobs):
 
     >>> collector_params("sara", tau_low=0.3, gen_batch_size=8)
     SaraParams(tau_low=0.3, tau_high=None, prior=(1.0, 1.0), capacity=None, probe=0, \
-increment=0, eb_window=4, max_rounds=100, rule='tau', carry=True)
+increment=0, eb_window=4, max_rounds=100, rule='tau', carry=True, overprovision=1.0, \
+max_inflight=0)
     """
     known = {f.name for cls in set(PARAMS.values()) for f in fields(cls)}
     for key in knobs:

@@ -24,10 +24,12 @@ The order fill -> continue -> probe, the capacity clipping, the probe quota and 
 (``tests/sim/test_identity.py`` still feeds both drivers the same outcomes and compares every
 decision).
 
-A streaming driver (a prompt planned as soon as its rollouts return, no round barrier) uses the
-same pieces one prompt at a time: ``held_request`` sizes the next request of one open slot,
-``wants_prompt`` / ``offer`` open one fresh prompt, ``absorb`` / ``settle`` take one request's
-outcomes — each touches only the slot it names and the counters.
+The third driver, streaming (``sim/stream.py``: a prompt planned as soon as its rollouts return,
+no round barrier), uses the same pieces one completion at a time: ``plan_stream`` (the round's
+order fill -> continue -> probe quota, for the rollouts in flight) queues the top-ups of the open
+slots, ``wants_prompt`` / ``offer`` open fresh prompts, ``send`` books what is sent, ``absorb`` /
+``settle`` take one rollout's outcome (a one-rollout request) — each touches only the slot it
+names and the counters.
 
 Slots: ``slots[j, F_*]`` (int64) with the state machine's fields first and the driver's own from
 ``S_FIELDS`` on (the kernel's run-length summary), ``vals[j]`` one float of the driver's per slot
@@ -35,6 +37,7 @@ Slots: ``slots[j, F_*]`` (int64) with the state machine's fields first and the d
 driver's name of the visit (the kernel: the prompt id; the collector: its visit number).
 """
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -77,6 +80,18 @@ class RoundConfig(NamedTuple):
     max_rounds: int
     tau_low: float
     carry: bool = True  # False: end_step drops surplus and open groups, as DS drops its surplus
+    # each round's probe quota x this (>= 1): fewer rounds, surplus carried (docs/design.md §2)
+    overprovision: float = 1.0
+    max_inflight: int = 0  # rollouts in flight per prompt at once (0: the plan's requests)
+
+
+def schedule_knobs(params):
+    """(overprovision, max_inflight) of a ``registry.SaraParams``, checked: RoundConfig's last
+    two fields."""
+    from .errors import check_float, check_int
+
+    over = check_float(params.overprovision, "overprovision", 1.0)
+    return over, check_int(params.max_inflight, "max_inflight", 0)
 
 
 class Rounds(NamedTuple):
@@ -135,6 +150,13 @@ def held_request(sm, rc, i):
 
 
 @njit(**NO_REFCOUNT)
+def bounded(rc, want):
+    """`want` rollouts for one prompt at most rc.max_inflight at once (0: no bound): a round's
+    requests are in flight together, a stream's until they return."""
+    return min(want, rc.max_inflight) if rc.max_inflight > 0 else want
+
+
+@njit(**NO_REFCOUNT)
 def _request(sm, i, want):
     """Queue up to `want` rollouts for slot i, clipped to the round's capacity left."""
     c = sm.cnt
@@ -167,7 +189,7 @@ def plan_round(sm, rc):
         if slots[i, F_COMM]:
             n_comm += 1
             reserved += k - slots[i, F_N]
-            _request(sm, i, k - slots[i, F_N])
+            _request(sm, i, bounded(rc, k - slots[i, F_N]))
         else:
             n_cont += 1
     deficit = rc.groups - c[C_GROUPS] - n_comm
@@ -175,13 +197,69 @@ def plan_round(sm, rc):
         return True  # enough groups are certain: in-progress prompts wait
     for i in range(c[C_OPEN]):  # 2) continues
         if not (slots[i, F_DEL] or slots[i, F_COMM]):
-            _request(sm, i, held_request(sm, rc, i))
+            _request(sm, i, bounded(rc, held_request(sm, rc, i)))
     if yield_mode:  # 3) probes: as many as the deficit (or the budget) calls for
         want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont)
+        if rc.overprovision != 1.0:  # off by default: the golden rounds stay bit-identical
+            want = math.ceil(want * rc.overprovision)
     else:
         want = budget_probes(sm.rates, k, c[C_BUDGET], c[C_USED], reserved, c[C_LIVE] > 0)
     c[C_WANT], c[C_SKIPS] = want, skip_budget(want)
     return True
+
+
+@njit(**NO_REFCOUNT)
+def _stream_request(sm, rc, i, flying):
+    """Rollouts to add to slot i's `flying` in flight: up to its plan's request (``held_request``
+    counts returned rollouts only) or, with rc.max_inflight = m, up to m in flight (eager: the
+    plan decides at each return and what is then in flight is cancelled)."""
+    n = sm.slots[i, F_N]
+    room = rc.k - n - flying  # a group never needs more than k
+    if rc.max_inflight > 0:
+        return max(min(rc.max_inflight - flying, room), 0)
+    return max(min(held_request(sm, rc, i) - flying, room), 0)
+
+
+@njit(**NO_REFCOUNT)
+def plan_stream(sm, rc, fly, room, saturate):
+    """The streaming driver's plan at one completion (fixed-yield): top-ups of the open slots —
+    fills, then continues while groups are missing — into sm.req (at most `room` rollouts;
+    slots[j, fly]: slot j's rollouts in flight, a driver field), then the probe quota for fresh
+    prompts (C_WANT), as ``plan_round`` orders a round.  saturate: what is in flight outlives
+    the step, so nothing waits and fresh prompts fill every free slot (the surplus is carried).
+    False: the step's groups are all in."""
+    c, slots = sm.cnt, sm.slots
+    if c[C_GROUPS] >= rc.groups:
+        return False
+    c[C_CAP], c[C_NREQ], c[C_USED], c[C_WANT], c[C_SKIPS] = room, 0, 0, 0, 0
+    n_comm, n_cont = 0, 0
+    for i in range(c[C_OPEN]):  # 1) fills
+        if slots[i, F_DEL]:
+            continue
+        if slots[i, F_COMM]:
+            n_comm += 1
+            _request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
+        else:
+            n_cont += 1
+    deficit = rc.groups - c[C_GROUPS] - n_comm
+    if deficit <= 0 and not saturate:
+        return True  # enough groups are certain: undecided prompts wait, as in a round
+    for i in range(c[C_OPEN]):  # 2) continues
+        if not (slots[i, F_DEL] or slots[i, F_COMM]):
+            _request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
+    want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont) if deficit > 0 else 0  # 3)
+    if saturate:
+        want = max(want, room)  # each takes >= 1 rollout: the free slots stop the probes
+    c[C_WANT], c[C_SKIPS] = want, skip_budget(want)
+    return True
+
+
+@njit(**NO_REFCOUNT)
+def send(sm, rollouts):
+    """A streaming driver sent `rollouts` (cancelled ones included: they were paid for): the
+    running totals that ``launch`` keeps per round."""
+    sm.cnt[C_BUDGET] -= rollouts
+    sm.rates[R_ROLLOUTS] += rollouts
 
 
 @njit(**NO_REFCOUNT)
@@ -204,6 +282,7 @@ def offer(sm, rc, plan):
     the driver fills F_KEY and its own fields."""
     c, k = sm.cnt, rc.k
     first = k if plan[0] == COMMIT else next_request(0, 0, k, plan, rc.probe, rc.increment)
+    first = bounded(rc, first)
     if c[C_OPEN] >= sm.slots.shape[0] and c[C_LIVE] < c[C_OPEN]:
         compact(sm)  # make room: drop the decided slots now
     j = c[C_OPEN]

@@ -30,9 +30,11 @@ import numpy as np
 
 from ..collect.allocator import make_collector
 from ..core.difficulty import HistoryLaw, check_k_for_law
-from ..core.errors import check_float, check_int, check_k
+from ..core.errors import check_choice, check_float, check_int, check_k
 from ..core.registry import row
 from .wallclock import EngineConfig, LengthLaw, run_engine
+
+SCHEDULES = ("rounds", "stream")
 
 
 class Setup(NamedTuple):
@@ -87,6 +89,13 @@ class OutcomeSource:
             out.append([self.urns[r.visit].pop() for _ in range(r.n)])
         return out
 
+    def unsee(self, visit, outcome):
+        """An outcome drawn but never observed (its rollout was aborted) goes back into its
+        visit's urn at a random place: the next draw is again one of the unobserved ones."""
+        if self.rec is not None:
+            urn = self.urns[visit]
+            urn.insert(int(self.draw_rng.integers(len(urn) + 1)), outcome)
+
 
 class RoundTimer:
     """sample(requests) for a collector: outcomes, lengths, and the round timed by the engine."""
@@ -114,38 +123,87 @@ def _collector(name, k, groups, seed, pool, kw):
 
 
 def run_strategy(law, strategy, setup, *, k=8, groups=64, steps=20, seed=0, pool=1024,
-                 trace_step=None, **kw):  # fmt: skip
-    """Run `strategy` for `steps` steps (fewer if a history runs out) against the engine model.
+                 trace_step=None, schedule="rounds", boundary="carry", **kw):  # fmt: skip
+    """Run `strategy` for `steps` steps (fewer if a history runs out) against the engine model,
+    round by round or streamed (``stream.py``; the engine's slots bound what is in flight).
     Returns totals and per-step rows; `trace` is the engine's running count over step
-    `trace_step` (default: the middle step), times from that step's start."""
+    `trace_step` (default: the middle step), times from that step's start.  `kw`: collector
+    knobs (``make_collector``), e.g. overprovision or max_inflight."""
     steps = check_int(steps, "--steps", 1)
     check_k_for_law(check_k(k, "--k"), law)  # a visit draws k of a record's samples
     check_float(setup.decision_s, "--decision-s", 0.0)
+    check_choice(schedule, "--schedule", SCHEDULES)
+    check_choice(boundary, "--boundary", ("carry", "abort"))
     src = OutcomeSource(law, seed, pool)
-    timer = RoundTimer(src, setup, seed)
     col = _collector(strategy, k, groups, seed, src.pool, kw)
-    stream, rows, marks = src.stream(), [], [0]
+    if schedule == "stream":
+        rows, segments, marks = _run_stream(col, src, setup, seed, steps, boundary)
+    else:
+        rows, segments, marks = _run_rounds(col, src, setup, seed, steps)
+    j = len(rows) // 2 if trace_step is None else min(int(trace_step), len(rows) - 1)
+    out = _summary(strategy, rows, setup, segments[marks[j] : marks[j + 1]] if rows else [])
+    return {**out, "schedule": schedule, "trace_step": j}
+
+
+def _run_rounds(col, src, setup, seed, steps):
+    """Each round through the engine after the last one (``RoundTimer``): per-step rows, the
+    engine's segments over the run, and each step's first segment."""
+    timer = RoundTimer(src, setup, seed)
+    stream, rows, marks, segments = src.stream(), [], [0], []
     for _ in range(steps):
         t0, first = timer.t, len(timer.runs)
         res = col.collect_step(stream, timer)
         runs = [run for _, run in timer.runs[first:]]
-        rows.append(_step_row(res, runs, timer.t - t0))
-        marks.append(len(timer.runs))
+        rows.append(_step_row(res, timer.t - t0, sum(run.busy for run in runs), res.rounds,
+                              sum(run.iterations for run in runs),
+                              sum(run.busy_slot_seconds for run in runs)))  # fmt: skip
+        segments += [seg for _, run in timer.runs[first:] for seg in run.segments]
+        marks.append(len(segments))
         if res.stream_exhausted:
             break
-    j = len(rows) // 2 if trace_step is None else min(int(trace_step), len(rows) - 1)
-    return _summary(strategy, rows, setup, timer, marks, j)
+    return rows, segments, marks
 
 
-def _step_row(res, runs, wall):
+def _run_stream(col, src, setup, seed, steps, boundary):
+    """The streaming driver on the live engine: its rows, segments and step marks.  What is
+    still in flight after the last step is aborted; its tokens are the last step's cost."""
+    from .stream import Live, stream_driver
+
+    live = Live(setup, src, seed)
+    eng = live.engine
+    drv = stream_driver(col, live, setup.engine.max_num_seqs, boundary)
+    stream, rows, marks = src.stream(), [], [0]
+    for _ in range(steps):
+        t0, tok0, it0, bss0 = eng.t, eng.tokens, eng.iterations, eng.busy_slot_seconds
+        can0, cantok0 = live.cancelled, live.cancelled_tokens
+        res = drv.collect_step(stream)
+        rows.append(_step_row(res, eng.t - t0, eng.tokens - tok0, math.nan, eng.iterations - it0,
+                              eng.busy_slot_seconds - bss0, live.cancelled - can0,
+                              live.cancelled_tokens - cantok0))  # fmt: skip
+        marks.append(len(eng.segments))
+        if res.stream_exhausted:
+            break
+    tok0, can0 = eng.tokens, live.cancelled
+    for visit in list(live.by_visit):
+        live.cancel(visit)
+    rows[-1]["tokens"] += eng.tokens - tok0
+    rows[-1]["cancelled"] += live.cancelled - can0
+    rows[-1]["cancelled_tokens"] += eng.tokens - tok0
+    return rows, eng.segments, marks
+
+
+def _step_row(res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelled_tokens=0):
     return {
         "wall_s": wall,
         "rollouts": res.rollouts,
-        "tokens": sum(run.busy for run in runs),
-        "rounds": res.rounds,
+        "tokens": tokens,
+        "rounds": rounds,  # nan when streamed: no rounds
         "effective": res.n_effective,
-        "iterations": sum(run.iterations for run in runs),
-        "busy_slot_seconds": sum(run.busy_slot_seconds for run in runs),
+        "prompts": res.fresh_prompts,  # pulled from the stream
+        "iterations": iterations,
+        "busy_slot_seconds": busy,
+        "cancelled": cancelled,  # rollouts aborted in flight (in rollouts; tokens in tokens)
+        "cancelled_tokens": cancelled_tokens,
     }
 
 
@@ -153,14 +211,14 @@ def _per(x, n):
     return x / n if n else math.nan  # undefined (JSON null), never a stand-in
 
 
-def _summary(strategy, rows, setup, timer, marks, j):
+def _summary(strategy, rows, setup, traced):
+    """Totals per effective group; traced: the engine's segments over one step."""
     cap = setup.engine.max_num_seqs
     tot = {key: sum(r[key] for r in rows) for key in rows[0]} if rows else {}
     eff, wall = tot.get("effective", 0), tot.get("wall_s", 0.0)
-    # the engine's running count over step j, times from that step's first submit
-    traced = timer.runs[marks[j] : marks[j + 1]] if rows else []
-    t0 = traced[0][0] if traced else 0.0
-    trace = [np.c_[run.segments[:, :2] - t0, run.segments[:, 2:]] for _, run in traced]
+    # the engine's running count over the traced step, times from its first segment
+    seg = np.array(traced, dtype=np.float64).reshape(-1, 3)
+    seg[:, :2] -= seg[0, 0] if len(seg) else 0.0
     return {
         "strategy": strategy,
         "steps": len(rows),
@@ -170,12 +228,14 @@ def _summary(strategy, rows, setup, timer, marks, j):
         "tokens_per_effective_group": _per(tot.get("tokens", 0), eff),
         "rollouts_per_effective_group": _per(tot.get("rollouts", 0), eff),
         "rounds_per_step": _per(tot.get("rounds", 0), len(rows)),
+        "median_rounds": float(np.median([r["rounds"] for r in rows])) if rows else math.nan,
+        "cancelled_per_effective_group": _per(tot.get("cancelled", 0), eff),
+        "cancelled_token_share": _per(tot.get("cancelled_tokens", 0), tot.get("tokens", 0)),
         "utilisation": _per(tot.get("tokens", 0), cap * tot.get("iterations", 0)),
         "time_utilisation": _per(tot.get("busy_slot_seconds", 0.0), cap * wall),
         "per_step": rows,
-        "trace": np.concatenate(trace) if trace else np.empty((0, 3)),
-        "trace_step": j,
-        "step_occupancy": occupancy(np.concatenate(trace), cap) if trace else [],
+        "trace": seg,
+        "step_occupancy": occupancy(seg, cap) if len(seg) else [],
     }
 
 

@@ -248,9 +248,16 @@ def test_fig11_wallclock_ratios_and_occupancy(full):
     assert set(df["k"]) == {4, 6, 8} and (df["steps"] == 12).all()
     assert (df.loc[df["strategy"] == "ds", "wall_ratio_vs_ds"] == 1.0).all()
     assert df["utilisation"].between(0, 1, inclusive="right").all()
+    by = df.set_index(["schedule", "strategy", "k"])
     # a round barrier: SARA takes more rounds per step than uniform's single round
-    rounds = df.set_index(["strategy", "k"])["rounds_per_step"]
+    rounds = by.loc["rounds", "rounds_per_step"]
     assert (rounds.loc["uniform"] == 1).all() and (rounds.loc["sara"] > 1).all()
+    # streamed: no rounds, and no barrier idles the engine as rounds do
+    stream = by.loc["stream"]
+    assert set(stream.index.get_level_values(0)) == {"ds", "sara", "sara-auto", "sara-history"}
+    assert stream["rounds_per_step"].isna().all()
+    util = by["time_utilisation"]
+    assert (util.loc["stream"] > util.loc["rounds"].loc[stream.index]).all()
 
 
 def test_fig12_selectors_degrade_under_fast_drift_sara_does_not(full):
