@@ -35,7 +35,7 @@ def run(name, model_dir, ds, a, out):
     from real.trl.adapter import SaraRollout
     from real.trl.backends import cpu_grpo_config
 
-    args = cpu_grpo_config(out / name, G=a.k, B=a.groups, steps=a.steps, seed=a.seed)
+    args = cpu_grpo_config(out / name, k=a.k, groups=a.groups, steps=a.steps, seed=a.seed)
     kw = {}
     if name != "trl-default":
         sara = SaraRollout(args, ds, [correct], name.removeprefix("trl+"), tau_low=a.tau_low)
@@ -61,10 +61,10 @@ def run(name, model_dir, ds, a, out):
         eff = sum(round((1 - h["frac_reward_zero_std"]) * a.groups) for h in logs)
         rounds = 1.0  # one generate call per step
     else:
-        rollouts = sum(h["rollouts"] for h in sara.history)
-        tokens = sum(h["tokens"] for h in sara.history)
-        eff = sum(h["effective_groups"] for h in sara.history)
-        rounds = float(np.mean([h["rounds"] for h in sara.history]))
+        rollouts = sum(h["rollouts"] for h in sara.step_log)
+        tokens = sum(h["tokens"] for h in sara.step_log)
+        eff = sum(h["effective_groups"] for h in sara.step_log)
+        rounds = float(np.mean([h["rounds"] for h in sara.step_log]))
     return {
         "strategy": name,
         "steps": len(logs),
@@ -110,7 +110,7 @@ def main(argv=None):
     for c in ("rollouts_per_eff", "tokens_per_eff", "effective_fraction", "step_s"):
         table[c + "_ratio"] = (table[c] / ref[c]).replace([np.inf, -np.inf], np.nan)
     model = a.model or f"tiny cache key {Path(model_dir).name}"  # never this machine's path
-    print(f"model={model} steps={a.steps} G={a.k} B={a.groups} seed={a.seed}")
+    print(f"model={model} steps={a.steps} k={a.k} groups={a.groups} seed={a.seed}")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}", na_rep="-"))
 
 

@@ -74,10 +74,10 @@ def main(argv=None):
     trainer.train(resume_from_checkpoint=True if a.resume else None)
 
     keys = ("rollouts", "tokens", "effective_groups", "groups", "abandoned", "rounds", "waste")
-    first = trainer.state.global_step - len(sara.history)  # > 0 after --resume
+    first = trainer.state.global_step - len(sara.step_log)  # > 0 after --resume
     lines = [
         json.dumps({"rank": sara.rank, "step": first + i, **{k: h[k] for k in keys}}) + "\n"
-        for i, h in enumerate(sara.history)
+        for i, h in enumerate(sara.step_log)
     ]
     sys.stdout.flush()
     sys.stdout.write("".join(lines))  # one block per process: ranks do not interleave lines

@@ -140,19 +140,17 @@ k = GROUP_SIZE or next(
     None,
 )
 fig, axes = plt.subplots(2, 2, figsize=(13, 8))
+
+
+def by_series(data, x, y, ax, **kw):
+    """One line per series (a run, or run / allocator), a marker per point."""
+    sns.lineplot(data=data, x=x, y=y, hue="series", marker="o", ax=ax, **kw)
+
+
 metrics["rollouts_per_effective_group"] = metrics["rollouts"] / metrics["effective_groups"]
-sns.lineplot(
-    data=metrics,
-    x="step",
-    y="rollouts_per_effective_group",
-    hue="series",
-    marker="o",
-    ax=axes[0, 0],
-)
+by_series(metrics, "step", "rollouts_per_effective_group", axes[0, 0])
 axes[0, 0].set_ylabel("rollouts per effective group [rollouts]")
-sns.lineplot(
-    data=metrics, x="step", y="rounds", hue="series", marker="o", ax=axes[0, 1], legend=False
-)
+by_series(metrics, "step", "rounds", axes[0, 1], legend=False)
 axes[0, 1].set_ylabel("synchronisation rounds per step [rounds]")
 ev = metrics.dropna(subset=["eval_accuracy"])[["series", "cum_rollouts", "eval_accuracy"]]
 pairs = metrics[["series", "run"]].drop_duplicates().itertuples(index=False)
@@ -162,15 +160,7 @@ start = [  # the held-out accuracy before training, when the run recorded it
     if summaries[run].get("eval_initial") is not None
 ]
 ev = pd.concat([pd.DataFrame(start), ev], ignore_index=True).sort_values(["series", "cum_rollouts"])
-sns.lineplot(
-    data=ev,
-    x="cum_rollouts",
-    y="eval_accuracy",
-    hue="series",
-    marker="o",
-    ax=axes[1, 0],
-    legend=False,
-)
+by_series(ev, "cum_rollouts", "eval_accuracy", axes[1, 0], legend=False)
 axes[1, 0].set_xlabel("cumulative rollouts [rollouts]")
 axes[1, 0].set_ylabel("eval accuracy [fraction correct]")
 time_cols = ["gen_s", "train_s", "sync_s"]

@@ -36,6 +36,7 @@ CASES = [  # (law, epoch for history laws, k, tau_low, prior of the tau rule)
     ("history", "0", 8, 0.5, (1.0, 1.0)),
 ]
 GROUPS, STEPS, REPLICATES, SEED = 64, 60, 4, 0
+RUN = dict(groups=GROUPS, steps=STEPS, replicates=REPLICATES)  # every simulated case's size
 Z_LIMIT = 5.0  # |exact - simulated| / SE above this fails the notebook
 
 # %%
@@ -71,17 +72,7 @@ for i, (spec, epoch, k, tau, prior) in enumerate(CASES):
         spec = f"history:{paper_figs.HISTORY}"
     law = parse_law(spec, epochs=epoch)
     exact = sequential_law(law, k, tau, prior=prior)
-    res = simulate(
-        "sara",
-        law,
-        k=k,
-        groups=GROUPS,
-        steps=STEPS,
-        replicates=REPLICATES,
-        seed=SEED + i,
-        tau_low=tau,
-        prior=prior,
-    )
+    res = simulate("sara", law, k=k, seed=SEED + i, tau_low=tau, prior=prior, **RUN)
     sim = summarize(res)
     name = f"{str(law)[:40]} k={k} τ={tau} prior={prior}"
     for key, skey in METRICS.items():

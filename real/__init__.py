@@ -9,11 +9,11 @@ Layered subpackages; each imports only its own layer and the ones below it
               checkpoint-N naming, check_writable)
     tasks     verifiable tasks (arithmetic, countdown, math) and the run's task
     models    tiny (the offline default model), resolve (model resolution), logprobs (torch)
-    sampling  engine (Sampler, in-process vLLM), serve / served / client (vLLM servers),
+    sampling  engine (Sampler, in-process vLLM), serve / served / client / push (vLLM servers),
               build (the run's engine)
     rollout   collect (allocator rounds -> committed groups), evaluation (held-out pass@1)
-    train     grpo (loss, step), loop (the native GRPO loop)        } siblings: neither
-    trl       adapter, backends (SARA in TRL's GRPOTrainer), run    } imports the other
+    train     grpo (loss, step), loop (the native GRPO loop)               } siblings: neither
+    trl       adapter, rewards, backends (SARA in TRL's GRPOTrainer), run  } imports the other
     app       checks, resume (checks that need the machine), run (one run), compare, audit,
               audit_theory, flags, cli (`sara-real`)
 

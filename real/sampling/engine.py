@@ -53,9 +53,11 @@ class Sampler:
     ) -> list[PromptResult]:
         """Sample n_per_prompt[i] completions of prompts[i], the whole round at once.
 
-        `seeds[i]` (n_per_prompt[i] ints) seeds each rollout on its own. vLLM gives the n children
-        of one seeded request the same seed — identical samples — so seeded prompts are fanned out
-        as n single-sample requests (prefix caching shares their prompt). Seeding makes a round
+        `seeds[i]` (n_per_prompt[i] ints) seeds each rollout on its own. vLLM seeds the j-th of
+        the n children of a request with seed `seed + j` (``vllm/v1/engine/parallel_sampling.py``),
+        so only consecutive seeds fit one request: `Engine` sends every seeded rollout as its own
+        single-sample request (prefix caching shares their prompt), `ServerEngine` one request
+        per run of consecutive seeds — the same samples either way. Seeding makes a round
         reproducible whatever the batch composition: a resumed run samples what the original did."""
         if len(prompts) != len(n_per_prompt):
             raise ValueError("prompts and n_per_prompt differ in length")

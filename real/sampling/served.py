@@ -39,6 +39,8 @@ SHAPE_KEYS = (
     "intermediate_size",
     "tie_word_embeddings",
 )
+# the endpoints of vLLM's dev mode (VLLM_SERVER_DEV_MODE=1) the weight push uses
+DEV_PATHS = ("/pause", "/resume", "/collective_rpc", "/reset_prefix_cache")
 # digits, operators, letters of both cases, punctuation and whitespace: what the tasks' prompts use
 PROBE = "Question: 12+34*5-6/7 = ? Answer (x_y): 59; The quick brown Fox!\n\t"
 
@@ -104,6 +106,41 @@ def server_message(r) -> str:
     if "html" in kind:
         return f"an HTML page ({kind})"
     return one_line(r.text) or "an empty body"
+
+
+class ServerError(RuntimeError):
+    """A vLLM server did not answer (after retries) or rejected a request; names the server."""
+
+    def __init__(self, url: str, message: str):
+        self.url = url
+        super().__init__(f"vLLM server {url}: {message}")
+
+
+def call_server(http, url: str, path: str, close: bool = False, **kw):
+    """POST `path` to `url` with the httpx client `http`: (error or None, answer).  `close`: a
+    connection of its own — vLLM drops the connection of a call that raised (the 500 of a failed
+    reload), and the next call on it would fail."""
+    import httpx
+
+    headers = {"Connection": "close"} if close else None
+    try:
+        r = http.post(f"{url}{path}", headers=headers, **kw)
+    except httpx.HTTPError as e:
+        return f"{path} failed ({type(e).__name__}: {one_line(e)})", None
+    if r.status_code == 200:
+        return None, r
+    hint = ""
+    if r.status_code == 404 and path in DEV_PATHS:
+        hint = " (start the server with VLLM_SERVER_DEV_MODE=1; sara-real serve does)"
+    return f"{path} answered HTTP {r.status_code}: {server_message(r)}{hint}", r
+
+
+def post_server(http, url: str, path: str, **kw):
+    """A control call (push, tokenize): errors raise ServerError with the server's message."""
+    err, r = call_server(http, url, path, **kw)
+    if err:
+        raise ServerError(url, err)
+    return r
 
 
 def model_card(http, url: str) -> dict:

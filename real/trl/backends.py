@@ -18,14 +18,14 @@ from sara_sim.core.errors import ParameterError, check_k
 STATE_FILE = "sara_rollout_rank{rank}.pt"  # one per process, inside TRL's checkpoint-N folder
 
 
-def cpu_grpo_config(output_dir, *, G: int, B: int, steps: int, seed: int = 0, **overrides):
+def cpu_grpo_config(output_dir, *, k: int, groups: int, steps: int, seed: int = 0, **overrides):
     """TRL's GRPOConfig for a short offline CPU run with transformers `generate` (the TRL tests,
-    benchmarks/trl_compare.py): B groups of G rows per step, 8 new tokens, constant lr 1e-4,
+    benchmarks/trl_compare.py): `groups` groups of k rows per step, 8 new tokens, constant lr 1e-4,
     a log entry per step, no checkpoints, no reporting; `overrides` are GRPOConfig fields."""
     from trl import GRPOConfig
 
     base = dict(
-        output_dir=str(output_dir), num_generations=G, per_device_train_batch_size=G * B,
+        output_dir=str(output_dir), num_generations=k, per_device_train_batch_size=k * groups,
         max_completion_length=8, max_steps=steps, learning_rate=1e-4, lr_scheduler_type="constant",
         logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, seed=seed,
         disable_tqdm=True,
@@ -34,16 +34,17 @@ def cpu_grpo_config(output_dir, *, G: int, B: int, steps: int, seed: int = 0, **
 
 
 def check_trl_args(args, reward_funcs):
-    """(G, B, reward functions, weights) from a GRPOConfig, or a ParameterError naming the field.
-    Each process collects whole groups, so its rows (per_device_train_batch_size x
-    steps_per_generation) must be a multiple of G (TRL only checks the global batch)."""
-    G = check_k(args.num_generations, "num_generations")
+    """(k, groups, reward functions, weights) from a GRPOConfig — k is TRL's num_generations,
+    groups the groups per process and call — or a ParameterError naming the field.  Each process
+    collects whole groups, so its rows (per_device_train_batch_size x steps_per_generation) must
+    be a multiple of k (TRL only checks the global batch)."""
+    k = check_k(args.num_generations, "num_generations")
     rows = args.per_device_train_batch_size * args.steps_per_generation
-    if rows % G:
+    if rows % k:
         raise ParameterError(
             "per_device_train_batch_size",
             f"x steps_per_generation = {rows} rows per process must be a multiple of "
-            f"num_generations={G}: each process collects whole groups",
+            f"num_generations={k}: each process collects whole groups",
         )
     funcs = list(reward_funcs) if isinstance(reward_funcs, list | tuple) else [reward_funcs]
     if not funcs or not all(callable(f) and not hasattr(f, "forward") for f in funcs):
@@ -60,7 +61,7 @@ def check_trl_args(args, reward_funcs):
         raise ParameterError("vllm_mode", "SaraRollout drives vLLM in colocate mode only")
     if args.use_vllm and args.vllm_enable_sleep_mode:
         raise ParameterError("vllm_enable_sleep_mode", "is not supported by SaraRollout")
-    return G, rows // G, funcs, [float(x) for x in w]
+    return k, rows // k, funcs, [float(x) for x in w]
 
 
 def check_reward_values(f, vals, n) -> list:

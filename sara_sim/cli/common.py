@@ -63,6 +63,11 @@ def add_law_args(p):
     p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
     p.add_argument("--k", type=_int("--k"), required=True, help="group size (>= 2)")
     p.add_argument("--prior", type=_prior, default=None, help="Beta prior A0,B0 (default 1,1)")
+    add_output_args(p)
+
+
+def add_output_args(p):
+    """--json and --force, which every `sara-sim` command takes."""
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
 
@@ -94,4 +99,4 @@ def _emit(args, out, title):
 
 
 __all__ = ["JSON_HELP", "FORCE_HELP", "_Parser", "_prior", "_int", "_float", "add_law_args"]
-__all__ += ["_law", "dumps", "_emit"]
+__all__ += ["_law", "dumps", "_emit", "add_output_args"]

@@ -15,7 +15,7 @@ import numpy as np
 from ..core.difficulty import HistoryLaw, check_k_for_law
 from ..core.errors import check_budget, check_int, check_k, check_unit
 from ..core.registry import names, row
-from .common import FORCE_HELP, HISTORY_NAMES, JSON_HELP, dumps
+from .common import HISTORY_NAMES, add_output_args, dumps
 
 # The README's replay (epochs 26-52: 16k records x 5 strategies x 2 seeds = 163k visits) takes
 # ~50 s of CPU here; 6e5 visits is about three minutes.
@@ -144,8 +144,7 @@ def add_replay_command(sub, int_type, float_type):
     p.add_argument("--groups", type=int_type("--groups"), default=32)
     p.add_argument("--tau-low", type=float_type("--tau-low"), default=0.5, help="sara / sara-eb")
     p.add_argument("--seeds", type=int_type("--seeds"), default=2, help="seeds (>= 1)")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    add_output_args(p)
     p.set_defaults(func=cmd_replay)
     return p
 

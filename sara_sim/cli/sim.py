@@ -14,7 +14,7 @@ import sys
 
 from ..core.errors import ParameterError, check_budget
 from ..core.registry import SARA
-from .common import FORCE_HELP, JSON_HELP, _emit, _float, _int, _law, add_law_args, dumps
+from .common import _emit, _float, _int, _law, add_law_args, add_output_args, dumps
 
 SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
     "strategy",
@@ -80,20 +80,13 @@ def _sim_law(args):
 def _sim_kwargs(args):
     from ..sim.laws import TokenModel
 
-    return dict(
-        k=args.k,
-        groups=args.groups,
-        steps=args.steps,
-        replicates=args.replicates,
-        seed=args.seed,
-        tau_low=args.tau_low,
-        tau_high=args.tau_high,
-        prior=args.prior or (1.0, 1.0),
-        pool=args.pool,
-        tokens=TokenModel(args.len_pass, args.len_fail),
-        force=args.force,
-        carry=args.carry,
-    )
+    same = ("k", "groups", "steps", "replicates", "seed", "tau_low", "tau_high", "pool", "force")
+    return {
+        **{name: getattr(args, name) for name in same},  # flags simulate() takes as they are
+        "prior": args.prior or (1.0, 1.0),
+        "tokens": TokenModel(args.len_pass, args.len_fail),
+        "carry": args.carry,
+    }
 
 
 def _add_sim_args(p, strategy=True):
@@ -296,15 +289,13 @@ def add_sim_commands(sub):
     p.add_argument("--steps", type=_int("--steps"), default=None, help="steps per cell (>= 1)")
     p.add_argument("--replicates", type=_int("--replicates"), default=None, help="seeds (>= 1)")
     p.add_argument("--seed", type=_int("--seed"), default=0, help="base seed (0)")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    add_output_args(p)
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("bench", help="simulated rollouts per second vs plain Bernoulli draws")
     p.add_argument("--k", type=_int("--k"), default=128, help="group size of the headline (128)")
     p.add_argument("--difficulty", default="beta:0.5,0.5", help="law (beta:0.5,0.5)")
     p.add_argument("--quick", action="store_true", help="short timings (for tests)")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    add_output_args(p)
     p.set_defaults(func=cmd_bench)
 
 

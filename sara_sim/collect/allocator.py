@@ -21,8 +21,8 @@ and the vLLM loop in ``real/``.
 >>> def sample(requests):
 ...     return [list(rng.random(r.n) < rate.setdefault(r.prompt_id, rng.beta(0.3, 0.3)))
 ...             for r in requests]
->>> col = make_collector("sara", k=8, groups=16, tau_low=0.3)
->>> res = col.collect_step(iter(range(10**6)), sample)
+>>> collector = make_collector("sara", k=8, groups=16, tau_low=0.3)
+>>> res = collector.collect_step(iter(range(10**6)), sample)
 >>> res.n_effective >= 16, all(0 < sum(r) < 8 for _, r in res.groups)
 (True, True)
 """
@@ -47,12 +47,7 @@ class UniformCollector(_Base):
         check_call(stream, sample)
         res = StepResult()
         n_prompts = self.groups if self.budget is None else self.budget // self.k
-        pids = []
-        for _ in range(n_prompts):
-            pid = self._pull(stream, res)
-            if pid is None:
-                break
-            pids.append(pid)
+        pids = self._pull_some(stream, res, n_prompts)
         self._whole_groups(res, pids, sample)
         return res
 
@@ -88,12 +83,7 @@ class DSCollector(_Base):
             if self.max_num_gen_batches and res.rounds >= self.max_num_gen_batches:
                 res.capped = True
                 break
-            pids = []
-            for _ in range(self.gen_batch_size):
-                pid = self._pull(stream, res)
-                if pid is None:
-                    break
-                pids.append(pid)
+            pids = self._pull_some(stream, res, self.gen_batch_size)
             if not pids:
                 break
             requests = self._requests(pids)
@@ -121,7 +111,7 @@ def make_collector(
     Its knobs are one frozen parameter object (``registry.SaraParams`` for the SARA family,
     ``registry.DSParams`` for ds; uniform has none): `params`, or its defaults with the `knobs`
     given by name (``tau_low=0.3``, ``gen_batch_size=8``, ...; knobs of another family are
-    ignored, so one options dict serves every allocator).  sara-history needs `history` (an
+    ignored, so one options dict serves every collector).  sara-history needs `history` (an
     ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
     sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``); mopps / dps
     need `epoch_size` (posterior and selector: the peer recipe's, ``peer_select.py``).  Given

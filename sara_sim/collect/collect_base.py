@@ -158,6 +158,17 @@ class _Base:
         res.fresh_prompts += 1
         return pid
 
+    @classmethod
+    def _pull_some(cls, stream, res, n):
+        """Up to n fresh prompts, fewer only when the stream runs out."""
+        pids = []
+        for _ in range(n):
+            pid = cls._pull(stream, res)
+            if pid is None:
+                break
+            pids.append(pid)
+        return pids
+
     def state_dict(self):
         return {key: val for key, val in self.__dict__.items()}
 

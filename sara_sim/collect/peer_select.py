@@ -29,8 +29,8 @@ selector's starvation guard (``max_skip``) never fires: the peers have none.
 >>> def sample(requests):
 ...     return [list(rng.random(r.n) < rate.setdefault(r.prompt_id % 32, rng.beta(0.5, 0.5)))
 ...             for r in requests]
->>> col = PeerSelectCollector("dps", k=8, groups=4, epoch_size=32)
->>> res = col.collect_step(iter(range(10**6)), sample)
+>>> collector = PeerSelectCollector("dps", k=8, groups=4, epoch_size=32)
+>>> res = collector.collect_step(iter(range(10**6)), sample)
 >>> len(res.groups), res.skipped, res.rollouts
 (4, 12, 32)
 """
@@ -79,12 +79,7 @@ class PeerSelectCollector(_Base):
     def collect_step(self, stream, sample):
         check_call(stream, sample)
         res = StepResult()
-        cands = []
-        for _ in range(math.ceil(self.selector.ratio * self.groups)):
-            pid = self._pull(stream, res)
-            if pid is None:
-                break
-            cands.append(pid)
+        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * self.groups))
         # the epoch argument is unused: the history reads it from the id (for_integer_stream)
         chosen, passed = self.selector.select(cands, self.groups, self.informed, epoch=0)
         res.abandoned, res.skipped = list(passed), len(passed)

@@ -1,4 +1,4 @@
-"""SARA's round-synchronous allocator (docs/design.md §2) — the collector behind sara, sara-eb,
+"""SARA's round-synchronous collector (docs/design.md §2) — the one behind sara, sara-eb,
 sara-auto and sara-history (see ``allocator.py`` for the shared interface and the peers uniform /
 ds).
 
@@ -27,11 +27,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import numpy as np
-
-from ..core.beta import p_eff_jit
-from ..core.errors import ParameterError, check_int, check_prior, check_schedule, check_unit
-from ..core.policy import ABANDON, CONTINUE, NO_TAU_HIGH, plan_can_commit, threshold_plan
+from ..core.informed import PromptHistory
+from ..core.optimal import prior_plan
+from ..core.policy import ABANDON, CONTINUE
 from ..core.registry import SaraParams, row
 from ..core.rounds import (
     BATCH,
@@ -56,12 +54,13 @@ from ..core.rounds import (
     note_skip,
     offer,
     plan_round,
-    schedule_knobs,
     settle,
     wants_prompt,
 )
 from ..core.schedule import price
 from .collect_base import Request, StepResult, _Base, check_call
+from .sara_settings import check_commits, check_history, checked_settings, fitted_prior
+from .selectors import Selector
 
 
 @dataclass
@@ -86,33 +85,27 @@ class Decided(NamedTuple):
     target: int
 
 
-def _check_history(name, meta, history, epoch_size, selector):
-    """sara-history needs a PromptHistory and the dataset size; sara-mopps / sara-dps a Selector."""
-    if meta.family == "sara-select" and selector is None:
-        raise ParameterError("selector", f"{name} needs a selectors.Selector")
-    if meta.needs_history:
-        if history is None:
-            raise ParameterError("history", "sara-history needs an informed.PromptHistory")
-        if epoch_size is None:
-            raise ParameterError("epoch_size", "sara-history needs the dataset size (>= 1)")
-        check_int(epoch_size, "epoch_size", 1)
-        from ..core.informed import PromptHistory
+def _legacy_rounds(opened, n_done, rates):
+    """The state machine of a checkpoint from before it existed: its open prompts (`opened`, in
+    order, each still carrying its plan and commit flag), carried groups and running rates."""
+    rounds = new_rounds(max(64, 2 * len(opened)))
+    slots = rounds.slots
+    for j, p in enumerate(opened):
+        slots[j, F_KEY], slots[j, F_N], slots[j, F_S] = p.visit, len(p.rewards), sum(p.rewards)
+        slots[j, F_COMM] = int(p.__dict__.pop("committed"))
+        slots[j, F_PLAN : F_PLAN + 5] = p.__dict__.pop("plan")
+    rounds.cnt[C_OPEN], rounds.cnt[C_DONE] = len(opened), n_done
+    rounds.rates[:] = rates
+    return rounds
 
-        if not isinstance(history, PromptHistory):
-            raise ParameterError(
-                "history", f"must be an informed.PromptHistory, got {type(history).__name__}"
-            )
-    if selector is not None:
-        from .selectors import Selector
 
-        if not isinstance(selector, Selector):
-            raise ParameterError(
-                "selector", f"must be a selectors.Selector, got {type(selector).__name__}"
-            )
+def _restored(obj, state):
+    obj.load_state_dict(state)
+    return obj
 
 
 class SaraCollector(_Base):
-    """SARA's allocator (fixed-yield: `groups`; fixed-budget: `budget`)."""
+    """SARA's collector (fixed-yield: `groups`; fixed-budget: `budget`)."""
 
     def __init__(
         self, name, *, k, groups=None, budget=None, seed=0, params=None, history=None,
@@ -121,36 +114,17 @@ class SaraCollector(_Base):
         """`params`: a ``registry.SaraParams`` (None: its defaults), passed whole; sara-history
         needs `history` and `epoch_size`, sara-mopps / sara-dps also a `selector`."""
         super().__init__(name, k, groups, budget, seed)
-        meta = row(name, "collector", "allocator")
         p = SaraParams() if params is None else params
-        if not isinstance(p, SaraParams):
-            raise ParameterError("params", f"must be a registry.SaraParams, got {p!r}")
+        cfg = checked_settings(p, self.k, self.groups, self.budget)
         self.params = p
-        tau_low, tau_high, prior, capacity = p.tau_low, p.tau_high, p.prior, p.capacity
-        self.max_rounds = check_int(p.max_rounds, "max_rounds", 1)
-        if not isinstance(p.carry, bool):
-            raise ParameterError("carry", f"must be True or False, got {p.carry!r}")
-        self.tau_low = check_unit(tau_low, "tau_low")
-        self.tau_high = NO_TAU_HIGH if tau_high is None else check_unit(tau_high, "tau_high")
-        if self.tau_high <= self.tau_low:
-            raise ParameterError("tau_high", f"must exceed tau_low={tau_low}, got {tau_high}")
-        self.prior = check_prior(prior, "prior")
-        knobs = schedule_knobs(p)  # (overprovision, max_inflight), checked
-        # an over-provisioned round needs the room for it (overprovision 1: groups x k)
-        default_cap = math.ceil(knobs[0] * self.groups * self.k) if self.groups else self.budget
-        cap = default_cap if capacity is None else capacity
-        self.capacity = check_int(cap, "capacity", self.k)
-        self.probe, self.increment = check_schedule(p.probe, p.increment, self.k, prefix="")
-        self.eb_window = check_int(p.eb_window, "eb_window", 1)
+        self.tau_low, self.tau_high, self.prior, self.capacity = cfg[:4]
+        self.probe, self.increment, self.max_rounds, self.eb_window, self.rule = cfg[4:9]
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
         self.observer = None  # set to a callable(Decided) to see every decided prompt
         self.queue = deque()  # selected but not yet probed (never dropped)
-        _check_history(name, meta, history, epoch_size, selector)
-        if not isinstance(p.rule, str) or p.rule not in ("tau", "price"):
-            raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
-        self.rule = p.rule
+        check_history(name, row(name, "collector", "allocator"), history, epoch_size, selector)
         self.epoch_size = None if epoch_size is None else int(epoch_size)
         self.window = deque(maxlen=self.eb_window)  # per step: [(successes, trials)] decided
         self.finished = []  # (successes, trials) of prompts decided during the current step
@@ -161,51 +135,31 @@ class SaraCollector(_Base):
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
             self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low), p.carry, *knobs,
+            self.max_rounds, float(self.tau_low), p.carry, *cfg.knobs,
         )  # fmt: skip
         self.rounds = new_rounds(64)
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
-        self.plan = self._make_plan(self.prior)
+        self.plan = prior_plan(self.name, self.k, self.tau_low, self.tau_high, self.prior)
         self._check_plan()
 
     # --- the prior / plan ----------------------------------------------------------------------
-    def _make_plan(self, prior):
-        if self.name == "sara-auto":
-            from ..core.difficulty import BetaLaw
-            from ..core.optimal import bayes_optimal
-
-            return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
-        return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])
-
     def _begin_step(self):
         self.step_prior = self.prior
-        if self.name == "sara" or not self.window:
+        fitted = None if self.name == "sara" else fitted_prior(self.window, self.prior)
+        if fitted is None:
             return
-        obs = [o for step in self.window for o in step]
-        if not obs:
-            return
-        from ..core.difficulty import fit_beta_binomial
-
-        s, t = np.asarray(obs, float).T
-        self.step_prior = fit_beta_binomial(s, t, init=self.prior)
+        self.step_prior = fitted
         if self.informed is not None:
-            self.informed.pop_prior = self.step_prior
+            self.informed.pop_prior = fitted
         else:
-            self.plan = self._make_plan(self.step_prior)
+            self.plan = prior_plan(self.name, self.k, self.tau_low, self.tau_high, fitted)
         self._check_plan()
 
     def _check_plan(self):
-        if self.informed is None and not plan_can_commit(self.plan):
-            a, b = self.step_prior
-            raise ParameterError(
-                "tau_low",
-                f"{self.tau_low} is too high for the fitted prior Beta({a:.3g}, {b:.3g}): every "
-                "prompt would be abandoned after one rollout and no group could ever commit "
-                f"(p_eff(1) = {p_eff_jit(1, 0, self.k, a, b):.3g} after a fail, "
-                f"{p_eff_jit(1, 1, self.k, a, b):.3g} after a pass); lower tau_low",
-            )
+        if self.informed is None:
+            check_commits(self.plan, self.step_prior, self.k, self.tau_low)
 
     def price(self):
         """Rollouts per effective group so far (DS's k / 0.5 before any group is complete)."""
@@ -261,15 +215,19 @@ class SaraCollector(_Base):
                 self._skip(pid, res)
                 note_skip(self.rounds)
                 continue
+            self._open(pid, plan)
+
+    def _open(self, pid, plan):
+        """A new visit of `pid` enters the state machine's open table with `plan`."""
+        j = offer(self.rounds, self.rc, plan)
+        while j < 0:  # the open table is full: twice the room
+            self.rounds = grown(self.rounds)
             j = offer(self.rounds, self.rc, plan)
-            while j < 0:  # the open table is full: twice the room
-                self.rounds = grown(self.rounds)
-                j = offer(self.rounds, self.rc, plan)
-            self.visit_seq += 1
-            self.rounds.slots[j, F_KEY] = self.visit_seq
-            self.open[self.visit_seq] = _Prompt(pid, self.visit_seq)
-            if self.plan_log is not None:
-                self.plan_log.append((pid, plan))
+        self.visit_seq += 1
+        self.rounds.slots[j, F_KEY] = self.visit_seq
+        self.open[self.visit_seq] = _Prompt(pid, self.visit_seq)
+        if self.plan_log is not None:
+            self.plan_log.append((pid, plan))
 
     def _round_requests(self):
         out = []
@@ -307,13 +265,8 @@ class SaraCollector(_Base):
     def _select(self, stream, res, want):
         """Pull ratio x want candidates; the selector's best `want` are returned, the rest
         are passed over (skipped)."""
-        cands = []
-        for _ in range(math.ceil(self.selector.ratio * want)):
-            pid = self._pull(stream, res)
-            if pid is None:
-                break
-            self.pulled += 1
-            cands.append(pid)
+        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * want))
+        self.pulled += len(cands)
         epoch = (self.pulled - 1) // self.epoch_size
         chosen, passed = self.selector.select(cands, want, self.informed, epoch)
         for pid in passed:
@@ -360,26 +313,9 @@ class SaraCollector(_Base):
         mine = self.informed, self.selector  # built by the caller, with its key functions
         self.__dict__.update(state)
         if "rounds" not in state:  # a checkpoint from before the round state machine
-            self._rebuild_rounds(state)
+            rates = self.__dict__.pop("rates")
+            self.rounds = _legacy_rounds(list(self.open.values()), len(self.done_groups), rates)
         if selector is not None:
-            from .selectors import Selector
-
-            self.selector = mine[1] or Selector(selector["kind"])
-            self.selector.load_state_dict(selector)
+            self.selector = _restored(mine[1] or Selector(selector["kind"]), selector)
         if informed is not None:
-            from ..core.informed import PromptHistory
-
-            self.informed = mine[0] or PromptHistory()
-            self.informed.load_state_dict(informed)
-
-    def _rebuild_rounds(self, state):
-        """The state machine of an older checkpoint: its open prompts (with their plan and commit
-        flag, in order), carried groups and running rates."""
-        self.rounds = new_rounds(max(64, 2 * len(self.open)))
-        slots = self.rounds.slots
-        for j, p in enumerate(self.open.values()):
-            slots[j, F_KEY], slots[j, F_N], slots[j, F_S] = p.visit, len(p.rewards), sum(p.rewards)
-            slots[j, F_COMM] = int(p.__dict__.pop("committed"))
-            slots[j, F_PLAN : F_PLAN + 5] = p.__dict__.pop("plan")
-        self.rounds.cnt[C_OPEN], self.rounds.cnt[C_DONE] = len(self.open), len(self.done_groups)
-        self.rounds.rates[:] = self.__dict__.pop("rates")
+            self.informed = _restored(mine[0] or PromptHistory(), informed)

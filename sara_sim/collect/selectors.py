@@ -77,8 +77,8 @@ class Selector:
             return probs[self.last_state[key], MIXED_STATE]
         if self.unseen == "visits":
             return (self.visits[MIXED_STATE] + 1.0) / (self.visits.sum() + 3.0)
-        col = self.transitions.sum(axis=0)  # unseen: the overall share of mixed outcomes
-        return col[MIXED_STATE] / col.sum()
+        counts = self.transitions.sum(axis=0)  # unseen: the overall share of mixed outcomes
+        return counts[MIXED_STATE] / counts.sum()
 
     def select(self, candidates, want, history, epoch):
         """(chosen in rank order, passed over); prompts skipped max_skip times come first."""

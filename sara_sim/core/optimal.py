@@ -21,8 +21,9 @@ import math
 import numpy as np
 from numba import njit
 
+from .difficulty import BetaLaw
 from .errors import ParameterError, check_float, check_int, check_k
-from .policy import ABANDON, CONTINUE, FAIL, PASS
+from .policy import ABANDON, CONTINUE, FAIL, PASS, threshold_plan
 from .theory import can_mix, check_law, full_group_law, plan_law
 
 
@@ -81,6 +82,15 @@ def price_plan(q, k, lam, allow_skip):
     if plan[0] == ABANDON:
         return plan, 0.0, 0.0
     return plan, r0, e0
+
+
+def prior_plan(name, k, tau_low, tau_high, prior):
+    """The plan a SARA strategy gives every prompt under the Beta `prior` (a, b): sara-auto the
+    Bayes-optimal plan for it, the others the tau rule (``policy.threshold_plan``).  Shared by the
+    collector and the simulator so that both derive a plan from a fitted prior the same way."""
+    if name == "sara-auto":
+        return np.asarray(bayes_optimal(BetaLaw(*prior), k)["plan"], np.int64)
+    return threshold_plan(k, tau_low, tau_high, prior[0], prior[1])
 
 
 def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200):

@@ -4,7 +4,7 @@
 optional COMMIT if p_eff >= tau_high, else CONTINUE).  Along an unmixed prefix p_eff only falls as
 rollouts accumulate, so on each side the rule is fully described by two numbers: commit while
 n < commit_below, abandon from n >= abandon_from.  ``threshold_plan`` finds them *by calling
-decide*, and every consumer — exact theory, Numba kernels, the Python allocator driving vLLM — acts
+decide*, and every consumer — exact theory, Numba kernels, the Python collector driving vLLM — acts
 through ``decide_plan`` on that plan.  Any other sequential policy (e.g. the Bayes-optimal one in
 ``optimal.py``) is a plan too.
 

@@ -212,7 +212,7 @@ def row(name, implementation=None, flag="--strategy"):
 def collector_params(name, params=None, **knobs):
     """The parameter object of `name`'s collector family: `params` (or the defaults) with
     `knobs` replaced.  Knobs of another family are ignored (the real loop passes one options
-    dict for every allocator); a name that is no knob of any family is refused.
+    dict for every collector); a name that is no knob of any family is refused.
 
     >>> collector_params("sara", tau_low=0.3, gen_batch_size=8)
     SaraParams(tau_low=0.3, tau_high=None, prior=(1.0, 1.0), capacity=None, probe=0, \

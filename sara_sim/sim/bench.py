@@ -1,6 +1,6 @@
 """`sara-sim bench`: how fast the simulator is, as ratios measured on this machine, one core.
 
-* ``sim_rollouts_per_second`` — rollouts the simulated SARA allocator generates per second
+* ``sim_rollouts_per_second`` — rollouts the simulated SARA collector generates per second
   (``simulate``, fixed-yield, one replicate, Numba on one thread, end to end after warm-up);
 * ``bernoulli_per_second`` — the raw per-rollout draw rate of a plain Numba loop
   (``np.random.random() < g``), the ceiling of any simulator that draws rollouts one by one;
@@ -105,10 +105,10 @@ def python_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=3):
             for r in requests
         ]
 
-    col = make_collector("sara", k=k, groups=groups, tau_low=tau_low)
+    collector = make_collector("sara", k=k, groups=groups, tau_low=tau_low)
     stream = iter(range(10**9))
     t = time.perf_counter()
-    total = sum(col.collect_step(stream, sample).rollouts for _ in range(steps))
+    total = sum(collector.collect_step(stream, sample).rollouts for _ in range(steps))
     return total / (time.perf_counter() - t)
 
 

@@ -52,7 +52,7 @@ from ..core.rounds import (
     settle,
     wants_prompt,
 )
-from ..core.schedule import HistoryKnobs, history_plan, new_evidence, observe, price
+from ..core.schedule import history_plan, new_evidence, observe, price
 from . import metrics as mt  # the metric row layout, I_*
 from .rng import uniform
 from .sources import (
@@ -155,13 +155,16 @@ def _successes(o, run, n):
 
 # The per-prompt work sits in the two per-round loops (``_probe``, ``_absorb_round``); what never
 # allocates is compiled without reference counting (``rounds.NO_REFCOUNT``: two atomic updates
-# per array passed would dominate a step at O(1) draws per prompt).  _probe allocates (the plans
-# of sara-history), so it and its callers keep them: a function compiled without them compiles
-# its callees without them too.
+# per array passed would dominate a step at O(1) draws per prompt).  Only sara-history's plans
+# allocate.  They are reached through `hist` (its ``schedule.HistoryKnobs``, None for every other
+# strategy): Numba drops a branch on `hist is not None` when compiling for hist = None, so the
+# step of the other strategies (``_sara_step_fast``) never allocates and compiles without
+# reference counts — a function compiled without them compiles its callees without them too —
+# while sara-history's step keeps them (``_sara_step``).
 
 
 @njit(cache=True)
-def _probe(law, cfg, rc, rep, step, out):
+def _probe(law, cfg, rc, rep, step, out, hist):
     """Phase 3 of a round: fresh prompts, one at a time, while the state machine wants them.
     False: the open table is full (the caller retries with a larger one)."""
     sm, rs, st, k = rep.sm, rep.rng, rep.stream.st, cfg.k
@@ -178,10 +181,9 @@ def _probe(law, cfg, rc, rep, step, out):
                 break
         out[mt.I_FRESH] += 1
         plan, hp, epoch = rep.plan, -1, 0.0  # every prompt of a step starts from its plan ...
-        if cfg.history:  # ... but sara-history's, from the prompt's own evidence
+        if hist is not None:  # ... but sara-history's, from the prompt's own evidence
             hp, epoch = history_key(law, pid, st)
             evp = rep.ev[hp] if 0 <= hp < rep.ev.shape[0] else rep.blank
-            hist = HistoryKnobs(cfg.rho, cfg.kappa, cfg.explore, cfg.max_skip, cfg.rule_price)
             u = uniform(rs)
             plan = history_plan(evp, epoch, hist, rep.pop, k, cfg.tau_low, price(sm.rates, k), u)
         if plan[0] == ABANDON:  # skipped before any rollout
@@ -304,10 +306,9 @@ def _batch_group(k, s, out):
         out[mt.I_PROXY] += s * (k - s) / float(k * k)
 
 
-@njit(cache=True)  # with reference counts: it calls _probe, which allocates
-def _sara_step(law, cfg, rep, step, out):
+def _step(law, cfg, rep, step, out, hist):
     """One training step of one replicate: the round state machine driven by this replicate's
-    generator; out: the step's metrics row."""
+    generator; out: the step's metrics row; hist: sara-history's knobs, else None."""
     sm, rc = rep.sm, _round_config(cfg)
     out[:] = 0.0
     for j in range(begin_step(sm, rc)):  # complete groups carried from the last step come first
@@ -316,7 +317,7 @@ def _sara_step(law, cfg, rep, step, out):
         if law.kind == DRIFT and 0 < s < cfg.k:
             rep.stream.trained[pid] += 1
     while plan_round(sm, rc):
-        if not _probe(law, cfg, rc, rep, step, out):
+        if not _probe(law, cfg, rc, rep, step, out, hist):
             out[mt.I_OVERFLOW] = 1.0
             return
         size = launch(sm)
@@ -331,9 +332,14 @@ def _sara_step(law, cfg, rep, step, out):
     out[mt.I_CARRIED_OPEN] = sm.cnt[C_OPEN]
 
 
+_sara_step = njit(cache=True)(_step)  # sara-history: its plans allocate
+_sara_step_fast = njit(**NO_REFCOUNT)(_step)  # every other strategy (hist = None)
+
+
 @njit(cache=True, parallel=True)
-def sara_steps(law, cfg, plans, state, step0, n_steps, outs):
-    """Steps step0 .. step0 + n_steps - 1 for every replicate (see module docstring).
+def sara_steps(law, cfg, plans, state, step0, n_steps, outs, hist):
+    """Steps step0 .. step0 + n_steps - 1 for every replicate (see module docstring); `hist`:
+    sara-history's ``schedule.HistoryKnobs``, None for every other strategy.
 
     Per-replicate state (generator state.rng[r] included) is updated in place; outs.out[r, j]
     holds step j's metrics; outs.eb[r, n, s] counts the (n, s) of prompts decided during the call
@@ -347,6 +353,9 @@ def sara_steps(law, cfg, plans, state, step0, n_steps, outs):
                         plans[r], new_evidence(), outs.eb[r], outs.log[r])  # fmt: skip
         out = outs.out[r]
         for j in range(n_steps):
-            _sara_step(law, cfg, rep, step0 + j, out[j])
+            if hist is None:
+                _sara_step_fast(law, cfg, rep, step0 + j, out[j], hist)
+            else:
+                _sara_step(law, cfg, rep, step0 + j, out[j], hist)
             if out[j, mt.I_OVERFLOW] > 0:
                 break

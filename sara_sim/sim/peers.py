@@ -186,7 +186,7 @@ def _ds_step(strategy, law, rs, step, cfg, stream, mem, out):
     """DS / GRESO: batches of gen_batch_size prompts x k until N mixed groups are kept."""
     k, groups, _, prm, lens = cfg
     hist_i, hist_f, glob, trans = mem
-    n_pool = law.pool
+    n_pool, seq, trained = law.pool, law.seq, stream.trained  # out of the per-prompt loop
     is_drift = law.kind == DRIFT
     gbs = int(prm[P_GEN_BATCH])
     max_gb = int(prm[P_MAX_GEN_BATCHES])
@@ -219,13 +219,13 @@ def _ds_step(strategy, law, rs, step, cfg, stream, mem, out):
                 break
             got += 1
             urn[0], urn[1] = hc, hn
-            s = draw_successes(rs, k, g, urn, pid if law.seq.shape[0] > 0 else -1, law.seq, 0)
+            s = draw_successes(rs, k, g, urn, pid if seq.shape[0] > 0 else -1, seq, 0)
             out[mt.I_ROLLOUTS] += k
             n_rolled += 1
             mixed = 0 < s < k
             n_easy += s == k
             n_hard += s == 0
-            _book(out, pid, (s, k), (s, k), mixed and kept < groups, lens, stream.trained, is_drift)
+            _book(out, pid, (s, k), (s, k), mixed and kept < groups, lens, trained, is_drift)
             kept += mixed
             _observe(hp, s, k, hist_i, hist_f, glob, trans, prm)
         if got == 0:
@@ -341,6 +341,7 @@ def _batch_step(strategy, law, rs, step, cfg, stream, mem, out):
         return
     k, _, _, prm, lens = cfg
     hist_i, hist_f, glob, trans = mem
+    n_pool, seq, trained = law.pool, law.seq, stream.trained  # out of the per-prompt loop
     is_drift = law.kind == DRIFT
     cand, order, n_take = _select(strategy, law, rs, step, cfg, stream, mem, out)
     alloc = _allocate(strategy, law, cfg, mem, cand, order, n_take)
@@ -349,20 +350,20 @@ def _batch_step(strategy, law, rs, step, cfg, stream, mem, out):
     for j in range(n_take):
         i = order[j]
         pid = c_pid[i]
-        hp = pid if law.pool > 0 else -1
-        row = pid if law.seq.shape[0] > 0 else -1
+        hp = pid if n_pool > 0 else -1
+        row = pid if seq.shape[0] > 0 else -1
         if strategy == RADA:
-            pos, n, r = _rada_draws(rs, k, prm, c_g[i], c_urn[i], row, law.seq)
+            pos, n, r = _rada_draws(rs, k, prm, c_g[i], c_urn[i], row, seq)
             rounds = max(rounds, r)
             out[mt.I_ROLLOUTS] += n
             s_fin = min(max(k // 2, k - (n - pos)), pos)
-            _book(out, pid, (pos, n), (s_fin, min(k, n)), True, lens, stream.trained, is_drift)
+            _book(out, pid, (pos, n), (s_fin, min(k, n)), True, lens, trained, is_drift)
             _observe(hp, pos, n, hist_i, hist_f, glob, trans, prm)
             continue
         n = alloc[j]
-        s = draw_successes(rs, n, c_g[i], c_urn[i], row, law.seq, 0)
+        s = draw_successes(rs, n, c_g[i], c_urn[i], row, seq, 0)
         out[mt.I_ROLLOUTS] += n
-        _book(out, pid, (s, n), (s, n), True, lens, stream.trained, is_drift)
+        _book(out, pid, (s, n), (s, n), True, lens, trained, is_drift)
         if n > 0:
             _observe(hp, s, n, hist_i, hist_f, glob, trans, prm)
     out[mt.I_ROUNDS] = rounds if n_take > 0 else 0

@@ -85,7 +85,7 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
             from ..collect.selectors import Selector
 
             selector = Selector(meta.selector, ratio=kw.pop("ratio", SELECTOR_RATIO), seed=seed)
-    col = make_collector(
+    collector = make_collector(
         strategy,
         k=k,
         groups=groups,
@@ -94,13 +94,14 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
         selector=selector,
         **kw,
     )
-    if hasattr(col, "plan_log"):
-        col.plan_log = []
+    if hasattr(collector, "plan_log"):
+        collector.plan_log = []
     stream, steps = src.stream(), []
     while True:
-        res = col.collect_step(stream, src)
+        res = collector.collect_step(stream, src)
         steps.append(res)
-        if res.stream_exhausted and not (getattr(col, "open", None) or getattr(col, "queue", None)):
+        pending = getattr(collector, "open", None) or getattr(collector, "queue", None)
+        if res.stream_exhausted and not pending:
             break  # every visit finished: nothing left in progress
     rollouts = sum(s.rollouts for s in steps)
     effective = sum(s.n_effective for s in steps)
@@ -113,7 +114,7 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
         "cost_per_effective_group": rollouts / effective if effective else float("inf"),
         "steps": steps,
         "drawn": src.drawn,
-        "collector": col,
+        "collector": collector,
     }
 
 

@@ -1,12 +1,7 @@
-"""Run a strategy on a law for S steps x R replicates; tidy DataFrames; summaries with standard
-errors; parquet-cached sweeps.
+"""Run a strategy on a law for S steps x R replicates; tidy DataFrames; parquet-cached sweeps.
 
-``simulate`` returns one row per (replicate, step) with every metric of ``kernels.METRICS``.
-``summarize`` aggregates: per-step means and ratios (cost = rollouts / effective groups) with
-standard errors from batch means — each replicate's steps are cut into blocks of consecutive
-steps (so carried groups and drift stay inside a block) and the delta method is applied over the
-replicate x block units.  The ``per_prompt_*`` entries book every fresh prompt once, when its fate
-is sealed; they estimate the exact per-prompt quantities of ``theory.plan_law``.
+``simulate`` returns one row per (replicate, step) with every metric of ``metrics.METRICS``;
+``summarize`` (``summary.py``, re-exported here) aggregates them with standard errors.
 
 >>> from sara_sim.core.difficulty import BetaLaw
 >>> res = simulate("sara", BetaLaw(0.5, 0.5), k=8, groups=32, steps=20, replicates=2, seed=1)
@@ -38,6 +33,7 @@ from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, BatchConfig, BatchState, batc
 from .rng import seed_states
 from .sources import Stream, init_pool
 from .strategies import SaraPlanner, batch_params, check_params, default_params, info
+from .summary import ratio_se, summarize  # noqa: F401 (re-exported: simulate's callers)
 
 SIM_VERSION = 2  # bump when results of a given configuration change (parquet cache key)
 # 2: sara-history dates a visit by the epoch it was pulled in (pools, drift)
@@ -57,8 +53,10 @@ def _chunks(steps, bar, n=50):
     return [(s, min(size, steps - s)) for s in range(0, steps, size)]
 
 
-class _Overflow(Exception):
-    pass
+class TableOverflow(RuntimeError):
+    """A round opened more prompts than the open-prompt table holds: raised by simulate() only
+    when its `table` keyword fixes the table's size (without it the table grows and the run is
+    redone, so the size never shows in a result)."""
 
 
 # simulate()'s keywords beyond the strategy's own parameters, with their defaults
@@ -76,6 +74,7 @@ OPTIONS = {
     "progress": False,
     "log_events": 0,
     "force": False,
+    "table": None,
 }
 
 
@@ -87,16 +86,20 @@ def simulate(strategy, law, k=8, groups=64, budget=None, steps=100, replicates=4
     ``registry.SaraParams``): tau_low, tau_high, prior, capacity, probe, increment, max_rounds;
     pool (0), tokens
     (``laws.TokenModel``), progress, log_events; any other keyword overrides a default of the
-    strategy (``strategies.default_params``)."""
+    strategy (``strategies.default_params``).  `table` (>= 0) fixes the SARA kernel's open-prompt
+    table to that size factor (64 + table x one round of probes) and raises TableOverflow when a
+    round outgrows it; the default grows it as needed.  The table's size never changes a result:
+    the keyword exists so that a test can show exactly that."""
     opts = {key: kwargs.pop(key, v) for key, v in OPTIONS.items()}
     size = dict(k=k, groups=groups, budget=budget, steps=steps, replicates=replicates, seed=seed)
     run = _checked(strategy, law, size, opts, kwargs)
-    for slots in (4, 32, 256):
+    for slots in (4, 32, 256) if run.table is None else (run.table,):
         try:
             return _simulate(run, law, slots)
-        except _Overflow:
-            continue
-    raise RuntimeError("open-prompt table overflow")  # pragma: no cover
+        except TableOverflow:
+            if run.table is not None:
+                raise
+    raise TableOverflow("open-prompt table overflow")  # pragma: no cover
 
 
 def _checked(strategy, law, size, opts, params):
@@ -125,6 +128,7 @@ def _checked(strategy, law, size, opts, params):
     if not isinstance(tokens, TokenModel):
         raise ParameterError("tokens", f"must be a laws.TokenModel, got {tokens!r}")
     log_events = err.check_int(opts["log_events"], "log_events", 0)
+    table = None if opts["table"] is None else err.check_int(opts["table"], "table", 0)
     if budget is not None:
         budget = err.check_int(budget, "--budget", k)
         if strategy not in names("kernel", fixed_budget="kernel"):
@@ -154,6 +158,7 @@ def _checked(strategy, law, size, opts, params):
         replicates=replicates, seed=seed, pool=pool, tau_low=tau_low, tau_high=tau_high,
         prior=prior, tokens=tokens, log_events=log_events, probe=probe, increment=increment,
         max_rounds=max_rounds, carry=bool(carry), prm=prm, cap=cap, progress=opts["progress"],
+        table=table,
     )  # fmt: skip
 
 
@@ -200,8 +205,8 @@ def _simulate(run, law, slots):
     frame = pd.DataFrame(data.reshape(-1, N_METRICS)[:, :-1], columns=list(METRICS[:-1]))
     frame.insert(0, "step", np.tile(np.arange(steps), replicates))
     frame.insert(0, "replicate", np.repeat(np.arange(replicates), steps))
-    for key, col in extra_cols.items():
-        frame[key] = col
+    for key, column in extra_cols.items():
+        frame[key] = column
     frame.insert(0, "strategy", strategy)
     return SimResult(frame, config, events)
 
@@ -233,6 +238,7 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
         float(run.tau_low), float(run.tokens.len_pass), float(run.tokens.len_fail), history, *hist,
         run.carry,
     )  # fmt: skip
+    knobs = hist if history else None  # None: the kernel's step without reference counts
     log = np.zeros((replicates, int(run.log_events), 7), np.int64)
     outs, plan_rows, prior_rows = [], [], []
     todo = [(s, 1) for s in range(steps)] if planner.adaptive else _chunks(steps, bar)
@@ -241,11 +247,11 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
         eb_shape = (replicates, k + 1, k + 1) if planner.adaptive else (replicates, 0, 0)
         eb = np.zeros(eb_shape, np.int64)
         out = np.zeros((replicates, n, N_METRICS))
-        sara_steps(lawt, cfg, planner.plans, state, s0, n, StepOutputs(out, eb, log))
+        sara_steps(lawt, cfg, planner.plans, state, s0, n, StepOutputs(out, eb, log), knobs)
         if out[..., I_OVERFLOW].any():
             if bar is not None:
                 bar.close()
-            raise _Overflow
+            raise TableOverflow(f"more than {maxo} open prompts")
         planner.end_step(eb)
         outs.append(out)
         plan_rows.append(np.repeat(planner.plans[:, None, :], n, axis=1))
@@ -282,88 +288,6 @@ def _run_batch(run, lawt, rng, stream, bar):
         if bar is not None:
             bar.update(n)
     return outs
-
-
-# --- summaries ---------------------------------------------------------------------------------
-def _units(frame, blocks):
-    steps = int(frame["step"].max()) + 1
-    nb = max(1, min(blocks, steps))
-    block = (frame["step"].to_numpy() * nb) // steps
-    return (
-        frame.assign(_unit=frame["replicate"].to_numpy() * nb + block)
-        .groupby("_unit")
-        .sum(numeric_only=True)
-    )
-
-
-def ratio_se(num, den):
-    """Ratio of sums and its delta-method standard error over independent units."""
-    num, den = np.asarray(num, float), np.asarray(den, float)
-    tot = den.sum()
-    if tot <= 0:
-        return math.inf, math.nan
-    r = num.sum() / tot
-    n = len(num)
-    if n < 2:
-        return float(r), math.nan
-    resid = num - r * den
-    return float(r), float(math.sqrt(np.sum(resid**2) / (n * (n - 1))) / (tot / n))
-
-
-def summarize(res, blocks=10):
-    """Per-step means / ratios with standard errors (see module docstring)."""
-    f = res.frame
-    u = _units(f, blocks)
-    cnt = _units(f.assign(_one=1.0), blocks)["_one"]
-
-    def per_step(col):
-        return ratio_se(u[col], cnt)
-
-    def ratio(a, b):
-        return ratio_se(u[a], u[b])
-
-    out = {"strategy": res.config["strategy"], "steps": int(res.config["steps"])}
-    out["replicates"] = int(res.config["replicates"])
-    for key, col in (
-        ("rollouts_per_step", "rollouts"),
-        ("tokens_per_step", "tokens"),
-        ("effective_groups_per_step", "effective"),
-        ("groups_per_step", "groups"),
-        ("rounds_per_step", "rounds"),
-        ("waste_per_step", "waste"),
-        ("abandoned_per_step", "abandoned"),
-        ("signal_proxy_per_step", "signal_proxy"),
-        ("fresh_prompts_per_step", "fresh_prompts"),
-    ):
-        out[key], out[key + "_se"] = per_step(col)
-    out["cost_per_effective_group"], out["cost_per_effective_group_se"] = ratio(
-        "rollouts", "effective"
-    )
-    out["tokens_per_effective_group"], out["tokens_per_effective_group_se"] = ratio(
-        "tokens", "effective"
-    )
-    out["effective_fraction"], out["effective_fraction_se"] = ratio("effective", "groups")
-    fa, fa_se = ratio("false_abandons", "abandoned")
-    out["false_abandon_rate"] = fa if math.isfinite(fa) else 0.0
-    out["false_abandon_rate_se"] = fa_se if math.isfinite(fa) else 0.0
-    out["capped_steps"] = int(f["capped"].sum())
-    # per prompt (each fresh prompt booked once, when decided): estimates of theory.plan_law
-    for key, a in (
-        ("rollouts_per_prompt", "decided_rollouts"),
-        ("p_effective", "decided_effective"),
-        ("p_abandon", "decided_abandoned"),
-        ("p_false_abandon", "decided_false_abandons"),
-        ("signal_proxy_per_prompt", "decided_proxy"),
-    ):
-        out["per_prompt_" + key], out["per_prompt_" + key + "_se"] = ratio(a, "decided")
-    out["per_prompt_cost"], out["per_prompt_cost_se"] = ratio(
-        "decided_rollouts", "decided_effective"
-    )
-    ab, ab_se = ratio("decided_false_abandons", "decided_abandoned")
-    out["per_prompt_abandon_reliability"] = ab if math.isfinite(ab) else 0.0
-    out["per_prompt_abandon_reliability_se"] = ab_se if math.isfinite(ab) else 0.0
-    out["yield_per_rollout"], out["yield_per_rollout_se"] = ratio("effective", "rollouts")
-    return out
 
 
 # --- parquet-cached sweeps -----------------------------------------------------------------------

@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaln, digamma, polygamma
 
-from ..core.difficulty import BetaLaw, fit_beta_binomial
+from ..core.difficulty import fit_beta_binomial
 from ..core.errors import ParameterError, check_float, check_int, check_prior
-from ..core.policy import CONTINUE, NO_TAU_HIGH, threshold_plan
+from ..core.optimal import prior_plan
+from ..core.policy import CONTINUE, NO_TAU_HIGH
 from ..core.registry import ROWS, names, row
 from . import peers
 from .peers import (
@@ -297,7 +298,7 @@ class SaraPlanner:
         self.adaptive = name in ADAPTIVE
         self.exact_core = bool(params.get("exact_core_fit", False))
         window = _int_param(params, "eb_window", 1) if self.adaptive else 1
-        self.history = [deque(maxlen=max(window, 1)) for _ in range(replicates)]
+        self.windows = [deque(maxlen=max(window, 1)) for _ in range(replicates)]
         fixed = params.get("plan")
         if fixed is not None:  # any sequential policy given as a plan, e.g. bayes_optimal's
             plan = np.asarray(fixed, np.int64)
@@ -333,18 +334,14 @@ class SaraPlanner:
         return int(params["n_init"]) if self.name == "speed" else probe
 
     def _make_plan(self, prior):
-        if self.name == "sara-auto":
-            from ..core.optimal import bayes_optimal
-
-            return np.asarray(bayes_optimal(BetaLaw(*prior), self.k)["plan"], np.int64)
-        return threshold_plan(self.k, self.tau_low, self.tau_high, prior[0], prior[1])
+        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior)
 
     def begin_step(self):
         if not self.adaptive:
             return
-        for r, hist in enumerate(self.history):
+        for r, window in enumerate(self.windows):
             self.step_priors[r] = self.prior
-            prior = fit_prior_counts(sum(hist), self.prior, self.exact_core) if hist else None
+            prior = fit_prior_counts(sum(window), self.prior, self.exact_core) if window else None
             if prior is None:
                 continue
             self.step_priors[r] = prior
@@ -355,5 +352,5 @@ class SaraPlanner:
 
     def end_step(self, eb):
         if self.adaptive:
-            for r, hist in enumerate(self.history):
-                hist.append(eb[r].copy())
+            for r, window in enumerate(self.windows):
+                window.append(eb[r].copy())

@@ -71,7 +71,7 @@ def test_groups_are_the_first_k_rollouts_of_their_prompt(name):
             assert [s.reward for s in g.samples] == [int(c.text == "1") for c in first_k]
             assert g.prompt_id not in seen  # a group is trained on once
             seen.add(g.prompt_id)
-        assert set(rc.pool.entries) <= rc.col.held_visits()  # nothing kept that cannot be used
+        assert set(rc.store.entries) <= rc.collector.held_visits()  # nothing kept that is unusable
         if name != "uniform":
             assert all(0 < sum(s.reward for s in g.samples) < 8 for g in batch.groups)
         assert batch.tokens == 2 * batch.result.rollouts
@@ -135,7 +135,7 @@ def test_a_prompt_open_in_two_visits_keeps_two_groups(name):
             # request, so a group mixing two visits of its prompt would break the run
             if name != "sara":
                 assert seeds == [seeds[0] + i for i in range(4)]
-        assert set(rc.pool.entries) <= rc.col.held_visits()
+        assert set(rc.store.entries) <= rc.collector.held_visits()
     assert twice > 0  # some step trained both visits of a prompt
 
 
@@ -179,7 +179,7 @@ def test_history_allocators_learn_per_prompt_and_resume_identically(name):
         for g in batch.groups:
             first_k = eng.log[f"q{g.prompt_id}"][:8]
             assert [s.reward for s in g.samples] == [int(c.text == "1") for c in first_k]
-    hist = rc.col.informed
+    hist = rc.collector.informed
     assert set(hist.evidence) <= set(range(30)) and len(hist.evidence) > 10  # keyed by row
     skipped = sum(rc.collect(stream).result.skipped for _ in range(4))
     assert skipped > 0  # rows that never mix (rate 0 or 1) get skipped once known
@@ -193,4 +193,4 @@ def test_history_allocators_learn_per_prompt_and_resume_identically(name):
     assert [[g.prompt_id for g in b.groups] for b in got] == [
         [g.prompt_id for g in b.groups] for b in want
     ]
-    assert rc2.col.informed.evidence == rc.col.informed.evidence
+    assert rc2.collector.informed.evidence == rc.collector.informed.evidence

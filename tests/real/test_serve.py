@@ -67,7 +67,7 @@ def _round(eng, n=4, prompts=("a", "bb", "ccc")):
 def _check_exact(eng, res, seeds):
     """Every rollout once, and exactly the one the (fake) server samples for its seed."""
     for r, sd in zip(res, seeds, strict=True):
-        ids = eng._ids(r.prompt)
+        ids = eng.prompt_ids(r.prompt)
         assert [c.token_ids for c in r.completions] == [
             expected_tokens(ids, sd[0], i) for i in range(len(sd))
         ]

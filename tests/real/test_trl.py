@@ -41,7 +41,7 @@ def _truth(prompt: str) -> str:
 def _args(out, steps=3, **kw):
     from real.trl.backends import cpu_grpo_config
 
-    return cpu_grpo_config(out, G=G, B=B, steps=steps, **kw)
+    return cpu_grpo_config(out, k=G, groups=B, steps=steps, **kw)
 
 
 class Spy:
@@ -105,9 +105,9 @@ def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
     assert [h["frac_reward_zero_std"] for h in logs] == [0.0] * 3
     assert all(h["sara/effective_groups"] == B and h["sara/groups"] == B for h in logs)
     assert all(h["sara/rollouts"] >= B * G for h in logs)  # our metrics reached TRL's logs
-    assert all(h["padded"] == 0 for h in sara.history)
+    assert all(h["padded"] == 0 for h in sara.step_log)
     key = "abandoned" if allocator == "sara" else "waste"
-    assert sum(h[key] for h in sara.history) > 0  # the collector really worked around prompts
+    assert sum(h[key] for h in sara.step_log) > 0  # the collector really worked around prompts
 
 
 def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
@@ -144,15 +144,15 @@ def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
     _trainer(tiny_dir, args, again, Spy(), ds).train(
         resume_from_checkpoint=str(out / "checkpoint-2")
     )
-    assert len(full.history) == 4 and len(again.history) == 2
+    assert len(full.step_log) == 4 and len(again.step_log) == 2
     # the adapter's own stream: positions continue exactly where the checkpoint left them
-    assert again.history[0]["stream"][0] == full.history[1]["stream"][1]
-    assert again.history[0]["stream"][0] > 0  # replacements had been drawn before the save
-    spans = [h["stream"] for h in full.history[:2] + again.history]
+    assert again.step_log[0]["stream"][0] == full.step_log[1]["stream"][1]
+    assert again.step_log[0]["stream"][0] > 0  # replacements had been drawn before the save
+    spans = [h["stream"] for h in full.step_log[:2] + again.step_log]
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # no gap, no repeat
     # same weights, same seeds: the resumed steps are the uninterrupted run's steps
-    assert [h["rows"] for h in again.history] == [h["rows"] for h in full.history[2:]]
-    assert [h["stream"] for h in again.history] == [h["stream"] for h in full.history[2:]]
+    assert [h["rows"] for h in again.step_log] == [h["rows"] for h in full.step_log[2:]]
+    assert [h["stream"] for h in again.step_log] == [h["stream"] for h in full.step_log[2:]]
 
 
 def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
