@@ -353,8 +353,9 @@ def sara_steps(law, cfg, plans, state, step0, n_steps, outs, hist):
                         plans[r], new_evidence(), outs.eb[r], outs.log[r])  # fmt: skip
         out = outs.out[r]
         for j in range(n_steps):
-            if hist is None:
-                _sara_step_fast(law, cfg, rep, step0 + j, out[j], hist)
+            if hist is None:  # a literal None: Numba prunes `hist is None` only for a None-typed
+                # argument, so hist itself would type this call with HistoryKnobs for sara-history
+                _sara_step_fast(law, cfg, rep, step0 + j, out[j], None)
             else:
                 _sara_step(law, cfg, rep, step0 + j, out[j], hist)
             if out[j, mt.I_OVERFLOW] > 0:
