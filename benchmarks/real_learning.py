@@ -103,14 +103,20 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true", help="continue a killed benchmark")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     ap.add_argument("--margin", type=float, default=0.02, help="TOST margin (accuracy)")
-    ap.add_argument("--summary", action="store_true", help="only the verdicts of OUT's table")
+    ap.add_argument(
+        "--summary",
+        action="store_true",
+        help="only the verdicts of OUT's table (OUT: a run folder, or a CSV such as "
+        "benchmarks/results/real_learning.csv)",
+    )
     a = ap.parse_args(argv)
     from sara_sim.core.errors import ParameterError, check_float
 
     try:
         check_float(a.margin, "--margin", 0.0, 1.0, lo_open=True)
         if a.summary:
-            return summary(Path(a.out) / "learning.csv", a.margin)
+            table = Path(a.out)  # a committed table is a CSV; a run folder holds learning.csv
+            return summary(table if table.suffix == ".csv" else table / "learning.csv", a.margin)
         plan = check_args(a)
         return run(a, plan)
     except ParameterError as e:

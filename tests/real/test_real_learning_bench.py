@@ -117,6 +117,14 @@ def test_two_paired_seeds_end_to_end_print_the_verdicts(
     assert capsys.readouterr().out.strip().splitlines() == verdicts
 
 
+def test_summary_reads_a_committed_table_by_its_path(capsys):
+    """--summary --out accepts the committed CSV itself (benchmarks/README.md's command)."""
+    table = Path(__file__).resolve().parents[2] / "benchmarks/results/real_learning.csv"
+    assert _bench().main(["--summary", "--out", str(table)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(x.startswith("k=8 sara vs ds: rollouts 0.785x") for x in lines), lines
+
+
 def test_eval_se_accounts_for_problems():
     """Two problems, one always solved and one never: sampling cannot move pass@1 (its SE is
     0), the choice of problems can (clustered SE: sd 0.71 of the rates / sqrt 2 = 0.5)."""
