@@ -20,7 +20,8 @@ OUT/learning.csv, with real_learning.meta.json): rerun rows are equal in every c
 After the table, one verdict line per claim and allocator against DS (paper_figs.claims_stats:
 paired 90 % intervals over the seeds; TOST at --margin on the late accuracy); --summary prints
 them for OUT's finished table alone. --task reasoning starts from the reasoning tiny model
-(scratchpad before the answer, failures ~3x longer). The sized plan of the claim run, with the
+(a worked scratchpad before the answer, its length set by the problem: hard problems fail and
+are long). The sized plan of the claim run, with the
 pilot's measured per-run costs: benchmarks/README.md.
 
 learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.

@@ -18,8 +18,9 @@ SFT steps, and a default-thread rebuild of the graded model started 3 points off
 (the last digit said twice). It learns the digits of most answers but hedges on whether to stop,
 with a difficulty-dependent rate — a spread from all-pass to all-fail, and a policy GRPO improves
 by 10-20 points within 30 steps (see the benchmark), unlike the exact model's few points.
-`TinySettings.reasoning()` acts the same hedge out as a scratchpad (task `reasoning`): its unsure
-traces recheck and fail ~3x longer than its sure ones pass (real/README.md, the reasoning setting).
+`TinySettings.reasoning()` (task `reasoning`) learns right worked traces, one step per column or
+digit, and stops while it still fails many of the long ones: its failing traces are longer than
+its passing ones because hard problems are long (real/README.md, the reasoning setting).
 SFT targets: `real.models.tiny_targets`; the build's sampling: `real.models.tiny_sample`."""
 
 import hashlib
@@ -44,7 +45,7 @@ SPECIALS = ["<pad>", "<eos>", "<unk>"]
 CHARS = [chr(i) for i in range(32, 127)] + ["\n"]  # printable ASCII: every task's prompts encode
 STAMP = ".sara-tiny-stamp"
 GRADED_STEPS = 2000  # SFT steps of the graded model (fixed: its spread is met from early on)
-REASONING_STEPS = 1200  # SFT steps of the reasoning model (batch 64)
+REASONING_STEPS = 1500  # at most this many SFT steps for the reasoning model (batch 64)
 GRADED_HELD_OUT = 512  # arithmetic held-out problems (task seed 0) kept out of its SFT data
 
 
@@ -93,14 +94,15 @@ class TinySettings:
 
     @classmethod
     def reasoning(cls) -> "TinySettings":
-        """The reasoning model (task `reasoning`): the graded hedge written out as a scratchpad
-        whose unsure traces recheck and fail long (real.models.tiny_targets). Its sequences are ~3x
-        the graded ones and a 2-core build must stay within minutes, so it sees ~1/7 of the
-        graded model's problems (batch 64, REASONING_STEPS): it knows the short sums, hedges on
-        the rest. The spread is checked rarely (the steps decide the stop, not the checks)."""
-        n = REASONING_STEPS
-        return cls(curriculum="reasoning", batch=64, check_every=400, check_problems=64,
-                   min_steps=n, max_steps=n)  # fmt: skip
+        """The reasoning model (task `reasoning`): right worked traces only (curriculum
+        "scratchpad", real.tasks.reasoning), a column of work per digit, so a trace's length is
+        set by its problem. SFT stops at the first check where the model passes 35-60 % of the
+        check problems with >= 30 % mixed at k: it then knows the short problems and still fails
+        many long ones — long failures that come from what it cannot yet compute, not from a
+        habit GRPO could drop in a few steps. Batch 64 keeps a 2-core build within minutes."""
+        return cls(curriculum="scratchpad", batch=64, check_every=50, check_problems=64,
+                   mean_low=0.30, stop_mean=0.35, mean_high=0.60, min_steps=100,
+                   max_steps=REASONING_STEPS)  # fmt: skip
 
     def digest(self) -> str:
         d = asdict(self)
@@ -238,7 +240,7 @@ def _train(s: TinySettings, progress: bool):
 
     # held-out problems never trained on: the graded model's benchmark evaluates on GRADED_HELD_OUT
     n_held = 256 if s.curriculum == "exact" else GRADED_HELD_OUT
-    name = "reasoning" if s.curriculum == "reasoning" else "arithmetic"
+    name = "reasoning" if s.curriculum == "scratchpad" else "arithmetic"
     task = make_task(name, seed=s.seed, n_eval=max(n_held, s.check_problems))
     model, tokenizer, v = make_model(s), make_tokenizer(s.max_len), vocab()
     opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01, betas=(0.9, 0.98))

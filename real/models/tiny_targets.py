@@ -1,10 +1,11 @@
 """The SFT targets of the tiny models' curricula (`real.models.tiny.TinySettings.curriculum`).
 
 "exact": the right answer. "graded": right with probability `graded_q(problem)`, else a near miss,
-so the model learns the answer *and* a hedge that GRPO can sharpen within minutes. "reasoning":
-the graded hedge acted out as a scratchpad (`real.tasks.reasoning`): unsure traces recheck and
-run 3-6 times longer before their near miss — the failing-is-longer regime of issue 19's token
-claim. Every target is a pure function of (seed, uid), so a build stays deterministic."""
+so the model learns the answer *and* a hedge that GRPO can sharpen within minutes. "scratchpad":
+the right worked trace of `real.tasks.reasoning` (a step per column or digit, then the answer),
+whose length is set by the problem — the failing-is-longer regime of issue 19's token claim comes
+from the model failing the long ones. Every target is a pure function of (seed, uid), so a build
+stays deterministic."""
 
 import numpy as np
 
@@ -43,9 +44,9 @@ def sft_target(p, s, uid: int) -> str:
     """The SFT target of problem `p` (training id `uid`) under settings `s`."""
     if s.curriculum == "exact":
         return p.answer
-    rng = np.random.default_rng([s.seed, 0x9AD, int(uid)])
-    if s.curriculum == "reasoning":
-        from real.tasks.reasoning import sft_trace
+    if s.curriculum == "scratchpad":  # the right worked trace: hard problems are long ones
+        from real.tasks.reasoning import trace
 
-        return sft_trace(p, graded_q(p), rng)
+        return trace(p)
+    rng = np.random.default_rng([s.seed, 0x9AD, int(uid)])
     return p.answer if rng.random() < graded_q(p) else near_miss(p.answer)

@@ -1,45 +1,96 @@
 """Arithmetic that reasons before it answers: the tiny model's setting for the token claim.
 
 The paper's token argument (issue 19, claim 2) needs completions whose length depends on the
-outcome: a reasoning model that is unsure keeps going, retries or runs out of budget, so its
-failed attempts are the long ones. Plain `arithmetic` completions are a handful of tokens either
-way. Here the problems are the same (`ArithmeticTask`, same seeds, same held-out set), but a
-completion is a scratchpad, then `#`, then the answer:
+outcome, and a dependence that RL cannot remove in a few steps. Here the length comes from the
+problem itself: a completion works through the problem column by column (a scratchpad), then
+`#`, then the answer, so a hard problem — more digits, more carries, a product — has a long trace
+whatever the policy does, and the hard problems are the ones a small model fails:
 
-    "37+485="  ->  "225#522"              the answer's digits right to left, then the answer
-               ->  "225?225?225#5222"     unsure: it rechecks (`?`) and ends on a near miss
+    "3+4="     ->  "3+4=7#7"
+    "37+485="  ->  "7+5=12,3+8+1=12,0+4+1=5#522"           one step per column, carries shown
+    "37*8="    ->  "7*8=56,3*8+5=29#296"                   one step per digit, carries added
+    "37*48="   ->  "37*8=296,37*40=1480,296+1480=1776#1776"   partial products, then their sum
 
-The reward is exactly 0/1 by the task's own exact check: one `#`, and what follows it is the
-integer answer (a trace cut by the length budget has no `#`: 0). The SFT traces that teach the
-tiny model this behaviour are built here too (`sft_trace`), so the format lives in one place."""
+The reward is exactly 0/1 by the task's own exact check of the answer: one `#`, and what follows
+it is the integer answer (a trace cut by the length budget has no `#`: 0); the scratchpad is the
+model's own business. The SFT traces that teach the tiny model this format are built here too
+(`work`), so the format lives in one place."""
 
 import re
-
-import numpy as np
 
 from real.tasks.arithmetic import ArithmeticTask
 from real.tasks.base import Problem
 
-RETRY, ANSWER = "?", "#"
-RETRIES = (2, 3, 4, 5)  # rechecks of an unsure trace (uniform): its length is (retries + 1) x
+ANSWER, STEP = "#", ","
 _INT = re.compile(r"\d+")
+_PROMPT = re.compile(r"(\d+)([+*])(\d+)=")
 
 
-def scratch(answer: str) -> str:
-    """The work shown before the answer: its digits from the last (the order addition carries).
+def _digits(n: int) -> list[int]:
+    """Digits from the last (the order columns are worked in)."""
+    return [int(c) for c in reversed(str(n))]
 
-    >>> scratch("522"), scratch("7")
-    ('225', '7')
+
+def _add_steps(a: int, b: int) -> list[str]:
+    da, db = _digits(a), _digits(b)
+    width = max(len(da), len(db))
+    da, db = da + [0] * (width - len(da)), db + [0] * (width - len(db))
+    steps, carry = [], 0
+    for x, y in zip(da, db, strict=True):
+        s = x + y + carry
+        steps.append(f"{x}+{y}" + ("+1" if carry else "") + f"={s}")
+        carry = s // 10
+    return steps
+
+
+def _mul_digit_steps(big: int, d: int) -> list[str]:
+    steps, carry = [], 0
+    for x in _digits(big):
+        v = x * d + carry
+        steps.append(f"{x}*{d}" + (f"+{carry}" if carry else "") + f"={v}")
+        carry = v // 10
+    return steps
+
+
+def _mul_steps(a: int, b: int) -> list[str]:
+    big, small = (a, b) if len(str(a)) >= len(str(b)) else (b, a)
+    if small < 10:  # one digit: multiply digit by digit (a 1x1 product is one step)
+        return _mul_digit_steps(big, small)
+    parts = [big * d * 10**i for i, d in enumerate(_digits(small))]
+    steps = [f"{big}*{d * 10**i}={v}" for i, (d, v) in enumerate(zip(_digits(small), parts))]
+    return steps + ["+".join(map(str, parts)) + f"={sum(parts)}"]
+
+
+def work(p: Problem) -> str:
+    """The right scratchpad of an arithmetic problem, without the answer (see the module doc).
+
+    >>> work(Problem("37+485=", "522")), work(Problem("3*4=", "12"))
+    ('7+5=12,3+8+1=12,0+4+1=5', '3*4=12')
+    >>> work(Problem("8*37=", "296")), work(Problem("37*48=", "1776"))
+    ('7*8=56,3*8+5=29', '37*8=296,37*40=1480,296+1480=1776')
     """
-    return answer[::-1]
+    m = _PROMPT.fullmatch(p.prompt)
+    if m is None:
+        raise ValueError(f"not an arithmetic prompt: {p.prompt!r}")
+    a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+    return STEP.join(_add_steps(a, b) if op == "+" else _mul_steps(a, b))
+
+
+def trace(p: Problem) -> str:
+    """The SFT target: the scratchpad, `#`, the answer (right by construction).
+
+    >>> trace(Problem("37+485=", "522"))
+    '7+5=12,3+8+1=12,0+4+1=5#522'
+    """
+    return work(p) + ANSWER + p.answer
 
 
 def final_answer(completion: str) -> str | None:
     """The answer a trace commits to: the digits after its only `#`, as written; None if
-    malformed. Not normalised: "00" is the near miss of "0", not the answer.
+    malformed. Not normalised: "00" is a wrong answer, not "0".
 
-    >>> final_answer("225#522"), final_answer("225?22"), final_answer("1#2#3"), final_answer("0#00")
-    ('522', None, None, '00')
+    >>> final_answer("3+4=7#7"), final_answer("7+5=1"), final_answer("1#2#3"), final_answer("0#00")
+    ('7', None, None, '00')
     """
     head, mark, tail = completion.strip().partition(ANSWER)
     if not mark or ANSWER in tail or not _INT.fullmatch(tail):
@@ -47,30 +98,13 @@ def final_answer(completion: str) -> str | None:
     return tail
 
 
-def sft_trace(p: Problem, q: float, rng: np.random.Generator) -> str:
-    """One SFT target: with probability q the confident trace (scratch, `#`, the answer), else an
-    unsure one — the scratch said 1 + r times (r from RETRIES), then the near miss (the answer's
-    last digit twice, as in the graded model), so its failures are (r + 1) times longer.
-
-    >>> p = Problem("37+485=", "522")
-    >>> sft_trace(p, 1.0, np.random.default_rng(0))
-    '225#522'
-    >>> sft_trace(p, 0.0, np.random.default_rng(0)).count(RETRY) in RETRIES
-    True
-    """
-    if rng.random() < q:
-        return scratch(p.answer) + ANSWER + p.answer
-    r = RETRIES[int(rng.integers(len(RETRIES)))]
-    return RETRY.join([scratch(p.answer)] * (r + 1)) + ANSWER + p.answer + p.answer[-1]
-
-
 class ReasoningTask(ArithmeticTask):
     """`arithmetic`'s problems with a scratchpad before the answer (see the module doc)."""
 
     name = "reasoning"
-    # a 4-digit answer with 5 rechecks needs 35 tokens with its <eos>: the cap cuts the most
-    # unsure traces of long answers, as a reasoning model's budget cuts its longest attempts
-    max_tokens = 32
+    # the longest right trace (99*99) is 38 tokens with its <eos>: the budget leaves room for a
+    # wrong trace to wander on, and cuts it where a reasoning model's budget would
+    max_tokens = 48
 
     def reward(self, completion: str, problem: Problem) -> int:
         return int(final_answer(completion) == problem.answer)
