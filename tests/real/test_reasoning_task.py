@@ -94,3 +94,24 @@ def test_length_laws_per_outcome():
                             "at_cap": 0.0}  # fmt: skip
     assert laws["fail"]["n"] == 3 and laws["fail"]["at_cap"] == pytest.approx(1 / 3)
     assert tiny_sample.length_laws([(5, True)], 32)["fail"]["mean"] is None
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["--k", "1"], "--k: must be an integer in [2, 64], got 1"),
+        (["--problems", "513"], "--problems: must be an integer in [1, 512], got 513"),
+        (["--seed", "-1"], "--seed: must be an integer in [0, 2147483647], got -1"),
+    ],
+)
+def test_length_benchmark_refuses_bad_input_before_any_build(argv, line, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks/reasoning_lengths.py"
+    spec = importlib.util.spec_from_file_location("reasoning_lengths", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"reasoning_lengths: error: {line}"
