@@ -9,6 +9,8 @@ stays deterministic."""
 
 import numpy as np
 
+CURRICULA = ("exact", "graded", "scratchpad")
+
 
 def graded_q(p) -> float:
     """P(the graded SFT target is right): 0.9 for 1-digit sums, lower with digits and carries.
@@ -48,5 +50,7 @@ def sft_target(p, s, uid: int) -> str:
         from real.tasks.reasoning import trace
 
         return trace(p)
+    if s.curriculum != "graded":  # e.g. the retired "reasoning": never train on another recipe
+        raise ValueError(f"unknown curriculum {s.curriculum!r}; one of {', '.join(CURRICULA)}")
     rng = np.random.default_rng([s.seed, 0x9AD, int(uid)])
     return p.answer if rng.random() < graded_q(p) else near_miss(p.answer)

@@ -5,6 +5,7 @@ graded and test models' keys alone."""
 
 import doctest
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -61,6 +62,8 @@ def test_sft_traces_are_right_deterministic_and_every_step_true():
         assert t.reward(tr, p) == 1 and len(tr) + 1 <= t.max_tokens  # fits, with its <eos>
         for step in tr.split("#")[0].split(rt.STEP):
             _check_step(step)
+    with pytest.raises(ValueError, match="unknown curriculum 'reasoning'"):
+        sft_target(probs[0], replace(s, curriculum="reasoning"), 0)  # the retired recipe
     with pytest.raises(ValueError, match="not an arithmetic prompt"):
         rt.work(make_task("countdown", seed=0).problem(0))
 
