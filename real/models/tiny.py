@@ -285,7 +285,8 @@ def _sft_step(model, opt, task, step: int, v, s: TinySettings) -> float:
     import torch
 
     lr = s.lr * min(1.0, (step + 1) / 50)  # short warm-up: a tiny model diverges without it
-    if s.curriculum != "exact":  # noisy targets: a decaying rate fits their distribution
+    if s.curriculum != "exact":  # a decaying rate fits the graded noisy targets (and is kept
+        # for the scratchpad recipe, whose spread check stops it early in the decay)
         lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / s.max_steps)))
     for g in opt.param_groups:
         g["lr"] = lr
