@@ -112,12 +112,19 @@ def claim_fraction(data) -> dict:
     claim = "4. predict-then-select degrades; SARA keeps ~100 % effective"
     paper = "selectors degrade as the policy shifts; SARA ~100 %"
     ours, verdict, seeds = [], [], []
+    base = cs.fraction_change(df, "uniform", K) if _has(df, "uniform") else None
     for a in ("uniform", "mopps", "dps"):
         if _has(df, a):
-            m, lo, hi, n = cs.paired_ci(cs.fraction_change(df, a, K).tolist())
+            change = cs.fraction_change(df, a, K)
+            m, lo, hi, n = cs.paired_ci(change.tolist())
             ours.append(f"{a}: late - early {_ci(m, lo, hi, signed=True)}")
             verdict.append(f"{a} falls: {cs.verdict_drop(m, lo, hi)}")
             seeds.append(n)
+            if a != "uniform" and base is not None:  # the pool gets easier for everyone:
+                edge = (change - base).dropna()  # does the selector's edge over uniform shrink?
+                m, lo, hi, n = cs.paired_ci(edge.tolist())
+                ours.append(f"{a} - uniform: {_ci(m, lo, hi, signed=True)}")
+                verdict.append(f"{a}'s edge over uniform shrinks: {cs.verdict_drop(m, lo, hi)}")
     for a in ("sara", "sara-dps"):
         if _has(df, a):
             r = df[(df["allocator"] == a) & (df["k"] == K) & (df["step"] > 0)]

@@ -150,7 +150,8 @@ def caption(data, table) -> str:
         "trained on) of each step, mean and 90 % band; (c) tokens vs rollouts spent as ratios "
         "to DS (geometric mean of per-seed ratios, 90 % intervals on the log scale) per "
         "allocator and setting; dashed: the paper's rollout ratios (sara 0.78x, sara-dps "
-        "0.33x)."
+        "0.33x). uniform, mopps and dps spend groups x k rollouts a step whatever their "
+        "effective fraction (b), so their ratio in (c) is a cost at a lower yield, not a saving."
     ]
     for r in table.itertuples():
         parts.append(

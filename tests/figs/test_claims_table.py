@@ -72,7 +72,8 @@ def test_every_claims_verdict_on_the_toy_effects(claim_files):
     assert tok == "sara: refuted; sara-dps: refuted"  # tokens track rollouts exactly
     assert v["2. token savings > rollout savings (GRPO, reasoning)"] == "sara: confirmed"
     four = v["4. predict-then-select degrades; SARA keeps ~100 % effective"]
-    assert "mopps falls: confirmed; dps falls: confirmed" in four
+    assert "mopps falls: confirmed; mopps's edge over uniform shrinks: confirmed" in four
+    assert "dps falls: confirmed; dps's edge over uniform shrinks: confirmed" in four
     assert "uniform falls: refuted" in four and "sara >= 95 % every step: confirmed" in four
     rloo = v["5. SARA helps other RL algorithms (RLOO)"]
     assert rloo.startswith("same accuracy: refuted")  # 4 points behind, tight interval
