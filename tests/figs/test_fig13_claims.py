@@ -75,3 +75,11 @@ def test_no_claim_file_skips_the_figure_with_the_reason(tmp_path, capsys):
     assert "fig13_claims" not in timings
     assert "fig13_claims                 skipped: no claim file found" in capsys.readouterr().out
     assert not list((tmp_path / "figs").glob("fig13*"))
+
+
+def test_a_claims_folder_that_is_not_there_is_refused_before_any_figure(tmp_path):
+    from sara_sim.core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="--claims: claims folder not found"):
+        run(tmp_path / "figs", only="1,13", claims=tmp_path / "nope", verbose=False)
+    assert not (tmp_path / "figs").exists()
