@@ -80,7 +80,13 @@ DEFAULT_ALLOCATORS = "uniform,ds,sara,sara-auto,sara-history,sara-dps"
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--allocators", default=DEFAULT_ALLOCATORS)
+    ap.add_argument(
+        "--allocators",
+        default=DEFAULT_ALLOCATORS,
+        help="comma-separated (real.base.validate.ALLOCATORS, e.g. ds-verl3n: DS with verl's 3N "
+        "generation batch); NAME+no-carry: a SARA-family run that drops its surplus and open "
+        "groups at each step's end, as DS does (run folder and table rows named so)",
+    )
     ap.add_argument("--k", default="8,16", help="group sizes, comma-separated")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--steps", type=int, default=30)

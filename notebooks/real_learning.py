@@ -22,7 +22,9 @@
 # — how held-out accuracy rises against cumulative rollouts and tokens per allocator (mean over
 # seeds, 95 % band), how many rollouts and tokens each allocator needs to reach 90 % of DS's gain
 # as a ratio to DS (95 % CI over seeds), its accuracy at an equal rollout budget, and every seed's
-# own cost to target (so no seed is hidden behind a mean).
+# own cost to target (so no seed is hidden behind a mean). Last section: the training claims of
+# the paper (issue 19) from the claim run's files (`benchmarks/results/claims/`): one line per
+# claim with its verdict, and figure 13 — whichever of those files exist.
 #
 # Nothing is trained here: the cells read the CSVs (one row per allocator, k, seed and step). The
 # figure and tables are `paper_figs` figure 10 (`python -m paper_figs --only 10`); the statistics
@@ -33,6 +35,7 @@ RESULTS = {  # label: learning CSV (relative to this folder); a missing file is 
     "native GRPO loop": "../benchmarks/results/real_learning.csv",
     "TRL GRPOTrainer": "../benchmarks/results/trl_learning.csv",
 }
+CLAIMS = "../benchmarks/results/claims"  # the claim run's NAME.csv + NAME.meta.json files
 
 # %%
 import time
@@ -103,6 +106,39 @@ for label, df in data.items():
         per_seed.append(row)
 per_seed = pd.DataFrame(per_seed)
 per_seed.round(3)
+
+# %% [markdown]
+# ## The training claims (issue 19): one line per claim, and figure 13
+#
+# From the claim run's files (`paper_figs.claims_data.load_claims`: files of one setting, k8 and
+# k8_more, are pooled; an absent file is named, not guessed). The verdicts are
+# `paper_figs/claims_stats.py`'s: paired 90 % t-intervals over the seeds, TOST at +-0.02 on the
+# late accuracy; the same table is printed by `python benchmarks/claims_table.py`.
+
+# %%
+from paper_figs._common import NoData
+from paper_figs.claims_data import load_claims
+from paper_figs.claims_table import claim_table
+from paper_figs.fig13_claims import build as claims_figure
+
+claims = load_claims(CLAIMS)
+for name, why in claims.missing.items():
+    print(f"{name}: {why}")
+for setting, files in claims.sources.items():
+    print(f"{setting}: {', '.join(files)}")
+with pd.option_context("display.max_colwidth", None):
+    display(claim_table(claims))
+
+# %%
+try:
+    result = claims_figure(claims=CLAIMS)
+except NoData as exc:
+    print(f"figure 13 not drawn: {exc}")
+else:
+    display(result.fig)
+    plt.close(result.fig)
+    print(" ".join(result.caption.split()))
+    display(result.tables["ratios"].round(3))
 
 # %%
 print(f"notebook ran in {time.perf_counter() - T0:.1f} s")

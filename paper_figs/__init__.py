@@ -1,15 +1,16 @@
 """Every theory / simulation figure of the SARA toolkit by one command.
 
     python -m paper_figs --out DIR [--only NAME[,NAME...]] [--seed S] [--history deepscaler|PATH]
-                         [--learning PATH]
+                         [--learning PATH] [--claims DIR]
     sara-sim figures --out DIR [--only NAME] [--seed S]
 
 Each figure is one small module ``figN_*.py`` with ``build(seed, history) -> Figure``; this file
 is the registry.  Every figure is written as DIR/NAME.png (caption in the PNG metadata),
 DIR/NAME.csv (the data behind it) and DIR/NAME.txt (the caption), plus DIR/NAME_T.csv / .md for
 each table T it prints.  Same seed -> identical CSVs.  fig10 draws committed real-run results
-(benchmarks/results/real_learning.csv, or --learning PATH) and trains nothing; without that file
-it is skipped with the reason printed.
+(benchmarks/results/real_learning.csv, or --learning PATH) and fig13 the training claims
+(benchmarks/results/claims/, or --claims DIR); neither trains anything, and without its files
+each is skipped with the reason printed.
 """
 
 import importlib
@@ -36,6 +37,7 @@ FIGURES = (
     "fig10_real_learning",
     "fig11_wallclock",
     "fig12_selection_drift",
+    "fig13_claims",
 )
 __all__ = ["FIGURES", "HISTORY", "check_out", "run", "select"]
 
@@ -79,16 +81,18 @@ def check_out(out, param: str = "--out") -> Path:
     return out
 
 
-def run(out, only=None, seed=0, history=None, learning=None, verbose=True):
+def run(out, only=None, seed=0, history=None, learning=None, claims=None, verbose=True):
     """Build and save the selected figures into `out`; returns {name: seconds} of those drawn."""
     names = select(only)
     if history is not None:
         history_path(history)  # fail before any figure is drawn
     if learning is not None:
         learning_path(learning)
+    if claims is not None and not Path(claims).is_dir():
+        raise ParameterError("--claims", f"claims folder not found: {claims}")
     out = check_out(out)
     setup_style()
-    inputs = {"seed": seed, "history": history, "learning": learning}
+    inputs = {"seed": seed, "history": history, "learning": learning, "claims": claims}
     timings, t_all = {}, time.perf_counter()
     for name in names:
         t0 = time.perf_counter()

@@ -28,6 +28,11 @@ def build_parser(parser=None):
         default=None,
         help="learning-curve CSV for fig10 (default benchmarks/results/real_learning.csv)",
     )
+    parser.add_argument(
+        "--claims",
+        default=None,
+        help="folder of the claim files for fig13 (default benchmarks/results/claims)",
+    )
     return parser
 
 
@@ -35,7 +40,10 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
 
     def call():  # bad input: exit 2; a full disk or a read-only folder: exit 1, one line each
-        run(a.out, only=a.only, seed=a.seed, history=a.history, learning=a.learning)
+        run(
+            a.out, only=a.only, seed=a.seed, history=a.history, learning=a.learning,
+            claims=a.claims,
+        )  # fmt: skip
 
     return run_cli("paper_figs", call)
 

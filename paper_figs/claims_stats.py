@@ -181,13 +181,69 @@ def verdict_less(ratio, lo, hi) -> str:
     >>> verdict_less(0.8, 0.7, 0.9), verdict_less(1.1, 1.0, 1.2), verdict_less(0.95, 0.8, 1.1)
     ('confirmed', 'refuted', 'no effect larger than 0.800x')
     """
+    return _below(lo, hi, 1.0, f"{lo:.3f}x")
+
+
+def _below(lo, hi, bound: float, reach: str) -> str:
+    """The one rule of "it lies below `bound`": the interval below, at or above it, or across."""
     if math.isnan(lo):
         return "undecided"
-    if hi < 1:
+    if hi < bound:
         return "confirmed"
-    if lo >= 1:
+    if lo >= bound:
         return "refuted"
-    return f"no effect larger than {lo:.3f}x"
+    return f"no effect larger than {reach}"
+
+
+def verdict_size(ratio, lo, hi, paper: float, tol: float = 0.05) -> str:
+    """Verdict on "the ratio is the paper's number" (e.g. 0.78x: 22 % fewer): confirmed if the
+    interval lies within +-tol of it (an equivalence test, as TOST on the accuracy), refuted if
+    it excludes the number, else undecided.
+
+    >>> verdict_size(0.77, 0.75, 0.80, 0.78), verdict_size(0.66, 0.62, 0.72, 0.33)
+    ('confirmed', 'refuted')
+    >>> verdict_size(0.8, 0.6, 1.0, 0.78)
+    'undecided'
+    """
+    if math.isnan(lo):
+        return "undecided"
+    if paper - tol < lo and hi < paper + tol:
+        return "confirmed"
+    if not lo <= paper <= hi:
+        return "refuted"
+    return "undecided"
+
+
+def verdict_drop(mean, lo, hi) -> str:
+    """Verdict on "it falls" from a paired change (late minus early): confirmed if the interval
+    lies below 0, refuted if it does not reach below 0, else no fall larger than its reach.
+
+    >>> verdict_drop(-0.2, -0.3, -0.1), verdict_drop(0.01, 0.0, 0.02), verdict_drop(0, -0.05, 0.04)
+    ('confirmed', 'refuted', 'no effect larger than 0.050')
+    """
+    return _below(lo, hi, 0.0, f"{-lo:.3f}")
+
+
+def fraction_change(df, allocator, k) -> pd.Series:
+    """Per seed: mean effective fraction over the last third of the steps minus the first third
+    (steps >= 1; a step with no group has no fraction and is left out)."""
+    r = _runs(df, allocator, k)
+    r = r[r["step"] > 0].dropna(subset=["effective_fraction"])
+    if r.empty:
+        return pd.Series(dtype=float)
+    last = r["step"].max()
+    early = r[r["step"] <= last / 3].groupby("seed")["effective_fraction"].mean()
+    late = r[r["step"] >= 2 * last / 3].groupby("seed")["effective_fraction"].mean()
+    seeds = sorted(set(early.index) & set(late.index))
+    return late.loc[seeds] - early.loc[seeds]
+
+
+def gain(df, allocator, k) -> pd.Series:
+    """Per seed: held-out accuracy at the last evaluated step minus the start's (step 0)."""
+    acc = _evaluated(df, allocator, k)
+    if acc.empty or 0 not in acc.columns:
+        return pd.Series(dtype=float)
+    return acc[max(acc.columns)] - acc[0]
 
 
 def verdicts(df, ks=None, ref: str = "ds", margin: float = MARGIN) -> list[str]:

@@ -22,6 +22,7 @@ from real.models.tiny import CHARS, SPECIALS
 from real.sampling.served import check_servers
 from real.tasks import TASKS, make_run_task
 from sara_sim.core.errors import ParameterError, check_choice
+from sara_sim.core.registry import row
 
 
 class Checked(NamedTuple):
@@ -119,7 +120,8 @@ def check_memory(cfg, task) -> None:
     if cfg.force:
         return
     tokens = cfg.max_tokens or task.max_tokens
-    per_round = cfg.alloc.capacity or (cfg.alloc.gen_batch_size or cfg.groups) * cfg.k
+    batch = cfg.alloc.gen_batch_size or cfg.groups * row(cfg.allocator).gen_batch_factor  # 3N
+    per_round = cfg.alloc.capacity or batch * cfg.k
     longest_prompt = max(len(p.prompt) for p in task.eval_problems())  # chars >= tokens
     pool = 2 * per_round * tokens * 200  # a step holds about two rounds' worth
     micro = cfg.grpo.micro_batch

@@ -57,7 +57,7 @@ def build_parser():
     p.add_argument(
         "--allocators",
         default="uniform,ds,sara,sara-eb,sara-auto",
-        help=f"comma-separated, from {names}",
+        help=f"comma-separated, from {names}; NAME+no-carry: a SARA-family run with --no-carry",
     )
     p.add_argument("--out", default="runs/compare", help="folder for the runs, table and plots")
     _config_flags(p)

@@ -13,7 +13,8 @@ from real.app.checks import check_config
 from real.app.resume import check_run_folder
 from real.app.run import train
 from real.base import env as _env  # noqa: F401
-from real.base.validate import check_allocator
+from real.base.config import split_spec
+from real.base.validate import check_spec
 from real.io.runfolder import RUN_FILES, has_checkpoint, holds_run
 from real.io.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
 from real.io.runlog import RunLock, atomic_write, read_metrics
@@ -34,7 +35,7 @@ def check_compare(cfg, allocators: list[str]) -> dict:
     if not allocators:
         raise ParameterError("--allocators", "give at least one allocator")
     for a in allocators:
-        check_allocator(a, "--allocators")
+        check_spec(a, "--allocators")  # an allocator, or NAME+no-carry
     if len(set(allocators)) != len(allocators):
         raise ParameterError("--allocators", f"lists an allocator twice: {','.join(allocators)}")
     out = Path(cfg.out)
@@ -64,9 +65,13 @@ def check_compare(cfg, allocators: list[str]) -> dict:
     return checked
 
 
-def _run_cfg(cfg, allocator: str, resume: bool):
-    out = Path(cfg.out) / allocator
-    return replace(cfg, allocator=allocator, out=str(out), resume=resume, overwrite=not resume)
+def _run_cfg(cfg, spec: str, resume: bool):
+    """The run of one entry of the list, in its own folder (NAME+no-carry: NAME, carry off)."""
+    name, carry = split_spec(spec)
+    alloc = replace(cfg.alloc, carry=cfg.alloc.carry and carry)
+    out = Path(cfg.out) / spec
+    return replace(cfg, allocator=name, alloc=alloc, out=str(out), resume=resume,
+                   overwrite=not resume)  # fmt: skip
 
 
 def _previous(out: Path) -> list[str] | None:
@@ -108,7 +113,7 @@ def _run_compare(cfg, allocators, engine, checked):
         resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)
         run_cfg = replace(_run_cfg(cfg, a, resume), model=str(model_dir))
         s = train(run_cfg, engine=engine, checked=checked[a])
-        rows.append({c: s.get(c) for c in COLUMNS})
+        rows.append({c: s.get(c) for c in COLUMNS} | {"allocator": a})  # the entry's name
         # the curve in optimizer steps done: 0 = the start model, before any training
         curves.append(_point(a, 0, 0, 0, s["eval_initial"]))
         for r in read_metrics(out / a / "metrics.jsonl"):

@@ -99,6 +99,10 @@ class AllocatorConfig:
     """sara: rounds per step before the step ends short (reported as capped)"""
     eb_window: int = SARA.eb_window
     """sara-eb/auto/history: steps of decided prompts the empirical-Bayes prior is fitted on"""
+    carry: bool = SARA.carry
+    """SARA family: carry surplus groups and still-open prompts into the next step (one policy
+    step stale); --no-carry drops them at the step's end, spent, as DS drops its surplus (in a
+    compare: NAME+no-carry)"""
     gen_batch_size: int | None = _DS.gen_batch_size
     """DS prompts per generation batch (default groups)"""
     max_num_gen_batches: int = _DS.max_num_gen_batches
@@ -258,6 +262,25 @@ def _tuples(cls, d: dict) -> dict:
 
 
 # ---------------------------------------------------------------- the run's collector
+
+# The allocators whose collector carries surplus and open groups from step to step (SARA's
+# round state machine); in a compare's list, NAME+no-carry runs NAME with carry off.
+CARRIERS = tuple(
+    n for n in names("real") if row(n).family in ("sara", "sara-history", "sara-select")
+)
+NO_CARRY = "+no-carry"
+
+
+def split_spec(spec: str) -> tuple[str, bool]:
+    """A compare's allocator entry -> (allocator, carry).
+
+    >>> split_spec("sara+no-carry"), split_spec("ds")
+    (('sara', False), ('ds', True))
+    """
+    if isinstance(spec, str) and spec.endswith(NO_CARRY):
+        return spec[: -len(NO_CARRY)], False
+    return spec, True
+
 
 # The history allocators learn from revisits: their stream ids are epoch * size + index.
 INFORMED = names("real", needs_history=True)

@@ -4,7 +4,15 @@ sara_sim.core.errors.ParameterError naming the flag, its value and the allowed r
 
 import importlib.util
 
-from real.base.config import INFORMED, TRL_ESTIMATORS, check_seed, flag_of
+from real.base.config import (
+    CARRIERS,
+    INFORMED,
+    NO_CARRY,
+    TRL_ESTIMATORS,
+    check_seed,
+    flag_of,
+    split_spec,
+)
 from sara_sim.core.errors import (
     ParameterError,
     check_choice,
@@ -24,9 +32,26 @@ def check_allocator(name: str, flag: str = "--allocator") -> str:
     return row(name, "real", flag).name
 
 
+def check_spec(spec: str, flag: str = "--allocators") -> tuple[str, bool]:
+    """A compare's entry: an allocator, or a carrying one with +no-carry -> (name, carry)."""
+    name, carry = split_spec(spec)
+    check_allocator(name, flag)
+    if not carry and name not in CARRIERS:
+        raise ParameterError(
+            flag, f"{spec}: {name} carries nothing; {NO_CARRY} takes one of {', '.join(CARRIERS)}"
+        )
+    return name, carry
+
+
 def check_run_fields(cfg) -> None:
     """The top-level fields of a Config (its sections: check_grpo, check_alloc)."""
     check_allocator(cfg.allocator)
+    if not cfg.alloc.carry and cfg.allocator not in CARRIERS:
+        raise ParameterError(
+            "--no-carry",
+            f"{cfg.allocator} carries nothing to drop; only {', '.join(CARRIERS)} carry (in a "
+            f"compare, name the runs without carrying NAME{NO_CARRY})",
+        )
     check_choice(cfg.trainer, "--trainer", ("native", "trl"))
     if cfg.task_size is not None:
         check_int(cfg.task_size, "--task-size", 1)

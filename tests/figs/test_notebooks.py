@@ -198,3 +198,24 @@ def test_real_run_analysis_reports_a_torn_or_damaged_metrics_file(
     path.write_bytes(b"".join(lines[:1]) + b"\xff\n" + b"".join(lines[2:]))
     with pytest.raises(CellExecutionError, match=f"{path} line 2 is not UTF-8"):
         run()
+
+
+def test_real_learning_claims_section_runs_with_only_some_claim_files(
+    kernel_path, monkeypatch, claim_files
+):
+    """The claims section on a clone mid-run: reinforcepp absent (the toy folder's), and k8_more
+    without its meta file — each named, the rest tabled and drawn."""
+    (claim_files / "k8_more.meta.json").unlink()
+    nb = nbformat.read(NOTEBOOKS / "real_learning.ipynb", as_version=4)
+    nb.cells.insert(2, nbformat.v4.new_code_cell(f"CLAIMS = {str(claim_files)!r}"))
+    _execute(nb, kernel_path, monkeypatch)
+    text = "".join(
+        o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+        for c in nb.cells
+        for o in c.get("outputs", [])
+    )
+    assert "reinforcepp: reinforcepp.csv not found" in text
+    assert "k8_more: k8_more.meta.json not found" in text
+    assert "GRPO: k8" in text and "RLOO: rloo" in text
+    assert "same accuracy: confirmed" in text  # claim 1 on k8 alone (6 seeds)
+    assert "figure 13 not drawn" not in text and "(c) tokens vs rollouts" in text

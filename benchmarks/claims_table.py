@@ -1,0 +1,42 @@
+"""The README's claim table from the committed claim results (issue 19): one markdown line per
+claim of the paper — the paper's number, ours with its 90 % interval, the verdict, the seeds and
+the files (`paper_figs/claims_table.py` says how each is computed).
+
+    .venv/bin/python benchmarks/claims_table.py [--claims benchmarks/results/claims] [--margin M]
+
+Absent claim files are named in their claim's line and on stderr; bad arguments exit 2 with one
+line."""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main(argv=None) -> int:
+    from paper_figs.claims_data import CLAIMS, load_claims
+    from paper_figs.claims_stats import MARGIN
+    from paper_figs.claims_table import claim_table, markdown_lines
+    from sara_sim.core.errors import ParameterError, check_float
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--claims", default=str(CLAIMS), help="folder of NAME.csv + NAME.meta.json")
+    ap.add_argument("--margin", type=float, default=MARGIN, help="TOST margin (accuracy)")
+    a = ap.parse_args(argv)
+    try:
+        check_float(a.margin, "--margin", 0.0, 1.0, lo_open=True)
+        if not Path(a.claims).is_dir():
+            raise ParameterError("--claims", f"{a.claims} is not a folder")
+        data = load_claims(a.claims)
+    except ParameterError as e:
+        print(f"claims_table: error: {e}", file=sys.stderr)
+        return 2
+    for name, why in data.missing.items():
+        print(f"claims_table: {name}: {why}", file=sys.stderr)
+    print("\n".join(markdown_lines(claim_table(data, a.margin))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

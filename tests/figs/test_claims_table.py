@@ -1,0 +1,100 @@
+"""The claim files' loader (paper_figs.claims_data) and the README claim table
+(paper_figs.claims_table, benchmarks/claims_table.py) on toy claim files whose effects are known:
+pooling, missing files, and each claim's verdict."""
+
+import doctest
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ARITH, toy_meta, toy_rows, write
+
+from paper_figs import claims_data, claims_table
+from paper_figs.claims_data import load_claims
+from paper_figs.claims_table import claim_table, markdown_lines
+from sara_sim.core.errors import ParameterError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_doctests():
+    assert doctest.testmod(claims_data).failed == 0
+
+
+def test_load_pools_by_setting_and_names_what_is_missing(claim_files):
+    data = load_claims(claim_files)
+    assert data.missing == {"reinforcepp": "reinforcepp.csv not found"}
+    assert data.sources == {"GRPO": ["k8", "k8_more"], "RLOO": ["rloo"],
+                            "GRPO, reasoning": ["reasoning"]}  # fmt: skip
+    grpo = data.setting("GRPO")
+    assert sorted(grpo[grpo.allocator == "sara"].seed.unique()) == list(range(12))
+    assert sorted(grpo[grpo.allocator == "mopps"].seed.unique()) == list(range(6))
+    assert set(data.setting("RLOO").estimator) == {"rloo"}
+    assert set(data.setting("GRPO, reasoning").task) == {"reasoning"}
+    assert data.files("GRPO") == "k8.csv, k8_more.csv" and data.files("REINFORCE++") == "-"
+
+
+def test_a_csv_without_its_meta_is_missing_not_guessed(claim_files):
+    (claim_files / "rloo.meta.json").unlink()
+    data = load_claims(claim_files)
+    assert "rloo.meta.json not found" in data.missing["rloo"]
+    assert "RLOO" not in data.sources
+
+
+def test_an_empty_folder_loads_nothing_and_says_so(tmp_path):
+    data = load_claims(tmp_path)
+    assert data.frame.empty and set(data.missing) == set(claims_data.NAMES)
+    table = claim_table(data)
+    assert (table["ours (90 % interval)"] == "-").all()
+    assert table["verdict"].str.startswith("not measured: ").all()
+
+
+def test_pooling_refuses_other_settings_or_a_run_twice(claim_files):
+    write(claim_files, "k8_more", toy_rows({"ds": ARITH["ds"]}, [6]), toy_meta(lr=1e-3))
+    with pytest.raises(ParameterError, match="k8_more.csv and k8.csv cannot be pooled: lr"):
+        load_claims(claim_files)
+    write(claim_files, "k8_more", toy_rows({"ds": ARITH["ds"]}, [5, 6]), toy_meta())
+    with pytest.raises(ParameterError, match="both hold ds k=8 seed=5"):
+        load_claims(claim_files)
+
+
+def test_every_claims_verdict_on_the_toy_effects(claim_files):
+    table = claim_table(load_claims(claim_files)).set_index("claim")
+    v, seeds = table["verdict"], table["seeds"]
+    one = "1. same accuracy as DS, ~22 % fewer rollouts (k 8)"
+    assert v[one] == ("same accuracy: confirmed; fewer rollouts: confirmed; 22 % fewer: confirmed")
+    assert seeds[one] == "12" and table.loc[one, "files"] == "k8.csv, k8_more.csv"
+    assert "rollouts 0.780x [0.780, 0.780]" in table.loc[one, "ours (90 % interval)"]
+    three = "3. SARA+DPS: best accuracy, ~67 % fewer rollouts"
+    assert v[three] == "same accuracy: confirmed; fewer rollouts: confirmed; 67 % fewer: refuted"
+    tok = v["2. token savings > rollout savings (GRPO)"]
+    assert tok == "sara: refuted; sara-dps: refuted"  # tokens track rollouts exactly
+    assert v["2. token savings > rollout savings (GRPO, reasoning)"] == "sara: confirmed"
+    four = v["4. predict-then-select degrades; SARA keeps ~100 % effective"]
+    assert "mopps falls: confirmed; mopps's edge over uniform shrinks: confirmed" in four
+    assert "dps falls: confirmed; dps's edge over uniform shrinks: confirmed" in four
+    assert "uniform falls: refuted" in four and "sara >= 95 % every step: confirmed" in four
+    rloo = v["5. SARA helps other RL algorithms (RLOO)"]
+    assert rloo.startswith("same accuracy: refuted")  # 4 points behind, tight interval
+    assert v["5. SARA helps other RL algorithms (REINFORCE++)"] == (
+        "not measured: reinforcepp.csv not found"
+    )
+    assert v["6. a fair baseline: uniform learns at the run's lr"] == "uniform learns: confirmed"
+
+
+def test_markdown_has_one_line_per_claim(claim_files):
+    table = claim_table(load_claims(claim_files))
+    lines = markdown_lines(table)
+    assert len(lines) == 2 + len(table) and all(x.startswith("| ") for x in lines[2:])
+    assert all(x.count(" | ") == len(claims_table.COLUMNS) - 1 for x in lines[2:])
+
+
+def test_the_command_prints_the_table_and_names_missing_files(claim_files):
+    cmd = [sys.executable, str(ROOT / "benchmarks/claims_table.py"), "--claims", str(claim_files)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "claims_table: reinforcepp: reinforcepp.csv not found"
+    assert proc.stdout.splitlines()[0].startswith("| claim | paper |")
+    bad = subprocess.run([*cmd, "--margin", "0"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--margin" in bad.stderr
