@@ -21,7 +21,7 @@ GRPO = setting_label("grpo", "arithmetic")
 REASONING = setting_label("grpo", "reasoning")
 ESTIMATORS = tuple(setting_label(e, "arithmetic") for e in ("rloo", "reinforce++", "dr-grpo"))
 # the files each setting is expected from (benchmarks/README.md, the claim run)
-EXPECTED = {GRPO: ("k8", "k8_more"), REASONING: ("reasoning",)}
+EXPECTED = {GRPO: ("k8", "k8_more", "k8_sara_mopps", "k16"), REASONING: ("reasoning",)}
 EXPECTED |= {setting_label("rloo", "arithmetic"): ("rloo",)}
 EXPECTED |= {setting_label("reinforce++", "arithmetic"): ("reinforcepp",)}
 COLUMNS = ("claim", "paper", "ours (90 % interval)", "verdict", "seeds", "files")
@@ -53,14 +53,15 @@ def _row(claim, paper, ours, verdict, seeds, files) -> dict:
     return dict(zip(COLUMNS, (claim, paper, ours, verdict, seeds, files)))
 
 
-def _vs_ref(df, a, margin, size=None):
-    """ours, verdict and seeds of `a` vs DS: late accuracy (TOST), rollouts (and tokens, wall)."""
-    diff = cs.late_diff(df, a, K, REF).tolist()
+def _vs_ref(df, a, margin, size=None, k=K):
+    """ours, verdict and seeds of `a` vs DS at group size k: late accuracy (TOST), rollouts (and
+    tokens, wall)."""
+    diff = cs.late_diff(df, a, k, REF).tolist()
     m, lo, hi, n = cs.paired_ci(diff)
     p = cs.tost(diff, margin)["p"]
-    r = cs.cost_ratio(df, a, K, "rollouts", REF)
+    r = cs.cost_ratio(df, a, k, "rollouts", REF)
     costs = "; ".join(
-        f"{what} {_ci(*cs.cost_ratio(df, a, K, what, REF)[:3], unit='x')}"
+        f"{what} {_ci(*cs.cost_ratio(df, a, k, what, REF)[:3], unit='x')}"
         for what in ("rollouts", "tokens", "wall")
     )
     ours = (
@@ -75,13 +76,13 @@ def _vs_ref(df, a, margin, size=None):
     return ours, verdict, [n, r[3]]
 
 
-def claim_accuracy(data, number, claim, paper, setting, allocators, margin, size=None) -> dict:
-    """Claims 1, 3 and 5: each allocator vs DS in one setting."""
+def claim_accuracy(data, number, claim, paper, setting, allocators, margin, size=None, k=K):
+    """Claims 1, 3 and 5: each allocator vs DS in one setting, at group size k."""
     df = data.setting(setting)
-    there = [a for a in allocators if _has(df, a) and _has(df, REF)]
+    there = [a for a in allocators if _has(df, a, k) and _has(df, REF, k)]
     if not there:
         return _row(f"{number}. {claim}", paper, "-", _absent(data, setting, allocators), [], "-")
-    parts = [(a, *_vs_ref(df, a, margin, size)) for a in there]
+    parts = [(a, *_vs_ref(df, a, margin, size, k)) for a in there]
     one = len(parts) == 1
     ours = "<br>".join(o if one else f"{a}: {o}" for a, o, _, _ in parts)
     verdict = "<br>".join(v if one else f"{a}: {v}" for a, _, v, _ in parts)
@@ -159,6 +160,8 @@ def claim_table(data: ClaimData, margin: float = cs.MARGIN) -> pd.DataFrame:
     rows = [
         claim_accuracy(data, 1, "same accuracy as DS, ~22 % fewer rollouts (k 8)",
                        "same accuracy; 0.78x rollouts", GRPO, ("sara",), margin, size=0.78),
+        claim_accuracy(data, 1, "the same at k 16", "same accuracy; fewer rollouts", GRPO,
+                       ("sara", "sara-dps"), margin, k=16),
         claim_tokens(data, GRPO, margin),
         claim_tokens(data, REASONING, margin),
         claim_accuracy(data, 3, "SARA+DPS: best accuracy, ~67 % fewer rollouts",

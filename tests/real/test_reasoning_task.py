@@ -129,7 +129,7 @@ def test_committed_reasoning_pilot_gives_the_readme_verdicts(capsys):
     spec = importlib.util.spec_from_file_location("rl", root / "benchmarks/real_learning.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    table = root / "benchmarks/results/claims/reasoning_pilot.csv"
+    table = root / "benchmarks/results/claims/reasoning.csv"
     assert mod.main(["--summary", "--out", str(table)]) == 0
     out = capsys.readouterr().out
     assert "rollouts 0.867x [0.729, 1.031] (2 seeds)" in out
