@@ -42,6 +42,7 @@ def check_config(cfg) -> Checked:
     _check_device(cfg.device)
     if cfg.engine_url is not None:  # the door (real/sampling/served.py): one HTTP call per server
         check_servers(cfg.engine_url, cfg.model)
+        _check_served_stream(cfg)
     check_grpo(cfg.grpo)
     if cfg.trainer == "trl":
         check_trl_config(cfg)
@@ -54,6 +55,14 @@ def check_config(cfg) -> Checked:
     return checked
 
 
+def _check_served_stream(cfg) -> None:
+    """--schedule stream needs the engine's request-level interface (Sampler.open_stream)."""
+    from real.sampling.client import ServerEngine
+
+    if cfg.alloc.schedule == "stream" and not hasattr(ServerEngine, "open_stream"):
+        raise ParameterError("--schedule", "stream needs an in-process engine (no --engine-url)")
+
+
 def _build(cfg) -> Checked:
     """The run's task and collector: what only they can judge (tau_high > tau_low, capacity >=
     k, the held-out set's size, ...) is checked by building them, once."""
@@ -64,7 +73,8 @@ def _build(cfg) -> Checked:
             epoch_size=task.size,
         )  # fmt: skip
     except ParameterError as e:
-        raise ParameterError(flag_of(e.parameter), str(e)[len(e.parameter) + 2 :]) from None
+        flag = e.parameter if e.parameter.startswith("--") else flag_of(e.parameter)
+        raise ParameterError(flag, str(e)[len(e.parameter) + 2 :]) from None
     n_eval = len(task.eval_problems())
     if cfg.eval_problems is not None and cfg.eval_problems > n_eval:
         raise ParameterError(
