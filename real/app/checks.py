@@ -42,7 +42,6 @@ def check_config(cfg) -> Checked:
     _check_device(cfg.device)
     if cfg.engine_url is not None:  # the door (real/sampling/served.py): one HTTP call per server
         check_servers(cfg.engine_url, cfg.model)
-        _check_served_stream(cfg)
     check_grpo(cfg.grpo)
     if cfg.trainer == "trl":
         check_trl_config(cfg)
@@ -53,14 +52,6 @@ def check_config(cfg) -> Checked:
     check_memory(cfg, checked.task)
     check_run_folder(cfg)
     return checked
-
-
-def _check_served_stream(cfg) -> None:
-    """--schedule stream needs the engine's request-level interface (Sampler.open_stream)."""
-    from real.sampling.client import ServerEngine
-
-    if cfg.alloc.schedule == "stream" and not hasattr(ServerEngine, "open_stream"):
-        raise ParameterError("--schedule", "stream needs an in-process engine (no --engine-url)")
 
 
 def _build(cfg) -> Checked:

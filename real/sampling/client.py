@@ -125,6 +125,7 @@ class ServerEngine(Sampler):
         self.rollouts = Counter()  # rollouts answered per server (each counted once)
         self.failures = Counter()  # failed attempts per server
         self.kept: dict[tuple, list[Completion]] = {}  # answers of a failed round, for its retry
+        self.stream = None  # the latest open_stream (served_stream.ServedStream)
         self.pusher = WeightPush(
             self.http, self.urls, cards, self.served_root, self.served_config, push_dir
         )
@@ -266,11 +267,14 @@ class ServerEngine(Sampler):
     def open_stream(self, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
         """A `StreamSampler` over these servers: one streamed request per rollout, aborted by
         closing its connection (``served_stream.ServedStream``)."""
-        return ServedStream(self, max_tokens, temperature, top_p)
+        self.stream = ServedStream(self, max_tokens, temperature, top_p)
+        return self.stream
 
     def push_weights(self, model) -> None:
         """Have every server serve the torch policy's weights (``push.WeightPush``); answers kept
         from a failed round are dropped: they came from the old weights."""
+        if self.stream is not None and self.stream.in_flight:  # rollouts would change policy
+            raise RuntimeError("push_weights while a stream has rollouts in flight: close it first")
         self.pusher.push(model)
         self.kept.clear()
 

@@ -132,6 +132,8 @@ class FakeVLLM:
                             time.sleep(delay)
                     if not torn:
                         self.wfile.write(b"data: [DONE]\n\n")
+                    else:  # let the client read the token before the connection goes
+                        time.sleep(0.2)
                 except OSError:  # the client closed the stream: the request stops here
                     pass
 

@@ -11,6 +11,8 @@ import time
 import pytest
 from fake_vllm import FakeVLLM, expected_tokens  # beside this file (rootdir import mode)
 
+from real.app.cli import main
+from real.io.runlog import read_metrics
 from real.sampling.client import ServerEngine, ServerError
 from real.sampling.served_stream import ServedStream
 
@@ -98,30 +100,43 @@ def test_a_failing_server_is_one_line_naming_it_and_a_400_is_not_retried(fake):
             st.poll()
 
 
+def _until(cond, limit=30.0, step=0.01):
+    """Wait for a state, not for a time (the machine is loaded): cond() true within `limit`."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, "state not reached"
+        time.sleep(step)
+
+
+def _settled(counter, key, quiet=0.3) -> int:
+    """The counter's value once it has stopped moving for `quiet` seconds."""
+    while True:
+        before = counter[key]
+        time.sleep(quiet)
+        if counter[key] == before:
+            return before
+
+
 def test_abort_ends_each_rollout_once_and_counts_what_it_streamed(fake):
     fake.slow = {1: 0.01}  # 200 tokens over ~2 s
     eng = ServerEngine(fake.url, timeout=5.0)
     st = eng.open_stream(200)
     long, short = st.add("a", 1), st.add("a", 2)
-    deadline = time.monotonic() + 30
-    while fake.streamed[1] < 10 and time.monotonic() < deadline:  # not timed: started, is all
-        time.sleep(0.01)
-    time.sleep(0.2)  # the short one has finished on the server; nobody polled it yet
+    _until(lambda: fake.streamed[1] >= 10 and short in st.done)  # finished, not polled yet
     assert st.in_flight == 2
+    with pytest.raises(RuntimeError, match="close it first"):  # a push would change the policy
+        eng.push_weights(None)
     got = st.abort([long, short])  # the unpolled finished one is aborted too: it ends once
-    assert 2 < got < 200 + 2 and st.tokens == got and st.aborted == 2 and st.in_flight == 0
-    time.sleep(0.2)  # the fake notices the closed socket at its next write
-    sent = fake.streamed[1]
-    time.sleep(0.3)
-    assert fake.streamed[1] == sent < 200  # the long request stopped on the server
-    assert got - 2 <= sent  # what the stream counted is at most what the server wrote
+    assert 10 + 2 <= got < 200 + 2 and st.tokens == got and st.aborted == 2 and st.in_flight == 0
+    sent = _settled(fake.streamed, 1)
+    assert got - 2 <= sent < 200  # the server stopped; the stream counted at most what it sent
     assert st.poll() == []
     for bad in ([long], [5], [st.add("a", 3)] * 2):
         with pytest.raises(ValueError, match="not in flight"):
             st.abort(bad)
-    time.sleep(0.2)
+    _until(lambda: 2 in st.done)
     assert st.close() == 2  # the added one finished unpolled: it ends by close, its tokens counted
-    assert eng.outstanding[fake.url] == 0
+    assert eng.outstanding[fake.url] == 0 and st.tokens == got + 2
 
 
 # ---------------------------------------------------------------- a real vLLM server
@@ -161,20 +176,47 @@ def test_an_aborted_rollout_stops_on_the_server_and_is_counted(server):
     gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
     m0 = _metrics(server)
     with server.open_stream(12) as short, ServedStream(server, 1000, ignore_eos=True) as st:
-        long = st.add("12+34=", 1)  # runs to 1000 tokens unless aborted: seconds here
-        finished = _drain(short) if [short.add(p, 2) for p in ("7*8=", "5+5=")] else {}
-        time.sleep(0.5)
+        longs = [st.add("12+34=", sd) for sd in (1, 2)]  # 1000 tokens each unless aborted
+        for p in ("7*8=", "5+5="):
+            short.add(p, 2)
+        finished = _drain(short)  # finished rollouts come back whole beside the long ones
+        _until(lambda: all(len(st.live[r].token_ids) >= 5 for r in longs))
         mid = _metrics(server)
-        got = st.abort([long])
-        time.sleep(1.0)  # the server notices the closed connection within a few decode steps
+        got = st.abort(longs)
+        _until(lambda: _metrics(server)[running] == 0, step=0.1)
         m1 = _metrics(server)
         time.sleep(1.5)
         m2 = _metrics(server)
-    served = m1[gen] - m0[gen]
-    print(f"aborted rollout: stream counted {got} tokens, server {served - short.tokens}")
+    served = m1[gen] - m0[gen] - short.tokens  # what the server generated for the long ones
+    print(f"aborted rollouts: stream counted {got} tokens, the server generated {served}")
     assert all(f.completion.finish_reason in ("stop", "length") for f in finished.values())
     assert short.tokens == sum(f.completion.n_tokens for f in finished.values()) > 0
-    assert mid[running] == 1 and mid[gen] > m0[gen] + short.tokens  # the long one was running
-    assert m1[running] == 0 and m2[gen] == m1[gen]  # then stopped: nothing more is generated
-    assert st.tokens == got and 0 < got < 1000 and st.aborted == 1 and st.finished == 0
-    assert got <= served - short.tokens <= got + 64  # a lower bound, within a few steps
+    assert mid[running] == 2  # the long ones were running ...
+    assert m2[gen] == m1[gen]  # ... and stopped: nothing more is generated
+    assert st.tokens == got and 10 <= got < 2 * 1000 and st.aborted == 2 and st.finished == 0
+    assert got <= served <= got + 2 * 16  # a lower bound, within a few decode steps a rollout
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_validate_engine_url_schedule_stream_end_to_end(server, server_url, tiny_dir, tmp_path):
+    """`sara-real validate --engine-url URL --schedule stream` at toy size: every step commits
+    its groups, and every token the run counts (cancelled partials included) was generated on
+    the server (the server's counter also holds what the stream did not see, and evaluation)."""
+    before = _metrics(server)["vllm:generation_tokens_total"]
+    out = tmp_path / "run"
+    args = ["validate", "--engine-url", server_url, "--model", str(tiny_dir), "--allocator"]
+    args += ["sara", "--schedule", "stream", "--k", "8", "--groups", "4", "--steps", "2"]
+    args += ["--eval-every", "2", "--eval-problems", "8", "--eval-samples", "2", "--no-progress"]
+    assert main([*args, "--out", str(out)]) == 0
+    rows = read_metrics(out / "metrics.jsonl")
+    served = _metrics(server)["vllm:generation_tokens_total"] - before
+    print(
+        "steps:",
+        [(r["rollouts"], r["tokens"], r["cancelled"], r["cancelled_tokens"]) for r in rows],
+    )
+    assert [r["step"] for r in rows] == [0, 1]
+    for r in rows:
+        assert r["effective_groups"] == 4 and r["rollouts"] >= 32
+        assert 0 <= r["cancelled_tokens"] <= r["tokens"] and r["cancelled"] <= r["rollouts"]
+    assert sum(r["tokens"] for r in rows) <= served
