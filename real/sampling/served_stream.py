@@ -78,8 +78,11 @@ class ServedStream(StreamSampler):
         self.thread.start()
 
         async def client():  # built on the loop that uses it
+            # pool=None: a rollout beyond the connection limit waits for one to finish (each
+            # has its own read timeout), instead of failing as if a server had not answered
+            timeout = httpx.Timeout(engine.timeout, connect=engine.connect_timeout, pool=None)
             return httpx.AsyncClient(
-                timeout=httpx.Timeout(engine.timeout, connect=engine.connect_timeout),
+                timeout=timeout,
                 limits=httpx.Limits(max_connections=engine.concurrency * len(engine.urls)),
             )
 

@@ -58,7 +58,7 @@ def _stream_like_round(eng, prompts, seeds, max_tokens):
 
 
 def test_stream_samples_what_the_round_samples_and_counts_every_token(fake):
-    eng = ServerEngine(fake.url, timeout=0.5, retries=2)
+    eng = ServerEngine(fake.url, timeout=10.0, retries=2)
     assert _stream_like_round(eng, ["a", "bb", "ccc"], [[100, 101], [7, 9], [55, 56]], 4) == 12
     assert eng.rollouts[fake.url] == 12 and not eng.failures and eng.outstanding[fake.url] == 0
 
@@ -66,7 +66,7 @@ def test_stream_samples_what_the_round_samples_and_counts_every_token(fake):
 def test_faults_are_retried_and_a_failed_attempt_s_tokens_are_counted(fake):
     fake.faults = {100: ["500"], 200: ["drop"]}
     fake.torn = {300}  # one token streamed, then the connection ends without a finish
-    eng = ServerEngine(fake.url, timeout=0.5, retries=2)
+    eng = ServerEngine(fake.url, timeout=10.0, retries=2)
     with eng.open_stream(4) as st:
         for sd in (100, 200, 300):
             st.add("a", sd)
@@ -81,7 +81,7 @@ def test_faults_are_retried_and_a_failed_attempt_s_tokens_are_counted(fake):
 
 def test_a_failing_server_is_one_line_naming_it_and_a_400_is_not_retried(fake):
     fake.always500 = {100}
-    eng = ServerEngine(fake.url, timeout=0.5, retries=1)
+    eng = ServerEngine(fake.url, timeout=10.0, retries=1)
     st = eng.open_stream(4)
     st.add("a", 100)
     with pytest.raises(ServerError, match=rf"^vLLM server {fake.url}: HTTP 500.*failed 2 times"):
@@ -98,6 +98,16 @@ def test_a_failing_server_is_one_line_naming_it_and_a_400_is_not_retried(fake):
         st.add("a", 6)
         with pytest.raises(ServerError, match=rf"{fake.url}: connection failed"):
             st.poll()
+
+
+def test_rollouts_beyond_the_connection_limit_wait_for_a_connection(fake):
+    fake.slow = {1: 0.02}  # ~4 s of streaming, longer than the 2 s timeout: no pool timeout
+    eng = ServerEngine(fake.url, timeout=2.0, retries=0, concurrency=1)  # one connection
+    with eng.open_stream(200) as st:
+        first, second = st.add("a", 1), st.add("a", 2)
+        got = _drain(st)
+    assert len(got[first].completion.token_ids) == 200 and got[second].completion.token_ids
+    assert not eng.failures and dict(fake.attempts) == {1: 1, 2: 1}
 
 
 def _until(cond, limit=30.0, step=0.01):
