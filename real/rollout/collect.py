@@ -158,14 +158,18 @@ class RolloutCollector:
             entry["prompt_ids"] = entry["prompt_ids"] or res.prompt_token_ids
             rewards = [self.guard(c.text, entry["problem"]) for c in res.completions]
             for c, r in zip(res.completions, rewards, strict=True):
-                entry["samples"].append(Sample(c.token_ids, c.logprobs, r))
-                st.tokens += c.n_tokens
-            st.rewards.extend(rewards)
+                self._keep(entry, c, r)
             out.append(rewards)
         st.reward_errors += self.guard.errors - before
         st.reward_s += time.perf_counter() - tr  # verifiers and the (cheap) bookkeeping above
         st.round_s.append(time.perf_counter() - t0)
         return out
+
+    def _keep(self, entry: dict, c, reward: int) -> None:
+        """One scored completion joins its visit's samples and the step's counts."""
+        entry["samples"].append(Sample(c.token_ids, c.logprobs, reward))
+        self._step.tokens += c.n_tokens
+        self._step.rewards.append(reward)
 
     def _generate(self, entries, ns, bases):
         """One engine call: n_i rollouts of entry i with seeds base_i, base_i + 1, ..."""

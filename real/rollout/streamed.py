@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 
-from real.rollout.collect import Sample
 from sara_sim.collect.collect_base import Request
 from sara_sim.collect.stream import stream_driver
 
@@ -81,10 +80,7 @@ class StreamRollouts:
             entry = rc.store.entries[visit]
             entry["prompt_ids"] = entry["prompt_ids"] or f.prompt_token_ids
             r = rc.guard(f.completion.text, entry["problem"])
-            c = f.completion
-            entry["samples"].append(Sample(c.token_ids, c.logprobs, r))
-            st.tokens += c.n_tokens
-            st.rewards.append(r)
+            rc._keep(entry, f.completion, r)
             out.append((visit, r))
         st.reward_errors += rc.guard.errors - before
         st.reward_s += time.perf_counter() - t1

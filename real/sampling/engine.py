@@ -11,28 +11,9 @@ silent corruption (docs/vllm_cpu.md) — never use it. `parity_check` proves a p
 
 import logging
 import warnings
-from dataclasses import dataclass, field
 
 from real.base import env as _env  # noqa: F401  (env vars must be set before vllm is imported)
-
-
-@dataclass
-class Completion:
-    text: str
-    token_ids: list[int]
-    logprobs: list[float]  # logprob of each sampled token under the sampling policy
-    finish_reason: str | None = None
-
-    @property
-    def n_tokens(self) -> int:
-        return len(self.token_ids)
-
-
-@dataclass
-class PromptResult:
-    prompt: str
-    prompt_token_ids: list[int]
-    completions: list[Completion] = field(default_factory=list)
+from real.sampling.results import Completion, PromptResult  # noqa: F401  (re-exported)
 
 
 class Sampler:

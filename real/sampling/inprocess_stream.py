@@ -16,7 +16,7 @@ has requests of its own running."""
 
 import itertools
 
-from real.sampling.engine import Completion
+from real.sampling.results import Completion
 from real.sampling.streaming import Finished, StreamSampler
 
 _STREAMS = itertools.count()  # request ids "s<stream>-<rollout>": unique on an engine

@@ -28,7 +28,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 
-from real.sampling.engine import Completion
+from real.sampling.results import Completion
 from real.sampling.served import ServerError, attempt_failure, server_message
 from real.sampling.streaming import Finished, StreamSampler
 
