@@ -65,7 +65,8 @@ def _build(cfg) -> Checked:
             epoch_size=task.size,
         )  # fmt: skip
     except ParameterError as e:
-        raise ParameterError(flag_of(e.parameter), str(e)[len(e.parameter) + 2 :]) from None
+        flag = e.parameter if e.parameter.startswith("--") else flag_of(e.parameter)
+        raise ParameterError(flag, str(e)[len(e.parameter) + 2 :]) from None
     n_eval = len(task.eval_problems())
     if cfg.eval_problems is not None and cfg.eval_problems > n_eval:
         raise ParameterError(

@@ -121,6 +121,12 @@ class AllocatorConfig:
     """sara-mopps/dps: candidates pulled per prompt probed, >= 1"""
     selector_target: float = 0.5
     """sara-mopps: the success rate candidates are ranked toward, in [0, 1]"""
+    schedule: str = "rounds"
+    """rounds (a barrier per round) | stream (round-free: ds, sara/-eb/-auto/-history)"""
+    max_inflight: int = SARA.max_inflight
+    """sara: rollouts a prompt has in flight at once, in [0, k] (0 = its plan's own requests)"""
+    overprovision: float = SARA.overprovision
+    """sara rounds: each round probes this many times the prompts it needs, >= 1 (fewer rounds)"""
 
 
 SECTIONS = {"grpo": GRPOConfig, "alloc": AllocatorConfig}
@@ -304,6 +310,7 @@ def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, s
     opts = {f.name: getattr(alloc, f.name) for f in fields(alloc)}
     history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
     ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")
+    opts["schedule"] = opts.pop("schedule")  # make_collector's own argument, not a knob
     try:
         if row(name).family == "peer-select":  # the peer recipe's posterior and ratio
             opts["epoch_size"] = check_int(epoch_size, "epoch_size", 1)

@@ -122,6 +122,9 @@ def check_alloc(a, k: int) -> None:
     check_float(a.explore, "--explore", 0.0, 1.0)
     check_float(a.selector_ratio, "--selector-ratio", 1.0)
     check_float(a.selector_target, "--selector-target", 0.0, 1.0)
+    check_choice(a.schedule, "--schedule", ("rounds", "stream"))
+    check_int(a.max_inflight, "--max-inflight", 0, k)
+    check_float(a.overprovision, "--overprovision", 1.0)
 
 
 def check_ints(obj, **lowest) -> None:
@@ -141,6 +144,8 @@ def check_trl_config(cfg) -> None:
     """What only the TRL path needs; cheap (no torch import)."""
     if importlib.util.find_spec("trl") is None:
         raise ParameterError("--trainer", "trl is not installed: pip install '.[trl]'")
+    if cfg.alloc.schedule != "rounds":  # the adapter hands TRL one round's rollouts
+        raise ParameterError("--schedule", "--trainer trl collects in rounds only")
     if cfg.audit_abandoned:  # the off-budget completion lives in real/rollout/collect.py only
         raise ParameterError("--audit-abandoned", "only --trainer native audits abandoned prompts")
     if cfg.grpo.estimator not in TRL_ESTIMATORS:  # TRL computes its own advantages

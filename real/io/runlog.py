@@ -30,6 +30,8 @@ COLLECT_KEYS = (
     "carried",
     "carried_open",
     "waste",
+    "cancelled",
+    "cancelled_tokens",
     "capped",
     "reward_mean",
     "batch_reward_mean",
@@ -59,9 +61,14 @@ def pass_at_1(wins: list[int], samples: int) -> float:
     return sum(wins) / (len(wins) * samples)
 
 
-def collect_fields(res, *, tokens, effective, groups, reward_mean, batch_reward_mean) -> dict:
+def collect_fields(
+    res, *, tokens, effective, groups, reward_mean, batch_reward_mean, cancelled=0,
+    cancelled_tokens=0,
+) -> dict:  # fmt: skip
     """The collection part of a line from a collector's result `res`: `reward_mean` over all the
-    rewards seen, `batch_reward_mean` over the samples handed to the trainer."""
+    rewards seen, `batch_reward_mean` over the samples handed to the trainer; `cancelled` /
+    `cancelled_tokens`: rollouts a stream aborted in flight and the tokens they had generated
+    (counted in `rollouts` / `tokens` too; 0 for rounds)."""
     return {
         "rollouts": res.rollouts,
         "tokens": tokens,
@@ -73,6 +80,8 @@ def collect_fields(res, *, tokens, effective, groups, reward_mean, batch_reward_
         "carried": res.carried,
         "carried_open": getattr(res, "carried_open", 0),
         "waste": res.waste,
+        "cancelled": cancelled,
+        "cancelled_tokens": cancelled_tokens,
         "capped": bool(getattr(res, "capped", False)),
         "reward_mean": reward_mean,
         "batch_reward_mean": batch_reward_mean,

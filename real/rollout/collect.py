@@ -51,6 +51,8 @@ class StepBatch:
     reward_errors: int = 0  # verifier exceptions isolated during the step
     audited: int = 0  # abandoned prompts whose groups were completed off-budget (audit)
     audit_mixed: int = 0  # ... of which the completed group would have been mixed
+    cancelled: int = 0  # rollouts a stream aborted in flight (in the result's rollouts too)
+    cancelled_tokens: int = 0  # the tokens they had generated (in `tokens` too)
 
     @property
     def alloc_s(self) -> float:
@@ -112,6 +114,7 @@ class RolloutCollector:
         top_p: float = 1.0,
         max_tokens: int | None = None,
         audit: int = 0,
+        schedule: str = "rounds",
     ):
         self.engine, self.task, self.collector, self.k = engine, task, allocator, k
         self.audit = audit  # abandoned prompts per step to complete off-budget (0: no audit)
@@ -121,6 +124,11 @@ class RolloutCollector:
         self.store = RolloutStore()  # visit -> prompt id, problem, prompt_ids, samples
         self.calls = 0  # engine calls so far: the sampling-seed counter
         self._step: StepBatch | None = None
+        self.driver = None  # schedule "stream": real/rollout/streamed.py's driver of `allocator`
+        if schedule == "stream":
+            from real.rollout.streamed import make_driver
+
+            self.driver = make_driver(self)
 
     # ---------------------------------------------------------------- one round
     def _new_entry(self, req) -> dict:
@@ -150,14 +158,18 @@ class RolloutCollector:
             entry["prompt_ids"] = entry["prompt_ids"] or res.prompt_token_ids
             rewards = [self.guard(c.text, entry["problem"]) for c in res.completions]
             for c, r in zip(res.completions, rewards, strict=True):
-                entry["samples"].append(Sample(c.token_ids, c.logprobs, r))
-                st.tokens += c.n_tokens
-            st.rewards.extend(rewards)
+                self._keep(entry, c, r)
             out.append(rewards)
         st.reward_errors += self.guard.errors - before
         st.reward_s += time.perf_counter() - tr  # verifiers and the (cheap) bookkeeping above
         st.round_s.append(time.perf_counter() - t0)
         return out
+
+    def _keep(self, entry: dict, c, reward: int) -> None:
+        """One scored completion joins its visit's samples and the step's counts."""
+        entry["samples"].append(Sample(c.token_ids, c.logprobs, reward))
+        self._step.tokens += c.n_tokens
+        self._step.rewards.append(reward)
 
     def _generate(self, entries, ns, bases):
         """One engine call: n_i rollouts of entry i with seeds base_i, base_i + 1, ..."""
@@ -174,14 +186,19 @@ class RolloutCollector:
     def collect(self, stream: PromptStream) -> StepBatch:
         self._step = st = StepBatch(groups=[], result=None)
         t0 = time.perf_counter()
-        res = self.collector.collect_step(stream, self._sample)
+        if self.driver is None:
+            res = self.collector.collect_step(stream, self._sample)
+        else:  # round-free: one engine wait per completion (real/rollout/streamed.py)
+            res = self.driver.live.collect_step(self.driver, stream)
+            self.calls += 1  # a step's stream: the audit's seed counter moves on
         st.collect_s = time.perf_counter() - t0
         st.result = res
-        for e in self.store.claim(self.collector, res, self.k):
+        holder = self.collector if self.driver is None else self.driver  # names groups, visits
+        for e in self.store.claim(holder, res, self.k):
             st.groups.append(Group(e["prompt_id"], e["prompt_ids"], e["samples"][: self.k]))
         if self.audit and res.abandoned:
             self._audit(st, res.abandoned)
-        self.store.prune(self.collector)
+        self.store.prune(holder)
         self._step = None
         return st
 
@@ -193,7 +210,8 @@ class RolloutCollector:
         # res.abandoned names prompt ids; a stream's ids are unique within a run, so each names
         # the one visit the collector no longer holds (skipped prompts have no rollouts)
         entries = self.store.entries
-        short = {entries[v]["prompt_id"]: v for v in self.store.unheld(self.collector)}
+        holder = self.collector if self.driver is None else self.driver
+        short = {entries[v]["prompt_id"]: v for v in self.store.unheld(holder)}
         short = {p: v for p, v in short.items() if len(entries[v]["samples"]) < self.k}
         pids = [p for p in abandoned if p in short]
         pids = [pids[i] for i in sorted(rng.permutation(len(pids))[: self.audit])]
@@ -209,12 +227,15 @@ class RolloutCollector:
             st.audit_mixed += int(0 < wins < self.k)
 
     def state_dict(self) -> dict:
-        return {
+        state = {
             "pool": self.store.entries,
             "calls": self.calls,
             "reward_errors": self.guard.errors,
             "allocator": self.collector.state_dict(),
         }
+        if self.driver is not None:  # DS streamed keeps its counters in the driver
+            state["stream"] = {"driver": self.driver.state_dict(), "sent": self.driver.live.sent}
+        return state
 
     def load_state_dict(self, d: dict) -> None:
         entries, state = d["pool"], dict(d["allocator"])  # the checkpoint's keys, as written
@@ -225,3 +246,6 @@ class RolloutCollector:
             entries = {e.pop("visit"): {**e, "prompt_id": pid} for pid, e in entries.items()}
         self.store.entries, self.calls, self.guard.errors = entries, d["calls"], d["reward_errors"]
         self.collector.load_state_dict(state)
+        if self.driver is not None and "stream" in d:
+            self.driver.load_state_dict(d["stream"]["driver"])
+            self.driver.live.sent = dict(d["stream"]["sent"])

@@ -20,6 +20,9 @@ other requests of that round returned is kept, keyed by (prompt, seed, settings)
 round with the same seeds (a `--resume` replays the same seeds) reuses it instead of resampling.
 Kept results are dropped when new weights are pushed.
 
+Streams: `open_stream` gives the request-level interface of round-free collection
+(``served_stream.ServedStream``): one request per rollout, placed by the same rule and counters.
+
 Weights: `push_weights` has every server reload a safetensors snapshot of the policy, undone on
 every server if one fails (``push.WeightPush``)."""
 
@@ -35,6 +38,7 @@ from real.sampling.engine import Completion, PromptResult, Sampler
 from real.sampling.push import WeightPush
 from real.sampling.served import (  # parse_urls, ServerError: re-exported (callers import here)
     ServerError,
+    attempt_failure,
     check_model,
     check_tokenizer,
     parse_urls,
@@ -43,6 +47,7 @@ from real.sampling.served import (  # parse_urls, ServerError: re-exported (call
     served_cards,
     server_message,
 )
+from real.sampling.served_stream import ServedStream
 
 
 @dataclass
@@ -89,6 +94,7 @@ class ServerEngine(Sampler):
 
         self.urls = parse_urls(urls)
         self.timeout, self.retries = float(timeout), int(retries)
+        self.concurrency, self.connect_timeout = int(concurrency), float(connect_timeout)
         self.http = httpx.Client(
             timeout=httpx.Timeout(self.timeout, connect=connect_timeout),
             limits=httpx.Limits(max_connections=concurrency * len(self.urls)),
@@ -119,6 +125,7 @@ class ServerEngine(Sampler):
         self.rollouts = Counter()  # rollouts answered per server (each counted once)
         self.failures = Counter()  # failed attempts per server
         self.kept: dict[tuple, list[Completion]] = {}  # answers of a failed round, for its retry
+        self.stream = None  # the latest open_stream (served_stream.ServedStream)
         self.pusher = WeightPush(
             self.http, self.urls, cards, self.served_root, self.served_config, push_dir
         )
@@ -143,7 +150,7 @@ class ServerEngine(Sampler):
             self._ids_cache[prompt] = ids
         return ids
 
-    def _pick(self, n: int, avoid: list[str]) -> str:
+    def pick(self, n: int, avoid: list[str]) -> str:
         """The server with the fewest rollouts in flight (avoiding ones that just failed)."""
         with self.lock:
             pool = [u for u in self.urls if u not in avoid] or self.urls
@@ -157,7 +164,7 @@ class ServerEngine(Sampler):
 
         tried, why = [], ""
         for attempt in range(self.retries + 1):
-            url = self._pick(w.n, tried)
+            url = self.pick(w.n, tried)
             try:
                 r = self.http.post(f"{url}/v1/completions", json=body)
                 if r.status_code == 200:
@@ -170,12 +177,8 @@ class ServerEngine(Sampler):
                         url, f"rejected a request: HTTP {r.status_code} {server_message(r)}"
                     )
                 why = f"HTTP {r.status_code}: {server_message(r)}"
-            except httpx.TimeoutException:
-                why = f"no answer within {self.timeout:g} s"
-            except httpx.TransportError as e:
-                why = f"connection failed ({type(e).__name__}: {e})"
-            except (ValueError, KeyError, TypeError) as e:  # torn or malformed JSON
-                why = f"malformed answer ({type(e).__name__}: {e})"
+            except (httpx.TransportError, ValueError, KeyError, TypeError) as e:  # torn JSON too
+                why = attempt_failure(e, self.timeout)
             finally:
                 with self.lock:
                     self.outstanding[url] -= w.n
@@ -261,9 +264,17 @@ class ServerEngine(Sampler):
         res = self.generate(prompts, [1] * len(prompts), max_tokens=max_tokens, temperature=0.0)
         return res
 
+    def open_stream(self, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
+        """A `StreamSampler` over these servers: one streamed request per rollout, aborted by
+        closing its connection (``served_stream.ServedStream``)."""
+        self.stream = ServedStream(self, max_tokens, temperature, top_p)
+        return self.stream
+
     def push_weights(self, model) -> None:
         """Have every server serve the torch policy's weights (``push.WeightPush``); answers kept
         from a failed round are dropped: they came from the old weights."""
+        if self.stream is not None and self.stream.in_flight:  # rollouts would change policy
+            raise RuntimeError("push_weights while a stream has rollouts in flight: close it first")
         self.pusher.push(model)
         self.kept.clear()
 

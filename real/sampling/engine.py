@@ -11,28 +11,9 @@ silent corruption (docs/vllm_cpu.md) — never use it. `parity_check` proves a p
 
 import logging
 import warnings
-from dataclasses import dataclass, field
 
 from real.base import env as _env  # noqa: F401  (env vars must be set before vllm is imported)
-
-
-@dataclass
-class Completion:
-    text: str
-    token_ids: list[int]
-    logprobs: list[float]  # logprob of each sampled token under the sampling policy
-    finish_reason: str | None = None
-
-    @property
-    def n_tokens(self) -> int:
-        return len(self.token_ids)
-
-
-@dataclass
-class PromptResult:
-    prompt: str
-    prompt_token_ids: list[int]
-    completions: list[Completion] = field(default_factory=list)
+from real.sampling.results import Completion, PromptResult  # noqa: F401  (re-exported)
 
 
 class Sampler:
@@ -125,6 +106,7 @@ class Engine(Sampler):
         self.tokenizer = self.llm.get_tokenizer()
         self.model = str(model)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self.stream = None  # the open InProcessStream, if any (real/sampling/inprocess_stream.py)
 
     @classmethod
     def from_llm(cls, llm) -> "Engine":
@@ -134,7 +116,26 @@ class Engine(Sampler):
         self.llm, self.tokenizer = llm, llm.get_tokenizer()
         self.model = str(llm.llm_engine.model_config.model)
         self.max_model_len = int(llm.llm_engine.model_config.max_model_len)
+        self.stream = None
         return self
+
+    # ------------------------------------------------------------ request-level sampling
+
+    def open_stream(self, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
+        """A `StreamSampler` on this engine (real/sampling/inprocess_stream.py); while it has
+        rollouts in flight, generate / greedy / push_weights refuse."""
+        from real.sampling.inprocess_stream import InProcessStream
+
+        return InProcessStream(self, max_tokens, temperature, top_p)
+
+    def busy(self) -> bool:
+        """Does an open stream have rollouts in flight?"""
+        stream = getattr(self, "stream", None)
+        return stream is not None and stream.in_flight > 0
+
+    def _refuse_if_busy(self, what: str) -> None:
+        if self.busy():
+            raise RuntimeError(f"{what} while a stream has rollouts in flight: close it first")
 
     def n_tokens(self, prompt: str) -> int:
         return len(self.tokenizer(prompt)["input_ids"])
@@ -145,6 +146,7 @@ class Engine(Sampler):
         """All in one engine call (see Sampler.generate)."""
         from vllm import SamplingParams
 
+        self._refuse_if_busy("generate")
         max_tokens, temperature, top_p = settings
         results = [PromptResult(p, []) for p in prompts]
         owner, texts, params = [], [], []
@@ -188,6 +190,7 @@ class Engine(Sampler):
     def greedy(self, prompts: list[str], max_tokens: int) -> list[PromptResult]:
         from vllm import SamplingParams
 
+        self._refuse_if_busy("greedy")
         sp = SamplingParams(n=1, temperature=0.0, max_tokens=max_tokens, logprobs=0)
         outs = self.llm.generate(list(prompts), sp, use_tqdm=False)
         return [
@@ -199,6 +202,7 @@ class Engine(Sampler):
 
     def push_weights(self, model) -> None:
         """Copy the torch policy's parameters into the running engine (in place)."""
+        self._refuse_if_busy("push_weights")  # a running rollout would change policy midway
         weights = [(name, p.detach()) for name, p in model.named_parameters()]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()

@@ -116,6 +116,18 @@ class ServerError(RuntimeError):
         super().__init__(f"vLLM server {url}: {message}")
 
 
+def attempt_failure(e: Exception, timeout: float) -> str:
+    """Why one completion attempt failed, for its retry and the final error line: a timeout, a
+    transport fault or a torn / malformed answer (the round and stream paths say it alike)."""
+    import httpx
+
+    if isinstance(e, httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    if isinstance(e, httpx.TransportError):
+        return f"connection failed ({type(e).__name__}: {e})"
+    return f"malformed answer ({type(e).__name__}: {e})"
+
+
 def call_server(http, url: str, path: str, close: bool = False, **kw):
     """POST `path` to `url` with the httpx client `http`: (error or None, answer).  `close`: a
     connection of its own — vLLM drops the connection of a call that raised (the 500 of a failed

@@ -18,7 +18,7 @@ before it stopped are real cost: `tokens` counts them once, beside the finished 
 import abc
 from dataclasses import dataclass
 
-from real.sampling.engine import Completion
+from real.sampling.results import Completion
 
 
 @dataclass(frozen=True)

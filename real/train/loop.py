@@ -126,6 +126,7 @@ def _setup(cfg: Config, checked, out: Path, engine) -> Run:
         temperature=cfg.temperature,
         max_tokens=cfg.max_tokens,
         audit=cfg.audit_abandoned,
+        schedule=cfg.alloc.schedule,
     )
     stream = PromptStream(task, seed=cfg.seed)
     return Run(cfg, out, model_dir, task, model, trainer, engine, rc, stream)
@@ -173,7 +174,7 @@ def _open_progress(run: Run) -> None:
 def _step(run: Run, step: int) -> None:
     """One optimizer step: collect, train, sync, evaluate, log, checkpoint, progress."""
     cfg, t_step = run.cfg, time.perf_counter()
-    batch = run.collector.collect(run.stream)  # rounds of (allocator requests -> one engine call)
+    batch = run.collector.collect(run.stream)  # rounds, or a stream (real/rollout/streamed.py)
     t0 = time.perf_counter()
     stats = run.trainer.step([g.as_rows() for g in batch.groups], seed=cfg.seed * 100003 + step)
     train_s = time.perf_counter() - t0
@@ -227,6 +228,8 @@ def _metrics_row(run: Run, step: int, batch, stats: dict, times: dict, ev) -> di
         groups=len(batch.groups),
         reward_mean=_mean(batch.rewards),
         batch_reward_mean=_mean(batch_rewards),
+        cancelled=batch.cancelled,
+        cancelled_tokens=batch.cancelled_tokens,
     )
     values |= {"gen_s": batch.gen_s, "reward_s": batch.reward_s, "alloc_s": batch.alloc_s}
     values |= {"round_s": batch.round_s, "train_s": times["train_s"], "sync_s": times["sync_s"]}

@@ -34,6 +34,9 @@ from ..core.registry import HISTORY, DSParams, collector_params, names, row
 from .collect_base import Request, StepResult, _Base, check_call
 from .peer_select import PeerSelectCollector
 from .sara_collector import SaraCollector
+from .stream import check_stream
+
+SCHEDULES = ("rounds", "stream")  # round-synchronous (collect_step) or round-free (stream.py)
 
 __all__ = ["Request", "StepResult", "SaraCollector", "make_collector", "STRATEGIES"]
 
@@ -103,7 +106,7 @@ class DSCollector(_Base):
 
 def make_collector(
     name, *, k=8, groups=None, budget=None, seed=0, params=None, history=None, epoch_size=None,
-    selector=None, **knobs,
+    selector=None, schedule="rounds", **knobs,
 ):  # fmt: skip
     """One collector object per run; it carries state (surplus, in-progress prompts, fitted prior,
     per-prompt histories) from step to step.
@@ -119,9 +122,24 @@ def make_collector(
     and the cross-validated defaults (``registry.HistoryParams``) are built.  Every argument is
     validated here (ParameterError naming it), before any rollout is requested.
 
+    `schedule`: "rounds" (``collect_step`` with a ``sample`` callback) or "stream" (the collector
+    is driven round-free by ``stream.stream_driver`` on an engine that adds, polls and aborts
+    rollouts): checked here against the collector (ds and the SARA collectors without a
+    selector; fixed yield; no overprovision).
+
     >>> make_collector("sara", k=8, groups=4, tau_low=0.3).params.tau_low
     0.3
     """
+    col = _make(name, k, groups, budget, seed, params, history, epoch_size, selector, knobs)
+    if schedule not in SCHEDULES:
+        allowed = ", ".join(SCHEDULES)
+        raise ParameterError("schedule", f"must be one of {allowed}, got {schedule!r}")
+    if schedule == "stream":
+        check_stream(col)
+    return col
+
+
+def _make(name, k, groups, budget, seed, params, history, epoch_size, selector, knobs):
     meta = row(name, "collector", "allocator")
     if epoch_size is not None:
         epoch_size = check_int(epoch_size, "epoch_size", 1)

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..core import rounds as sm_step
 from ..core.informed import PromptHistory
 from ..core.optimal import prior_plan
 from ..core.policy import ABANDON, CONTINUE
@@ -46,8 +47,6 @@ from ..core.rounds import (
     F_S,
     RoundConfig,
     absorb,
-    begin_step,
-    end_step,
     grown,
     launch,
     new_rounds,
@@ -145,7 +144,7 @@ class SaraCollector(_Base):
         self._check_plan()
 
     # --- the prior / plan ----------------------------------------------------------------------
-    def _begin_step(self):
+    def _fit_prior(self):
         self.step_prior = self.prior
         fitted = None if self.name == "sara" else fitted_prior(self.window, self.prior)
         if fitted is None:
@@ -174,28 +173,45 @@ class SaraCollector(_Base):
     # --- one step: the driver of ``rounds`` -------------------------------------------------------
     def collect_step(self, stream, sample):
         check_call(stream, sample)
-        self._begin_step()
-        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
-        res.groups, self.done_groups = self.done_groups, []
-        self.group_visits, self.done_visits = self.done_visits, []
-        begin_step(self.rounds, self.rc)
+        res = self.begin_step()
         while plan_round(self.rounds, self.rc):
-            self._probe(res, stream)
+            self.open_prompts(res, stream)
             requests = self._round_requests()
             if launch(self.rounds) == 0:
                 break
             rewards = self._round(res, requests, sample)
             for q, (req, r) in enumerate(zip(requests, rewards)):
-                self._absorb(q, req, r, res)
+                self.absorb(q, req, r, res)
         res.capped = bool(self.rounds.cnt[C_CAPPED])  # e.g. a law with (almost) no mixed groups
-        res.waste += int(end_step(self.rounds, self.rc))  # > 0 only without carrying
-        if not self.rc.carry:  # the state machine dropped them: so do their payloads
-            self.open, self.done_groups, self.done_visits = {}, [], []
-        self._end_step(res)
+        self.end_step(res)
         return res
 
-    def _probe(self, res, stream):
-        """Fresh prompts, one at a time, while the state machine wants them."""
+    # --- the step interface of a driver: collect_step above, collect/stream.py's --------------
+    def begin_step(self):
+        """Open a step: this step's prior and plan, the groups carried from the last step first
+        in its batch, the state machine's step begun.  Returns the step's StepResult."""
+        self._fit_prior()
+        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
+        res.groups, self.done_groups = self.done_groups, []
+        self.group_visits, self.done_visits = self.done_visits, []
+        sm_step.begin_step(self.rounds, self.rc)
+        return res
+
+    def end_step(self, res):
+        """Close the step: decided slots dropped, open prompts and surplus groups carried (or
+        dropped without carrying: their rollouts count as waste), the step's counts booked."""
+        res.waste += int(sm_step.end_step(self.rounds, self.rc))  # > 0 only without carrying
+        if not self.rc.carry:  # the state machine dropped them: so do their payloads
+            self.open, self.done_groups, self.done_visits = {}, [], []
+        res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
+        res.carried = len(self.done_groups)
+        res.carried_open = len(self.open) + len(self.queue)
+        self.window.append(self.finished)
+        self.finished = []
+
+    def open_prompts(self, res, stream):
+        """Fresh prompts, one at a time, while the state machine wants them (after
+        ``plan_round`` / ``plan_stream``); each opened one's first request is queued."""
         queue = self.queue  # a selector's chosen candidates, best first (kept across rounds)
         while wants_prompt(self.rounds):
             if self.selector is not None and not queue:
@@ -236,8 +252,9 @@ class SaraCollector(_Base):
             out.append(Request(self.open[visit].pid, int(n), visit))
         return out
 
-    def _absorb(self, q, req, rewards, res):
-        """Request q's rewards are in: the state machine decides; a decided prompt is booked."""
+    def absorb(self, q, req, rewards, res):
+        """Request q's rewards are in (q: its row in ``rounds.req``): the state machine decides;
+        a decided prompt is booked (batch, carried or dropped) and leaves ``open``."""
         p = self.open[req.visit]
         p.rewards.extend(rewards)
         i, n, s = int(self.rounds.req[q, 0]), len(p.rewards), sum(p.rewards)
@@ -289,13 +306,6 @@ class SaraCollector(_Base):
 
     def held_visits(self):
         return {p.visit for p in self.open.values()} | set(self.done_visits)
-
-    def _end_step(self, res):
-        res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
-        res.carried = len(self.done_groups)
-        res.carried_open = len(self.open) + len(self.queue)
-        self.window.append(self.finished)
-        self.finished = []
 
     def state_dict(self):
         state = dict(self.__dict__)

@@ -55,7 +55,7 @@ class SaraParams:
     # fewer rounds: each round probes this many times the fresh prompts the running commit rate
     # calls for (>= 1; 1: today's schedule); the surplus is carried (ours: issue 20)
     overprovision: float = 1.0
-    # rollouts a prompt has in flight at once (a round's requests, or streaming's, sim/stream.py);
+    # rollouts a prompt has in flight at once (a round's or a stream's, collect/stream.py);
     # 0: its plan's own requests (ours: issue 20)
     max_inflight: int = 0
 

@@ -24,7 +24,7 @@ The order fill -> continue -> probe, the capacity clipping, the probe quota and 
 (``tests/sim/test_identity.py`` still feeds both drivers the same outcomes and compares every
 decision).
 
-The third driver, streaming (``sim/stream.py``: a prompt planned as soon as its rollouts return,
+The third driver, streaming (``collect/stream.py``: a prompt planned as soon as its rollouts return,
 no round barrier), uses the same pieces one completion at a time: ``plan_stream`` (the round's
 order fill -> continue -> probe quota, for the rollouts in flight) queues the top-ups of the open
 slots, ``wants_prompt`` / ``offer`` open fresh prompts, ``send`` books what is sent, ``absorb`` /
@@ -373,6 +373,19 @@ def compact(sm):
                         sm.req[q, 0] = j
             j += 1
     c[C_OPEN] = j
+
+
+@njit(**NO_REFCOUNT)
+def drop_open(sm):
+    """Close every prompt still open (a stream's "fresh" step end: none outlives its policy
+    version); the complete groups carried (C_DONE) stay.  Returns the rollouts they held."""
+    c = sm.cnt
+    dropped = 0
+    for i in range(c[C_OPEN]):
+        if sm.slots[i, F_DEL] == 0:
+            dropped += sm.slots[i, F_N]
+    c[C_NREQ], c[C_OPEN], c[C_LIVE] = 0, 0, 0
+    return dropped
 
 
 @njit(**NO_REFCOUNT)

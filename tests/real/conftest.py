@@ -20,6 +20,23 @@ def engine(tiny_dir):
     return Engine(tiny_dir, seed=0)
 
 
+@pytest.fixture(scope="module")
+def server_url(tiny_dir, tmp_path_factory):
+    """One real vLLM server of the tiny model for the test module that asks for it (started by
+    pid in its own process group, stopped with the whole group): its URL. ~1 min to start."""
+    from real.sampling.serve import free_port, start_server, stop_server, wait_ready
+
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    port = free_port()
+    proc = start_server(tiny_dir, port, log=log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, proc, log=log)
+        yield url
+    finally:
+        stop_server(proc)
+
+
 @pytest.fixture
 def hf_model(tiny_dir):
     from transformers import AutoModelForCausalLM

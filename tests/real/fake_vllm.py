@@ -28,6 +28,10 @@ class FakeVLLM:
         self.attempts = Counter()  # completion requests seen per seed
         self.answered = Counter()  # completion requests answered with 200 per seed
         self.posts = Counter()  # POST requests per path (the push's control calls included)
+        self.slow: dict[int, float] = {}  # seed -> seconds per token of a stream that runs to
+        # max_tokens (an abort test's long rollout)
+        self.torn: set[int] = set()  # seeds whose next stream stops after one token, unfinished
+        self.streamed = Counter()  # tokens written to streams per seed (the server's count)
         self.lock = threading.Lock()
         fake = self
 
@@ -82,6 +86,8 @@ class FakeVLLM:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
+                if body.get("stream"):
+                    return self._sse(body, seed)
                 choices = []
                 for i in range(body["n"]):
                     toks = expected_tokens(body["prompt"], seed, i)
@@ -96,6 +102,39 @@ class FakeVLLM:
                 try:
                     self._json(200, {"choices": choices})
                 except OSError:  # the client hung up on a hanging request
+                    pass
+
+            def _sse(self, body, seed):
+                """stream=True: one server-sent chunk per token, as vLLM streams a completion."""
+                toks = expected_tokens(body["prompt"], seed, 0)
+                delay = fake.slow.get(seed)
+                if delay is not None:
+                    toks = [2 + j % 50 for j in range(body["max_tokens"])]
+                with fake.lock:
+                    torn = seed in fake.torn
+                    fake.torn.discard(seed)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")  # the body ends when the socket does
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for j, t in enumerate(toks[:1] if torn else toks):
+                        last = j == len(toks) - 1
+                        choice = {"index": 0, "text": chr(48 + t % 10), "token_ids": [t]}
+                        choice |= {"logprobs": {"token_logprobs": [-0.5]}}
+                        choice["finish_reason"] = "stop" if last else None
+                        self.wfile.write(f"data: {json.dumps({'choices': [choice]})}\n\n".encode())
+                        self.wfile.flush()
+                        with fake.lock:
+                            fake.streamed[seed] += 1
+                        if delay:
+                            time.sleep(delay)
+                    if not torn:
+                        self.wfile.write(b"data: [DONE]\n\n")
+                    else:  # let the client read the token before the connection goes
+                        time.sleep(0.2)
+                except OSError:  # the client closed the stream: the request stops here
                     pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

