@@ -2,11 +2,12 @@
 (`Engine.open_stream`: seeded rollouts equal `generate`'s, aborted ones stop and are counted
 once, the round path refuses while a stream runs), the streamed collection step (groups of k
 rollouts of one prompt from one policy version; cancelled rollouts in the step's counts; the
-same per-prompt decisions as rounds given the same per-rollout seeds), and the flags."""
+same per-prompt decisions as rounds given the same per-rollout seeds), and the flags (their
+bad values: tests/real/test_real_cli.py)."""
 
 import pytest
 
-from real.app.cli import build_parser, main, run_config
+from real.app.cli import build_parser, run_config
 from real.rollout.collect import RolloutCollector
 from real.rollout.streamed import rollout_seed
 from real.tasks import PromptStream, make_task
@@ -135,25 +136,6 @@ def _visit_seeded(rc, seed):
         return generate(entries, ns, out)
 
     return gen
-
-
-BAD = [
-    (["--schedule", "bogus"], "--schedule"),
-    (["--max-inflight", "9"], "--max-inflight"),
-    (["--max-inflight", "-1"], "--max-inflight"),
-    (["--overprovision", "0.5"], "--overprovision"),
-    (["--overprovision", "nan"], "--overprovision"),
-    (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
-    (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
-]
-
-
-@pytest.mark.parametrize("args,flag", BAD, ids=[" ".join(a) for a, _ in BAD])
-def test_bad_schedule_flags_are_one_line_before_any_engine(args, flag, tmp_path, capsys):
-    rc = main(["validate", "--out", str(tmp_path / "run"), *args])
-    err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and flag in err, err
-    assert not (tmp_path / "run").exists()
 
 
 def test_schedule_flags_reach_the_collector():
