@@ -103,6 +103,14 @@ VALIDATE_BAD = [
     (["--eval-size", "100", "--eval-problems", "101"], "--eval-problems"),
     (["--task-seed", "-1"], "--task-seed"),
     (["--audit-abandoned", "-1"], "--audit-abandoned"),
+    (["--schedule", "bogus"], "--schedule"),
+    (["--max-inflight", "9"], "--max-inflight"),  # in [0, k]
+    (["--max-inflight", "-1"], "--max-inflight"),
+    (["--overprovision", "0.5"], "--overprovision"),
+    (["--overprovision", "nan"], "--overprovision"),
+    (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
+    (["--schedule", "stream", "--allocator", "sara-dps", "--task-size", "8"], "--schedule"),
+    (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
 ]
 
 

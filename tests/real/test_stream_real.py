@@ -2,11 +2,12 @@
 (`Engine.open_stream`: seeded rollouts equal `generate`'s, aborted ones stop and are counted
 once, the round path refuses while a stream runs), the streamed collection step (groups of k
 rollouts of one prompt from one policy version; cancelled rollouts in the step's counts; the
-same per-prompt decisions as rounds given the same per-rollout seeds), and the flags."""
+same per-prompt decisions as rounds given the same per-rollout seeds), and the flags (their
+bad values: tests/real/test_real_cli.py)."""
 
 import pytest
 
-from real.app.cli import build_parser, main, run_config
+from real.app.cli import build_parser, run_config
 from real.rollout.collect import RolloutCollector
 from real.rollout.streamed import rollout_seed
 from real.tasks import PromptStream, make_task
@@ -137,25 +138,6 @@ def _visit_seeded(rc, seed):
     return gen
 
 
-BAD = [
-    (["--schedule", "bogus"], "--schedule"),
-    (["--max-inflight", "9"], "--max-inflight"),
-    (["--max-inflight", "-1"], "--max-inflight"),
-    (["--overprovision", "0.5"], "--overprovision"),
-    (["--overprovision", "nan"], "--overprovision"),
-    (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
-    (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
-]
-
-
-@pytest.mark.parametrize("args,flag", BAD, ids=[" ".join(a) for a, _ in BAD])
-def test_bad_schedule_flags_are_one_line_before_any_engine(args, flag, tmp_path, capsys):
-    rc = main(["validate", "--out", str(tmp_path / "run"), *args])
-    err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and flag in err, err
-    assert not (tmp_path / "run").exists()
-
-
 def test_schedule_flags_reach_the_collector():
     from real.app.checks import check_config
 
@@ -166,3 +148,35 @@ def test_schedule_flags_reach_the_collector():
     assert cfg.alloc.schedule == "stream" and col.rc.max_inflight == 2
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--overprovision", "1.5"])
     assert check_config(run_config(a)).collector.rc.overprovision == 1.5
+
+
+def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, tmp_path,
+                                                          monkeypatch, capsys):  # fmt: skip
+    """`sara-real validate --schedule stream` at toy size: steps with cancelled counts in their
+    lines; a resumed run samples what an uninterrupted one does; a changed schedule is refused."""
+    import json
+
+    import real.sampling.build
+    from real.app.cli import main
+    from real.io.runlog import read_metrics
+
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    argv = ["validate", "--allocator", "sara", "--schedule", "stream", "--model", str(tiny_dir),
+            "--k", "4", "--groups", "3", "--eval-every", "3", "--eval-problems", "8",
+            "--eval-samples", "1", "--no-progress", "--seed", "4"]  # fmt: skip
+    assert main([*argv, "--steps", "3", "--out", str(tmp_path / "ref")]) == 0
+    assert main([*argv, "--steps", "2", "--out", str(tmp_path / "cut")]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--schedule", "rounds",
+                 "--resume"]) == 2  # fmt: skip
+    assert "schedule" in capsys.readouterr().err
+    assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--resume"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["steps"] == 3 and line["effective_fraction"] == 1.0
+    ref, cut = (read_metrics(tmp_path / d / "metrics.jsonl") for d in ("ref", "cut"))
+    assert [r["step"] for r in cut] == [0, 1, 2]
+    keys = ("rollouts", "tokens", "cancelled", "cancelled_tokens", "rounds", "reward_mean")
+    assert [[r[x] for x in keys] for r in cut] == [[r[x] for x in keys] for r in ref]
+    for r in ref:
+        assert r["effective_groups"] == 3 and r["round_sizes"] == []
+        assert r["tokens"] >= r["cancelled_tokens"] and r["rollouts"] >= r["cancelled"]
