@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import real.base.env  # noqa: E402,F401  (before torch / vllm)
+from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
 
 STRATEGIES = [  # (label, allocator, schedule, overprovision)
     ("ds rounds", "ds", "rounds", 1.0),
@@ -64,6 +65,26 @@ def run_one(engine, task, args, name, schedule, over):
     return tot
 
 
+def _check(a) -> None:
+    from real.tasks import TASKS
+
+    if not Path(a.model).is_dir():
+        raise ParameterError("--model", f"must be a model directory, got {a.model!r}")
+    check_choice(a.task, "--task", tuple(TASKS))
+    check_int(a.k, "--k", 2, 1024)
+    check_int(a.groups, "--groups", 1, 4096)
+    check_int(a.steps, "--steps", 1, 10_000)
+    check_int(a.warmup, "--warmup", 0, 10_000)
+    check_int(a.seed, "--seed", 0, 2**31 - 1)
+    if a.max_tokens is not None:
+        check_int(a.max_tokens, "--max-tokens", 1, 1 << 20)
+
+
+def _per(x, n, fmt):
+    """x / n formatted, or '-' where no effective group was made (undefined, not a stand-in)."""
+    return format(x / n, fmt) if n else "-"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="HF-format model directory")
@@ -75,6 +96,11 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=None)
     args = p.parse_args(argv)
+    try:  # one line naming the flag, before any engine starts
+        _check(args)
+    except ParameterError as e:
+        print(f"stream_real: error: {e}", file=sys.stderr)
+        return 2
     from real.sampling.engine import Engine
     from real.tasks import make_task
 
@@ -90,13 +116,16 @@ def main(argv=None):
           f"{'rounds med':>11}{'cancelled':>10}{'wall/DS':>8}{'roll/DS':>8}")  # fmt: skip
     ds = rows["ds rounds"]
     for label, t in rows.items():
-        eff = max(t["eff"], 1)
-        wall, roll = t["wall"] / eff, t["rollouts"] / eff
-        print(f"{label:<18}{wall:>11.3f}{roll:>9.2f}{t['tokens'] / eff:>9.1f}"
-              f"{t['eff'] / max(t['groups'], 1):>9.2f}{t['median_rounds']:>11.1f}"
-              f"{t['cancelled']:>10}{wall / (ds['wall'] / max(ds['eff'], 1)):>8.2f}"
-              f"{roll / (ds['rollouts'] / max(ds['eff'], 1)):>8.2f}")  # fmt: skip
+        eff, ok = t["eff"], t["eff"] > 0 and ds["eff"] > 0
+        wall_ratio = (t["wall"] / eff) / (ds["wall"] / ds["eff"]) if ok else None
+        roll_ratio = (t["rollouts"] / eff) / (ds["rollouts"] / ds["eff"]) if ok else None
+        print(f"{label:<18}{_per(t['wall'], eff, '.3f'):>11}{_per(t['rollouts'], eff, '.2f'):>9}"
+              f"{_per(t['tokens'], eff, '.1f'):>9}{_per(eff, t['groups'], '.2f'):>9}"
+              f"{t['median_rounds']:>11.1f}{t['cancelled']:>10}"
+              f"{'-' if wall_ratio is None else format(wall_ratio, '.2f'):>8}"
+              f"{'-' if roll_ratio is None else format(roll_ratio, '.2f'):>8}")  # fmt: skip
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -21,7 +21,8 @@ GRPO = setting_label("grpo", "arithmetic")
 REASONING = setting_label("grpo", "reasoning")
 ESTIMATORS = tuple(setting_label(e, "arithmetic") for e in ("rloo", "reinforce++", "dr-grpo"))
 # the files each setting is expected from (benchmarks/README.md, the claim run)
-EXPECTED = {GRPO: ("k8", "k8_more", "k8_sara_mopps", "k16"), REASONING: ("reasoning",)}
+EXPECTED = {GRPO: ("k8", "k8_more", "k8_sara_mopps", "k16", "k16_more")}
+EXPECTED |= {REASONING: ("reasoning",)}
 EXPECTED |= {setting_label("rloo", "arithmetic"): ("rloo",)}
 EXPECTED |= {setting_label("reinforce++", "arithmetic"): ("reinforcepp",)}
 COLUMNS = ("claim", "paper", "ours (90 % interval)", "verdict", "seeds", "files")

@@ -24,7 +24,7 @@ def test_doctests():
 
 def test_load_pools_by_setting_and_names_what_is_missing(claim_files):
     data = load_claims(claim_files)
-    absent = ("k8_sara_mopps", "k16", "reinforcepp")  # the toy folder has no such files
+    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp")  # the toy folder has no such files
     assert data.missing == {n: f"{n}.csv not found" for n in absent}
     assert data.sources == {"GRPO": ["k8", "k8_more"], "RLOO": ["rloo"],
                             "GRPO, reasoning": ["reasoning"]}  # fmt: skip
@@ -95,7 +95,7 @@ def test_the_command_prints_the_table_and_names_missing_files(claim_files):
     cmd = [sys.executable, str(ROOT / "benchmarks/claims_table.py"), "--claims", str(claim_files)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    absent = ("k8_sara_mopps", "k16", "reinforcepp")
+    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp")
     assert proc.stderr.splitlines() == [f"claims_table: {n}: {n}.csv not found" for n in absent]
     assert proc.stdout.splitlines()[0].startswith("| claim | paper |")
     bad = subprocess.run([*cmd, "--margin", "0"], capture_output=True, text=True, timeout=300)

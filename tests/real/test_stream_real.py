@@ -180,3 +180,22 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, tmp
     for r in ref:
         assert r["effective_groups"] == 3 and r["round_sizes"] == []
         assert r["tokens"] >= r["cancelled_tokens"] and r["rollouts"] >= r["cancelled"]
+
+
+def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
+    """benchmarks/stream_real.py: exit 2 and one line naming the flag, before any engine starts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "stream_real.py"
+    cases = [
+        (["--model", str(tmp_path / "none")], "--model: must be a model directory"),
+        (["--model", str(tmp_path), "--k", "1"], "--k: must be an integer in [2, 1024], got 1"),
+        (["--model", str(tmp_path), "--task", "nope"], "--task"),
+    ]
+    for argv, want in cases:
+        r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
