@@ -100,3 +100,17 @@ def test_the_command_prints_the_table_and_names_missing_files(claim_files):
     assert proc.stdout.splitlines()[0].startswith("| claim | paper |")
     bad = subprocess.run([*cmd, "--margin", "0"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--margin" in bad.stderr
+
+
+def test_a_setting_added_after_a_file_was_written_does_not_block_pooling(claim_files):
+    """k16's meta names `carry` (added to the config after k8 ran); k8's does not: they pool. A
+    setting both name must still agree."""
+    meta = toy_meta()
+    meta["config"]["alloc"]["carry"] = True
+    write(claim_files, "k16", toy_rows({"ds": ARITH["ds"], "sara": ARITH["sara"]}, [0], k=16), meta)
+    data = load_claims(claim_files)
+    assert data.sources["GRPO"] == ["k8", "k8_more", "k16"]
+    meta["config"]["alloc"]["tau_low"] = 0.3
+    write(claim_files, "k16", toy_rows({"ds": ARITH["ds"]}, [0], k=16), meta)
+    with pytest.raises(ParameterError, match="k16.csv and k8.csv cannot be pooled: tau_low"):
+        load_claims(claim_files)
