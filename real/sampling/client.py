@@ -41,6 +41,8 @@ from real.sampling.served import (  # parse_urls, ServerError: re-exported (call
     attempt_failure,
     check_model,
     check_tokenizer,
+    choice_tokens,
+    completion_body,
     parse_urls,
     post_server,
     read_config,
@@ -226,18 +228,8 @@ class ServerEngine(Sampler):
             if w.key and w.key in self.kept:  # answered in a round that failed: not resampled
                 answers[j] = self.kept[w.key]
                 continue
-            body = {
-                "model": self.served,
-                "prompt": w.prompt_ids,
-                "n": w.n,
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "top_p": top_p,
-                "logprobs": 0,
-                "return_token_ids": True,
-            }
-            if w.seed is not None:
-                body["seed"] = w.seed
+            settings = (max_tokens, temperature, top_p)
+            body = completion_body(self.served, w.prompt_ids, w.n, settings, w.seed)
             futures[self.executor.submit(self._send, w, body)] = j
         wait(futures)
         errors = []
@@ -289,9 +281,7 @@ def _parse(body: dict, n: int) -> list[Completion]:
         raise ValueError(f"{len(choices)} choices for n={n}")
     out = []
     for c in choices:
-        toks = [int(t) for t in c["token_ids"]]
-        lps = [float(x) for x in (c.get("logprobs") or {}).get("token_logprobs") or []]
-        if len(lps) != len(toks):
-            raise ValueError(f"{len(lps)} logprobs for {len(toks)} tokens")
+        c["token_ids"]  # noqa: B018  (a whole answer must carry its token ids: KeyError as before)
+        toks, lps = choice_tokens(c)
         out.append(Completion(c["text"], toks, lps, c.get("finish_reason")))
     return out

@@ -13,7 +13,11 @@ import logging
 import warnings
 
 from real.base import env as _env  # noqa: F401  (env vars must be set before vllm is imported)
-from real.sampling.results import Completion, PromptResult  # noqa: F401  (re-exported)
+from real.sampling.results import (  # noqa: F401  (Completion, PromptResult: re-exported)
+    Completion,
+    PromptResult,
+    sampled_logprobs,
+)
 
 
 class Sampler:
@@ -230,11 +234,7 @@ class _hide_llvmlite_ffi:
 
 
 def _completion(c) -> Completion:
-    lps = []
-    for tok, d in zip(c.token_ids, c.logprobs or [], strict=False):
-        lps.append(float(d[tok].logprob))
-    if len(lps) != len(c.token_ids):
-        raise RuntimeError("engine returned no logprob for some sampled tokens (logprobs=0?)")
+    lps = sampled_logprobs(c.token_ids, c.logprobs)
     return Completion(c.text, list(c.token_ids), lps, c.finish_reason)
 
 

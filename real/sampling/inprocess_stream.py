@@ -16,7 +16,7 @@ has requests of its own running."""
 
 import itertools
 
-from real.sampling.results import Completion
+from real.sampling.results import Completion, sampled_logprobs
 from real.sampling.streaming import Finished, StreamSampler
 
 _STREAMS = itertools.count()  # request ids "s<stream>-<rollout>": unique on an engine
@@ -76,9 +76,7 @@ class InProcessStream(StreamSampler):
                     part.prompt_ids = list(ro.prompt_token_ids)
                 c = ro.outputs[0]
                 part.token_ids.extend(c.token_ids)
-                part.logprobs.extend(
-                    float(d[t].logprob) for t, d in zip(c.token_ids, c.logprobs or [])
-                )
+                part.logprobs.extend(sampled_logprobs(c.token_ids, c.logprobs))
                 part.text.append(c.text)
                 if ro.finished:
                     out.append(self._finish(rid, c.finish_reason))
@@ -86,8 +84,6 @@ class InProcessStream(StreamSampler):
 
     def _finish(self, rid: int, reason) -> Finished:
         part = self.live.pop(rid)
-        if len(part.logprobs) != len(part.token_ids):
-            raise RuntimeError("engine returned no logprob for some sampled tokens")
         self.tokens += len(part.token_ids)
         self.finished += 1
         comp = Completion("".join(part.text), part.token_ids, part.logprobs, reason)

@@ -21,3 +21,12 @@ class PromptResult:
     prompt: str
     prompt_token_ids: list[int]
     completions: list[Completion] = field(default_factory=list)
+
+
+def sampled_logprobs(token_ids, logprobs) -> list[float]:
+    """The logprob of each sampled token from vLLM's per-position {token: Logprob} dicts
+    (logprobs=0: the sampled token only); one for each token, or a RuntimeError."""
+    lps = [float(d[t].logprob) for t, d in zip(token_ids, logprobs or [], strict=False)]
+    if len(lps) != len(token_ids):
+        raise RuntimeError("engine returned no logprob for some sampled tokens (logprobs=0?)")
+    return lps

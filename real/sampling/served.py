@@ -281,3 +281,33 @@ def check_servers(urls, model=None) -> None:
     root = card.get("root") or card["id"]
     if model is not None:
         check_model(model, urls[0], root, read_config(root))
+
+
+def completion_body(served: str, prompt_ids, n: int, settings, seed=None, **extra) -> dict:
+    """The `/v1/completions` request the round path and the stream both send (token-id prompt,
+    logprobs=0, token ids returned): one wire format, so the same seed samples the same rollout
+    either way. `settings` is (max_tokens, temperature, top_p)."""
+    max_tokens, temperature, top_p = settings
+    body = {
+        "model": served,
+        "prompt": prompt_ids,
+        "n": n,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+        "logprobs": 0,
+        "return_token_ids": True,
+        **extra,
+    }
+    if seed is not None:
+        body["seed"] = seed
+    return body
+
+
+def choice_tokens(c: dict) -> tuple[list[int], list[float]]:
+    """A returned choice's (or streamed chunk's) token ids and their logprobs, one per token."""
+    toks = [int(t) for t in c.get("token_ids") or []]
+    lps = [float(x) for x in (c.get("logprobs") or {}).get("token_logprobs") or []]
+    if len(lps) != len(toks):
+        raise ValueError(f"{len(lps)} logprobs for {len(toks)} tokens")
+    return toks, lps

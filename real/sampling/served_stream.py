@@ -29,7 +29,13 @@ import threading
 from dataclasses import dataclass, field
 
 from real.sampling.results import Completion
-from real.sampling.served import ServerError, attempt_failure, server_message
+from real.sampling.served import (
+    ServerError,
+    attempt_failure,
+    choice_tokens,
+    completion_body,
+    server_message,
+)
 from real.sampling.streaming import Finished, StreamSampler
 
 
@@ -211,19 +217,8 @@ class ServedStream(StreamSampler):
         )
 
     async def _attempt(self, url: str, ro: _Rollout) -> None:
-        body = {
-            "model": self.engine.served,
-            "prompt": ro.prompt_ids,
-            "n": 1,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "logprobs": 0,
-            "return_token_ids": True,
-            "stream": True,
-        }
-        if ro.seed is not None:
-            body["seed"] = ro.seed
+        settings = (self.max_tokens, self.temperature, self.top_p)
+        body = completion_body(self.engine.served, ro.prompt_ids, 1, settings, ro.seed, stream=True)
         if self.ignore_eos:
             body["ignore_eos"] = True
         async with self.http.stream("POST", f"{url}/v1/completions", json=body) as r:
@@ -247,10 +242,7 @@ def _take(chunk: dict, ro: _Rollout) -> None:
         err = chunk["error"]
         raise _Failed(str(err.get("message", err) if isinstance(err, dict) else err))
     for c in chunk["choices"]:  # n=1: one choice per chunk
-        toks = [int(t) for t in c.get("token_ids") or []]
-        lps = [float(x) for x in (c.get("logprobs") or {}).get("token_logprobs") or []]
-        if len(lps) != len(toks):
-            raise ValueError(f"{len(lps)} logprobs for {len(toks)} tokens")
+        toks, lps = choice_tokens(c)
         ro.token_ids += toks
         ro.logprobs += lps
         ro.text.append(c.get("text") or "")
