@@ -150,7 +150,7 @@ def test_schedule_flags_reach_the_collector():
     assert check_config(run_config(a)).collector.rc.overprovision == 1.5
 
 
-def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, tmp_path,
+def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_model, tmp_path,
                                                           monkeypatch, capsys):  # fmt: skip
     """`sara-real validate --schedule stream` at toy size: steps with cancelled counts in their
     lines; a resumed run samples what an uninterrupted one does; a changed schedule is refused."""
@@ -164,15 +164,18 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, tmp
     argv = ["validate", "--allocator", "sara", "--schedule", "stream", "--model", str(tiny_dir),
             "--k", "4", "--groups", "3", "--eval-every", "3", "--eval-problems", "8",
             "--eval-samples", "1", "--no-progress", "--seed", "4"]  # fmt: skip
-    assert main([*argv, "--steps", "3", "--out", str(tmp_path / "ref")]) == 0
-    assert main([*argv, "--steps", "2", "--out", str(tmp_path / "cut")]) == 0
-    capsys.readouterr()
-    assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--schedule", "rounds",
-                 "--resume"]) == 2  # fmt: skip
-    assert "schedule" in capsys.readouterr().err
-    assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--resume"]) == 0
-    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert line["steps"] == 3 and line["effective_fraction"] == 1.0
+    try:
+        assert main([*argv, "--steps", "3", "--out", str(tmp_path / "ref")]) == 0
+        assert main([*argv, "--steps", "2", "--out", str(tmp_path / "cut")]) == 0
+        capsys.readouterr()
+        assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--schedule", "rounds",
+                     "--resume"]) == 2  # fmt: skip
+        assert "schedule" in capsys.readouterr().err
+        assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--resume"]) == 0
+        line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert line["steps"] == 3 and line["effective_fraction"] == 1.0
+    finally:
+        engine.push_weights(hf_model)  # later tests expect the untrained weights
     ref, cut = (read_metrics(tmp_path / d / "metrics.jsonl") for d in ("ref", "cut"))
     assert [r["step"] for r in cut] == [0, 1, 2]
     keys = ("rollouts", "tokens", "cancelled", "cancelled_tokens", "rounds", "reward_mean")
