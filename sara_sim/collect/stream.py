@@ -14,9 +14,9 @@ Numba kernel and ``SaraCollector``'s round loop: the collector's own prompts, pl
 booking through its step interface (``begin_step`` / ``open_prompts`` / ``absorb`` /
 ``end_step``), driven one completion at a time.  At every completion the driver
 
-1. plans with ``rounds.plan_stream`` — the round's order (fills of committed prompts, continues of
-   undecided ones while groups are missing, then the probe quota from the running commit rate),
-   counting the rollouts already in flight — within the engine's free slots;
+1. plans with ``stream_plan.plan_stream`` — the round's order (fills of committed prompts,
+   continues of undecided ones while groups are missing, then the probe quota from the running
+   commit rate), counting the rollouts already in flight — within the engine's free slots;
 2. opens the fresh prompts through ``open_prompts`` (the collector's stream, plans and skips);
 3. sends the requests (one engine request per rollout), and lands each finished rollout as a
    one-rollout request through ``absorb`` (the same rule, the same booking); an abandoned
@@ -67,9 +67,8 @@ from ..core.rounds import (
     S_FIELDS,
     drop_open,
     new_rounds,
-    plan_stream,
-    send,
 )
+from ..core.stream_plan import plan_stream, send
 from .collect_base import Request, StepResult, _Base
 
 FLY = S_FIELDS  # the stream driver's slot field: rollouts in flight

@@ -25,11 +25,11 @@ The order fill -> continue -> probe, the capacity clipping, the probe quota and 
 decision).
 
 The third driver, streaming (``collect/stream.py``: a prompt planned as soon as its rollouts return,
-no round barrier), uses the same pieces one completion at a time: ``plan_stream`` (the round's
-order fill -> continue -> probe quota, for the rollouts in flight) queues the top-ups of the open
-slots, ``wants_prompt`` / ``offer`` open fresh prompts, ``send`` books what is sent, ``absorb`` /
-``settle`` take one rollout's outcome (a one-rollout request) — each touches only the slot it
-names and the counters.
+no round barrier), uses the same pieces one completion at a time: ``stream_plan.plan_stream`` (the
+round's order fill -> continue -> probe quota, for the rollouts in flight) queues the top-ups of
+the open slots, ``wants_prompt`` / ``offer`` open fresh prompts, ``stream_plan.send`` books what
+is sent, ``absorb`` / ``settle`` take one rollout's outcome (a one-rollout request) — each
+touches only the slot it names and the counters.
 
 Slots: ``slots[j, F_*]`` (int64) with the state machine's fields first and the driver's own from
 ``S_FIELDS`` on (the kernel's run-length summary), ``vals[j]`` one float of the driver's per slot
@@ -157,8 +157,9 @@ def bounded(rc, want):
 
 
 @njit(**NO_REFCOUNT)
-def _request(sm, i, want):
-    """Queue up to `want` rollouts for slot i, clipped to the round's capacity left."""
+def queue_request(sm, i, want):
+    """Queue up to `want` rollouts for slot i, clipped to the capacity left (a round's, or the
+    room a stream has: ``stream_plan``)."""
     c = sm.cnt
     m = min(want, c[C_CAP] - c[C_USED])
     if m > 0:
@@ -189,7 +190,7 @@ def plan_round(sm, rc):
         if slots[i, F_COMM]:
             n_comm += 1
             reserved += k - slots[i, F_N]
-            _request(sm, i, bounded(rc, k - slots[i, F_N]))
+            queue_request(sm, i, bounded(rc, k - slots[i, F_N]))
         else:
             n_cont += 1
     deficit = rc.groups - c[C_GROUPS] - n_comm
@@ -197,7 +198,7 @@ def plan_round(sm, rc):
         return True  # enough groups are certain: in-progress prompts wait
     for i in range(c[C_OPEN]):  # 2) continues
         if not (slots[i, F_DEL] or slots[i, F_COMM]):
-            _request(sm, i, bounded(rc, held_request(sm, rc, i)))
+            queue_request(sm, i, bounded(rc, held_request(sm, rc, i)))
     if yield_mode:  # 3) probes: as many as the deficit (or the budget) calls for
         want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont)
         if rc.overprovision != 1.0:  # off by default: the golden rounds stay bit-identical
@@ -206,60 +207,6 @@ def plan_round(sm, rc):
         want = budget_probes(sm.rates, k, c[C_BUDGET], c[C_USED], reserved, c[C_LIVE] > 0)
     c[C_WANT], c[C_SKIPS] = want, skip_budget(want)
     return True
-
-
-@njit(**NO_REFCOUNT)
-def _stream_request(sm, rc, i, flying):
-    """Rollouts to add to slot i's `flying` in flight: up to its plan's request (``held_request``
-    counts returned rollouts only) or, with rc.max_inflight = m, up to m in flight (eager: the
-    plan decides at each return and what is then in flight is cancelled)."""
-    n = sm.slots[i, F_N]
-    room = rc.k - n - flying  # a group never needs more than k
-    if rc.max_inflight > 0:
-        return max(min(rc.max_inflight - flying, room), 0)
-    return max(min(held_request(sm, rc, i) - flying, room), 0)
-
-
-@njit(**NO_REFCOUNT)
-def plan_stream(sm, rc, fly, room, saturate):
-    """The streaming driver's plan at one completion (fixed-yield): top-ups of the open slots —
-    fills, then continues while groups are missing — into sm.req (at most `room` rollouts;
-    slots[j, fly]: slot j's rollouts in flight, a driver field), then the probe quota for fresh
-    prompts (C_WANT), as ``plan_round`` orders a round.  saturate: what is in flight outlives
-    the step, so nothing waits and fresh prompts fill every free slot (the surplus is carried).
-    False: the step's groups are all in."""
-    c, slots = sm.cnt, sm.slots
-    if c[C_GROUPS] >= rc.groups:
-        return False
-    c[C_CAP], c[C_NREQ], c[C_USED], c[C_WANT], c[C_SKIPS] = room, 0, 0, 0, 0
-    n_comm, n_cont = 0, 0
-    for i in range(c[C_OPEN]):  # 1) fills
-        if slots[i, F_DEL]:
-            continue
-        if slots[i, F_COMM]:
-            n_comm += 1
-            _request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
-        else:
-            n_cont += 1
-    deficit = rc.groups - c[C_GROUPS] - n_comm
-    if deficit <= 0 and not saturate:
-        return True  # enough groups are certain: undecided prompts wait, as in a round
-    for i in range(c[C_OPEN]):  # 2) continues
-        if not (slots[i, F_DEL] or slots[i, F_COMM]):
-            _request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
-    want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont) if deficit > 0 else 0  # 3)
-    if saturate:
-        want = max(want, room)  # each takes >= 1 rollout: the free slots stop the probes
-    c[C_WANT], c[C_SKIPS] = want, skip_budget(want)
-    return True
-
-
-@njit(**NO_REFCOUNT)
-def send(sm, rollouts):
-    """A streaming driver sent `rollouts` (cancelled ones included: they were paid for): the
-    running totals that ``launch`` keeps per round."""
-    sm.cnt[C_BUDGET] -= rollouts
-    sm.rates[R_ROLLOUTS] += rollouts
 
 
 @njit(**NO_REFCOUNT)
@@ -293,7 +240,7 @@ def offer(sm, rc, plan):
     slots[j, F_COMM] = 1 if plan[0] == COMMIT else 0
     for t in range(5):
         slots[j, F_PLAN + t] = plan[t]
-    _request(sm, j, first)
+    queue_request(sm, j, first)
     c[C_OPEN], c[C_LIVE], c[C_WANT] = j + 1, c[C_LIVE] + 1, c[C_WANT] - 1
     return j
 
