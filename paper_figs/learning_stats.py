@@ -131,8 +131,9 @@ def _order(df, ref):
     return [ref] + [a for a in names if a != ref] if ref in names else names
 
 
-def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds") -> pd.DataFrame:
-    """Per (k, allocator, measure): cost to the target accuracy and its ratio to `ref` (95 % CI).
+def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds", level: float = LEVEL):
+    """Per (k, allocator, measure): cost to the target accuracy and its ratio to `ref` (`level`
+    interval: 95 % by default, the claim table's 90 %).
 
     DS gains 0.2 in 200 rollouts on both seeds, so the target is 0.405 + 0.9 x 0.2 = 0.585;
     sara gets there in half the rollouts, "slow" never:
@@ -166,7 +167,7 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds") -> pd.Dat
                 note = f"paired seeds exclude {at_start}: start at target" if at_start else ""
                 if gain <= 0:
                     ok, note = [], f"{ref} did not gain ({gain:+.3f}): no target"
-                ratio, lo, hi = ratio_ci([cost[s] / base[s] for s in ok])
+                ratio, lo, hi = ratio_ci([cost[s] / base[s] for s in ok], level)
                 out.append(
                     {
                         "k": int(k),
@@ -186,8 +187,9 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds") -> pd.Dat
     return pd.DataFrame(out)
 
 
-def budget_table(df: pd.DataFrame, ref: str = "ds", measure: str = "cum_rollouts") -> pd.DataFrame:
-    """Per (k, allocator): accuracy at the largest budget every run at k reached, and - to `ref`.
+def budget_table(df: pd.DataFrame, ref: str = "ds", measure="cum_rollouts", level=LEVEL):
+    """Per (k, allocator): accuracy at the largest budget every run at k reached, and - to `ref`
+    (`level` intervals over seeds).
 
     >>> rows = [("ds", 8, s, i, x, x, i, 0.4 + 1e-3 * x) for s in (0, 1)
     ...         for i, x in enumerate((0, 100, 200))]
@@ -210,8 +212,8 @@ def budget_table(df: pd.DataFrame, ref: str = "ds", measure: str = "cum_rollouts
         for a in _order(at_k, ref):
             seeds = sorted(s for b, s in acc if b == a)
             paired = [acc[a, s] - acc[ref, s] for s in seeds if (ref, s) in acc]
-            m, lo, hi = mean_ci([acc[a, s] for s in seeds])
-            d, dlo, dhi = mean_ci(paired)
+            m, lo, hi = mean_ci([acc[a, s] for s in seeds], level)
+            d, dlo, dhi = mean_ci(paired, level)
             out.append(
                 {
                     "k": int(k),
