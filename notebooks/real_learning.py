@@ -24,7 +24,8 @@
 # as a ratio to DS (95 % CI over seeds), its accuracy at an equal rollout budget, and every seed's
 # own cost to target (so no seed is hidden behind a mean). Last section: the training claims of
 # the paper (issue 19) from the claim run's files (`benchmarks/results/claims/`): one line per
-# claim with its verdict, and figure 13 — whichever of those files exist.
+# claim with its verdict, the rollouts to target and equal-budget accuracy vs DS, and figure 13 —
+# whichever of those files exist.
 #
 # Nothing is trained here: the cells read the CSVs (one row per allocator, k, seed and step). The
 # figure and tables are `paper_figs` figure 10 (`python -m paper_figs --only 10`); the statistics
@@ -128,6 +129,16 @@ for setting, files in claims.sources.items():
     print(f"{setting}: {', '.join(files)}")
 with pd.option_context("display.max_colwidth", None):
     display(claim_table(claims))
+
+# %% [markdown]
+# Rollouts to target and equal-budget accuracy vs DS (`claims_table.py --budget`): the target is
+# DS's start + 90 % of its mean gain at that setting and k; `-` means no paired seed reached it.
+
+# %%
+from paper_figs.claims_budget import budget_table
+
+with pd.option_context("display.max_colwidth", None):
+    display(budget_table(claims))
 
 # %%
 try:

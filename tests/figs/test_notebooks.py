@@ -204,7 +204,7 @@ def test_real_learning_claims_section_runs_with_only_some_claim_files(
     kernel_path, monkeypatch, claim_files
 ):
     """The claims section on a clone mid-run: reinforcepp absent (the toy folder's), and k8_more
-    without its meta file — each named, the rest tabled and drawn."""
+    without its meta file — each named, the rest tabled (claims, rollouts to target) and drawn."""
     (claim_files / "k8_more.meta.json").unlink()
     nb = nbformat.read(NOTEBOOKS / "real_learning.ipynb", as_version=4)
     nb.cells.insert(2, nbformat.v4.new_code_cell(f"CLAIMS = {str(claim_files)!r}"))
@@ -218,4 +218,8 @@ def test_real_learning_claims_section_runs_with_only_some_claim_files(
     assert "k8_more: k8_more.meta.json not found" in text
     assert "GRPO: k8" in text and "RLOO: rloo" in text
     assert "same accuracy: confirmed" in text  # claim 1 on k8 alone (6 seeds)
+    # the budget table on k8 alone: sara's 0.78x rollouts; uniform (5 points behind) never
+    # reaches the target, so its ratio is '-' with the reason, not a number
+    assert "GRPO, k 8" in text and "0.785x [0.772, 0.797] (5 paired)" in text
+    assert "0/6 (5/6)" in text and "- (no paired seed reached it)" in text
     assert "figure 13 not drawn" not in text and "(c) tokens vs rollouts" in text
