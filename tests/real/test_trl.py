@@ -49,7 +49,7 @@ class Spy:
     answer column belongs to the prompt really generated from), `seen` records what TRL saw."""
 
     def __init__(self):
-        self.batches, self.replaced, self.calls = [], 0, []
+        self.batches, self.replaced, self.calls, self.prompts = [], 0, [], []
 
     def correct(self, completions, answer, sara_prompt, **kw):
         from real.tasks.arithmetic import extract_integer
@@ -60,6 +60,7 @@ class Spy:
 
     def seen(self, prompts, completions, sara_reward_0, sara_prompt, **kw):
         self.batches.append(list(sara_reward_0))
+        self.prompts.append(list(sara_prompt))  # the prompt each row was really sampled from
         self.replaced += sum(p != q for p, q in zip(prompts, sara_prompt))
         return [0.0] * len(completions)
 
@@ -108,6 +109,86 @@ def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
     assert all(h["padded"] == 0 for h in sara.step_log)
     key = "abandoned" if allocator == "sara" else "waste"
     assert sum(h[key] for h in sara.step_log) > 0  # the collector really worked around prompts
+
+
+def _stamp_versions(sara, engine, monkeypatch):
+    """Tag each rollout the adapter lands with the weights version it was sampled under (one
+    per push), each step's sampler and the groups it hands TRL; the books the test reads."""
+    books = {"version": 0, "stamp": {}, "samplers": [], "groups": [], "landed": []}
+    push, land, open_stream, claim = (
+        engine.push_weights, sara.land, sara.open_stream, sara.store.claim
+    )  # fmt: skip
+
+    def pushed(model):
+        push(model)
+        books["version"] += 1
+
+    def landed(finished):
+        for _, c in finished:  # the sample keeps this very list: its id stays its own
+            books["stamp"][id(c.token_ids)] = (c.token_ids, books["version"])
+        books["landed"][-1] += sum(c.n_tokens for _, c in finished)
+        return land(finished)
+
+    def opened():
+        books["samplers"].append(open_stream())
+        books["landed"].append(0)
+        return books["samplers"][-1]
+
+    def claimed(*a, **kw):
+        books["groups"].append(claim(*a, **kw))
+        return books["groups"][-1]
+
+    monkeypatch.setattr(engine, "push_weights", pushed)
+    for name, f in (("land", landed), ("open_stream", opened)):
+        monkeypatch.setattr(sara, name, f)
+    monkeypatch.setattr(sara.store, "claim", claimed)
+    return books
+
+
+@pytest.mark.parametrize("allocator", ["sara", "ds"])
+def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch, allocator
+):
+    """schedule="stream" through TRL's real GRPOTrainer on the in-process engine: every group
+    TRL trains on is k rollouts of one prompt from one weights version, mixed; the cancelled
+    rollouts and their tokens are each step's sampler's own counts (once), in TRL's logs too."""
+    from real.trl.adapter import SaraRollout
+
+    ds, spy = _dataset(), Spy()
+    args = _args(tmp_path / "out", 2)
+    sara = SaraRollout(args, ds, [spy.correct], allocator, engine=engine, schedule="stream")
+    books = _stamp_versions(sara, engine, monkeypatch)
+    try:
+        tr = _trainer(tiny_dir, args, sara, spy, ds)
+        tr.train()
+    finally:
+        monkeypatch.undo()
+        engine.push_weights(hf_model)  # later tests expect the untrained weights
+    assert tr.state.global_step == 2 and len(books["groups"]) == 2 == len(books["samplers"])
+    for step, groups in enumerate(books["groups"]):
+        assert len(groups) == B
+        for g in groups:
+            ids = [x[0] for x in g["samples"][:G]]
+            versions = {books["stamp"][id(x)][1] for x in ids}
+            assert len(ids) == G and len(versions) == 1  # one weights version (carried: older)
+            assert versions <= set(range(1, step + 2))  # pushed before the step that sampled
+            assert 0 < sum(x[3] for x in g["samples"][:G]) < G
+    for rewards, names in zip(spy.batches, spy.prompts, strict=True):  # TRL's own view of its batch
+        assert len(names) == B * G and all(
+            len(set(names[i : i + G])) == 1 for i in range(0, B * G, G)
+        )
+        assert all(0 < sum(rewards[i : i + G]) < G for i in range(0, B * G, G))
+    logs = [h for h in tr.state.log_history if "loss" in h]
+    for h, row, st, landed in zip(
+        logs, sara.step_log, books["samplers"], books["landed"], strict=True
+    ):
+        assert row["padded"] == 0 and row["effective_groups"] == B and row["round_s"] == []
+        # every token generated in the step, once: the landed rollouts' and the aborted partials
+        assert row["tokens"] == st.tokens and row["cancelled"] == st.aborted
+        assert row["cancelled_tokens"] == st.tokens - landed
+        assert row["rollouts"] == st.finished + st.aborted  # every rollout sent, once
+        assert h["sara/cancelled"] == row["cancelled"] and h["frac_reward_zero_std"] == 0.0
+    assert sum(r["cancelled"] for r in sara.step_log) > 0  # the stream did abort rollouts
 
 
 def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
@@ -186,6 +267,10 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
         SaraRollout(_args(tmp_path), ds, [ok], "sara", tau_low=1.5)
     with pytest.raises(ParameterError, match="^allocator: unknown strategy 'greedy'"):
         SaraRollout(_args(tmp_path), ds, [ok], "greedy")
+    with pytest.raises(ParameterError, match="^schedule: must be one of rounds, stream"):
+        SaraRollout(_args(tmp_path), ds, [ok], schedule="streaming")
+    with pytest.raises(ParameterError, match="^schedule: stream needs a vLLM backend"):
+        SaraRollout(_args(tmp_path), ds, [ok], schedule="stream")  # HF generate: rounds only
     args = _args(tmp_path)  # TRL checks only the global batch; 2 processes x 12 rows pass it
     args.per_device_train_batch_size = 12
     with pytest.raises(ParameterError, match="^per_device_train_batch_size: .* 12 rows per proc"):
