@@ -346,6 +346,31 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     assert all(r["effective_fraction"] == 1.0 for r in table)
 
 
+def test_cli_trl_schedule_stream_runs_and_resumes(tiny_dir, engine, hf_model, tmp_path,
+                                                  monkeypatch):  # fmt: skip
+    """`sara-real validate --trainer trl --schedule stream`: streamed steps with their cancelled
+    rollouts in the native lines; a --resume restores the stream driver's state and continues."""
+    import real.sampling.build
+    from real.app.cli import main
+    from real.io.runlog import read_metrics
+
+    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    argv = ["validate", "--trainer", "trl", "--schedule", "stream", "--allocator", "ds",
+            "--model", str(tiny_dir), "--k", "8", "--groups", "4", "--eval-every", "3",
+            "--eval-problems", "8", "--no-progress", "--out", str(tmp_path / "t")]  # fmt: skip
+    try:
+        assert main([*argv, "--steps", "2"]) == 0
+        assert main([*argv, "--steps", "3", "--resume"]) == 0
+    finally:
+        engine.push_weights(hf_model)  # later tests expect the untrained weights
+    rows = read_metrics(tmp_path / "t/metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    for r in rows:
+        assert r["trainer"] == "trl" and r["effective_groups"] == 4 and r["round_sizes"] == []
+        assert 0 <= r["cancelled_tokens"] <= r["tokens"] and r["cancelled"] <= r["rollouts"]
+    assert sum(r["cancelled"] for r in rows) > 0  # DS streamed aborts its surplus groups
+
+
 def test_cli_rejects_bad_trainer_flags(tmp_path, capsys):
     from real.app.cli import main
 
