@@ -30,7 +30,6 @@ from typing import Protocol
 
 import numpy as np
 
-from real.rollout.collect import RolloutStore
 from sara_sim.collect.collect_base import Request
 from sara_sim.collect.stream import stream_driver
 
@@ -52,7 +51,7 @@ def stream_capacity(collector) -> int:
 class StreamHost(Protocol):
     """What `StreamRollouts` asks of the collection it serves."""
 
-    store: RolloutStore  # visit -> entry (with "samples")
+    store: object  # a collect.RolloutStore: visit -> entry (with "samples")
     seed: int  # the run's seed: rollout seeds derive from it
 
     def _new_entry(self, req) -> dict: ...  # a visit's entry at its first rollout

@@ -37,10 +37,10 @@ TRL is k rollouts of one prompt from one policy version.
 
 Per call the collector's metrics (rollouts, tokens, effective groups, abandoned, rounds, rollouts
 per effective group, DS waste, carried, cancelled rollouts and their tokens, padded) go to TRL's
-logs under `sara/` through the public
-`log_metric` hook (averaged over processes).  Resume: `sara.callback` saves the adapter state into
-every TRL checkpoint (`sara_rollout_rank{R}.pt`); a run resumed with `resume_from_checkpoint`
-restores it before its first rollout, so the prompt iterator continues without repeats or gaps.
+logs under `sara/` through the public `log_metric` hook (averaged over processes).  Resume:
+`sara.callback` saves the adapter state into every TRL checkpoint (`sara_rollout_rank{R}.pt`); a
+run resumed with `resume_from_checkpoint` restores it before its first rollout, so the prompt
+iterator continues without repeats or gaps.
 """
 
 import itertools
