@@ -144,8 +144,6 @@ def check_trl_config(cfg) -> None:
     """What only the TRL path needs; cheap (no torch import)."""
     if importlib.util.find_spec("trl") is None:
         raise ParameterError("--trainer", "trl is not installed: pip install '.[trl]'")
-    if cfg.alloc.schedule != "rounds":  # the adapter hands TRL one round's rollouts
-        raise ParameterError("--schedule", "--trainer trl collects in rounds only")
     if cfg.audit_abandoned:  # the off-budget completion lives in real/rollout/collect.py only
         raise ParameterError("--audit-abandoned", "only --trainer native audits abandoned prompts")
     if cfg.grpo.estimator not in TRL_ESTIMATORS:  # TRL computes its own advantages

@@ -128,7 +128,7 @@ class RolloutCollector:
         if schedule == "stream":
             from real.rollout.streamed import make_driver
 
-            self.driver = make_driver(self)
+            self.driver = make_driver(self, allocator)
 
     # ---------------------------------------------------------------- one round
     def _new_entry(self, req) -> dict:
@@ -182,6 +182,23 @@ class RolloutCollector:
             seeds=[(b + np.arange(n)).tolist() for b, n in zip(bases, ns, strict=True)],
         )
 
+    # ---------------------------------------------------------------- a stream's host
+    def stream_prompt(self, entry: dict) -> str:
+        return entry["problem"].prompt
+
+    def open_stream(self):
+        return self.engine.open_stream(self.max_tokens, self.temperature, self.top_p)
+
+    def land(self, finished) -> list[int]:
+        """Score and keep each (entry, completion) a stream returned; their rewards."""
+        before, out = self.guard.errors, []
+        for entry, c in finished:
+            r = self.guard(c.text, entry["problem"])
+            self._keep(entry, c, r)
+            out.append(r)
+        self._step.reward_errors += self.guard.errors - before
+        return out
+
     # ---------------------------------------------------------------- one step
     def collect(self, stream: PromptStream) -> StepBatch:
         self._step = st = StepBatch(groups=[], result=None)
@@ -189,8 +206,13 @@ class RolloutCollector:
         if self.driver is None:
             res = self.collector.collect_step(stream, self._sample)
         else:  # round-free: one engine wait per completion (real/rollout/streamed.py)
-            res = self.driver.live.collect_step(self.driver, stream)
+            live = self.driver.live
+            res = live.collect_step(self.driver, stream)
             self.calls += 1  # a step's stream: the audit's seed counter moves on
+            cost = live.cost
+            st.gen_s, st.reward_s = st.gen_s + cost.gen_s, st.reward_s + cost.land_s
+            st.tokens += cost.cancelled_tokens  # finished rollouts' tokens: counted by _keep
+            st.cancelled, st.cancelled_tokens = cost.cancelled, cost.cancelled_tokens
         st.collect_s = time.perf_counter() - t0
         st.result = res
         holder = self.collector if self.driver is None else self.driver  # names groups, visits

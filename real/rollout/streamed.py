@@ -2,8 +2,12 @@
 
 `sara_sim.collect.stream`'s driver (the same one the simulator runs) decides; `StreamRollouts` is
 its engine: ``submit`` adds one seeded request per rollout, ``poll`` advances the sampler to its
-next completions, scores each with the task's reward and stores it with its visit
-(`RolloutStore`, as a round does), ``cancel`` aborts a visit's rollouts in flight.
+next completions and hands them to its host to score and store with their visit (`RolloutStore`,
+as a round does), ``cancel`` aborts a visit's rollouts in flight.
+
+Two hosts drive it, each through the same few calls (`StreamHost`): the native loop's
+`RolloutCollector` (text prompts, the task's verifier) and TRL's adapter `real.trl.adapter`
+(TRL's token-id prompts, the user's reward functions).
 
 Seeds are per rollout: rollout i of visit v gets ``rollout_seed(seed, v) + i``, whatever the
 order the engine finishes them in — so a stream and a round that give a visit's rollouts the same
@@ -16,10 +20,13 @@ with and every group the trainer gets was sampled in one step; complete surplus 
 carried, as round collection carries them.
 
 What a streamed step reports: `rollouts` counts every rollout sent (cancelled ones too), `tokens`
-every token generated (cancelled rollouts' partials too), `cancelled` / `cancelled_tokens` the
-aborted ones, `rounds` the engine waits (`poll` calls: each waits for the next completion)."""
+every token generated (cancelled rollouts' partials too: the host adds `StreamCost`'s), `cancelled`
+/ `cancelled_tokens` the aborted ones, `rounds` the engine waits (`poll` calls: each waits for the
+next completion)."""
 
 import time
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -41,50 +48,75 @@ def stream_capacity(collector) -> int:
     return collector.capacity
 
 
-class StreamRollouts:
-    """The stream driver's engine on one `RolloutCollector` (see the module docstring)."""
+class StreamHost(Protocol):
+    """What `StreamRollouts` asks of the collection it serves."""
 
-    def __init__(self, rc):
-        self.rc = rc
+    store: object  # a collect.RolloutStore: visit -> entry (with "samples")
+    seed: int  # the run's seed: rollout seeds derive from it
+
+    def _new_entry(self, req) -> dict: ...  # a visit's entry at its first rollout
+
+    def stream_prompt(self, entry: dict) -> str | list[int]: ...  # what the engine samples
+
+    def open_stream(self): ...  # a StreamSampler for one step
+
+    def land(self, finished: list) -> list[int]: ...  # [(entry, Completion)] -> pass bits
+
+
+@dataclass
+class StreamCost:
+    """One streamed step's engine books: time inside the sampler and inside the host's scoring,
+    and the rollouts aborted in flight with the tokens they had generated."""
+
+    gen_s: float = 0.0
+    land_s: float = 0.0
+    cancelled: int = 0
+    cancelled_tokens: int = 0
+
+
+class StreamRollouts:
+    """The stream driver's engine for one `StreamHost` (see the module docstring)."""
+
+    def __init__(self, host):
+        self.host = host
         self.sampler = None  # the step's StreamSampler
         self.owner: dict[int, int] = {}  # rollout id -> visit
         self.by_visit: dict[int, set] = {}  # visit -> its rollout ids in flight
         self.sent: dict[int, int] = {}  # visit -> rollouts sent (the next one's seed index)
-        self.cancelled = self.cancelled_tokens = 0
+        self.cost = StreamCost()
 
     @property
     def inflight(self) -> int:
         return self.sampler.in_flight
 
     def submit(self, pid, visit: int, n: int) -> None:
-        rc, t0 = self.rc, time.perf_counter()
-        entry = rc.store.entry(Request(pid, n, visit), rc._new_entry)
-        base, j = rollout_seed(rc.seed, visit), self.sent.get(visit, 0)
+        host, t0 = self.host, time.perf_counter()
+        entry = host.store.entry(Request(pid, n, visit), host._new_entry)
+        prompt = host.stream_prompt(entry)
+        base, j = rollout_seed(host.seed, visit), self.sent.get(visit, 0)
         for i in range(j, j + n):
-            rid = self.sampler.add(entry["problem"].prompt, seed=base + i)
+            rid = self.sampler.add(prompt, seed=base + i)
             self.owner[rid] = visit
             self.by_visit.setdefault(visit, set()).add(rid)
         self.sent[visit] = j + n
-        rc._step.gen_s += time.perf_counter() - t0
+        self.cost.gen_s += time.perf_counter() - t0
 
     def poll(self) -> list[tuple[int, int]]:
-        rc, st = self.rc, self.rc._step
         t0 = time.perf_counter()
         done = self.sampler.poll()
         t1 = time.perf_counter()
-        st.gen_s += t1 - t0
-        out, before = [], rc.guard.errors
+        self.cost.gen_s += t1 - t0
+        visits, landed = [], []
         for f in done:
             visit = self.owner.pop(f.rid)
             self.by_visit[visit].discard(f.rid)
-            entry = rc.store.entries[visit]
+            entry = self.host.store.entries[visit]
             entry["prompt_ids"] = entry["prompt_ids"] or f.prompt_token_ids
-            r = rc.guard(f.completion.text, entry["problem"])
-            rc._keep(entry, f.completion, r)
-            out.append((visit, r))
-        st.reward_errors += rc.guard.errors - before
-        st.reward_s += time.perf_counter() - t1
-        return out
+            visits.append(visit)
+            landed.append((entry, f.completion))
+        rewards = self.host.land(landed) if landed else []
+        self.cost.land_s += time.perf_counter() - t1
+        return list(zip(visits, rewards, strict=True))
 
     def cancel(self, visit: int) -> int:
         rids = self.by_visit.pop(visit, set())
@@ -95,16 +127,15 @@ class StreamRollouts:
         return len(rids)
 
     def _cancelled(self, n: int, tokens: int) -> None:
-        st = self.rc._step
-        st.tokens += tokens
-        st.cancelled += n
-        st.cancelled_tokens += tokens
+        self.cost.cancelled += n
+        self.cost.cancelled_tokens += tokens
 
     def collect_step(self, driver, stream):
         """One step of `driver` on a fresh stream; what is still in flight at its end (the
-        prompt stream ran out, or the step was capped) is aborted and counted."""
-        rc = self.rc
-        self.sampler = rc.engine.open_stream(rc.max_tokens, rc.temperature, rc.top_p)
+        prompt stream ran out, or the step was capped) is aborted and counted. The step's
+        engine books are `self.cost` afterwards."""
+        self.cost = StreamCost()
+        self.sampler = self.host.open_stream()
         try:
             res = driver.collect_step(stream)
             left = self.sampler.in_flight
@@ -119,6 +150,7 @@ class StreamRollouts:
         return res
 
 
-def make_driver(rc):
-    """The run's stream driver for `rc.collector` (``BOUNDARY``: one policy version a group)."""
-    return stream_driver(rc.collector, StreamRollouts(rc), stream_capacity(rc.collector), BOUNDARY)
+def make_driver(host, collector):
+    """The stream driver of `collector` on `host`'s engine (``BOUNDARY``: one policy version a
+    group); a collector a stream cannot drive is a ParameterError naming --schedule."""
+    return stream_driver(collector, StreamRollouts(host), stream_capacity(collector), BOUNDARY)

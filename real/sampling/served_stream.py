@@ -1,7 +1,8 @@
 """Round-free sampling on running vLLM servers: `ServedStream`, the served `StreamSampler`.
 
 `ServerEngine.open_stream(...)` opens one. Each rollout is its own streamed
-`POST /v1/completions` (the token-id prompt the round path sends, n=1, its seed, logprobs=0,
+`POST /v1/completions` (the token-id prompt the round path sends — a text prompt tokenised
+here, token ids as given — n=1, its seed, logprobs=0,
 return_token_ids, stream=True) sent to the server with the fewest rollouts in flight — the round
 path's rule and counters (`ServerEngine.pick`). The requests are asyncio tasks on an event loop
 in a thread of its own; the caller's thread adds, polls and aborts.
@@ -100,10 +101,11 @@ class ServedStream(StreamSampler):
 
     # ------------------------------------------------------------ the StreamSampler interface
 
-    def add(self, prompt: str, seed: int | None = None) -> int:
+    def _add(self, prompt, seed) -> int:
         if self.closed:
             raise ValueError("the stream is closed")
-        ro = _Rollout(self.engine.prompt_ids(prompt), None if seed is None else int(seed))
+        ids = self.engine.prompt_ids(prompt) if isinstance(prompt, str) else prompt
+        ro = _Rollout(ids, seed)
         rid, self.next_id = self.next_id, self.next_id + 1
         with self.cv:
             self.live[rid] = ro

@@ -9,13 +9,18 @@ is no longer wanted, so a freed slot goes at once to another rollout:
   into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its abort
   counter: docs/vllm_cpu.md).
 
-Both implement `StreamSampler`; `Sampler.open_stream(...)` returns one. A seeded rollout samples
+Both implement `StreamSampler`; `Sampler.open_stream(...)` returns one. A prompt is text (the
+engine tokenises it) or its token ids (already tokenised and templated, as TRL hands them over):
+vLLM's in-process engine takes ids as a ``TokensPrompt``, the served path sends them as the
+``/v1/completions`` prompt it always sends (text is tokenised here first). A seeded rollout samples
 what `Sampler.generate` samples with the same seed (one single-sample request each), so a stream
 and a round with the same seeds see the same completions. Tokens an aborted rollout generated
 before it stopped are real cost: `tokens` counts them once, beside the finished rollouts'.
 """
 
 import abc
+import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from real.sampling.results import Completion
@@ -42,9 +47,14 @@ class StreamSampler(abc.ABC):
         self.aborted = 0  # rollouts aborted (by `abort` or `close`)
         self.finished = 0  # rollouts returned by `poll`
 
+    def add(self, prompt: str | Sequence[int], seed: int | None = None) -> int:
+        """Queue one rollout of `prompt` — text, or the prompt's token ids — (seeded if `seed` is
+        given); returns its id."""
+        return self._add(prompt_form(prompt), None if seed is None else int(seed))
+
     @abc.abstractmethod
-    def add(self, prompt: str, seed: int | None = None) -> int:
-        """Queue one rollout of `prompt` (seeded if `seed` is given); returns its id."""
+    def _add(self, prompt: str | list[int], seed: int | None) -> int:
+        """`add` with the prompt checked: a str, or a non-empty list of token ids."""
 
     @abc.abstractmethod
     def poll(self) -> list[Finished]:
@@ -70,3 +80,18 @@ class StreamSampler(abc.ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def prompt_form(prompt) -> str | list[int]:
+    """A stream's prompt as the samplers take it: text as is, token ids as a list of ints (a
+    TypeError / ValueError for anything else: an id list that is empty or holds non-integers
+    would be sent to the engine as garbage)."""
+    if isinstance(prompt, str):
+        return prompt
+    if not isinstance(prompt, Sequence) or isinstance(prompt, bytes | bytearray):
+        raise TypeError(f"a prompt is text or a sequence of token ids, not {type(prompt).__name__}")
+    ids = list(prompt)
+    bad = [t for t in ids if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0]
+    if not ids or bad:
+        raise ValueError(f"token-id prompt must be non-empty ints >= 0, got {bad[:3] or 'none'}")
+    return [int(t) for t in ids]

@@ -26,11 +26,21 @@ before each call), else transformers `generate` (slow, runs anywhere).  vLLM rol
 own sampling seed (resumed runs sample what uninterrupted ones would); HF `generate` is seeded per
 round.
 
+Schedules (`schedule=`): "rounds" (the default) runs the collector round by round, one batched
+generation call a round; "stream" (ds and the SARA collectors without a selector; a vLLM backend)
+drives the same collector round-free through the one stream driver
+(`sara_sim.collect.stream` via `real.rollout.streamed`, as `sara-real --schedule stream` does):
+one seeded request per rollout with TRL's token-id prompt, an abandoned prompt's rollouts aborted
+in flight (their tokens counted), and the step ended by the "fresh" boundary — nothing in flight
+and no open prompt outlives the weights pushed before the next call, so every group handed to
+TRL is k rollouts of one prompt from one policy version.
+
 Per call the collector's metrics (rollouts, tokens, effective groups, abandoned, rounds, rollouts
-per effective group, DS waste, carried, padded) go to TRL's logs under `sara/` through the public
-`log_metric` hook (averaged over processes).  Resume: `sara.callback` saves the adapter state into
-every TRL checkpoint (`sara_rollout_rank{R}.pt`); a run resumed with `resume_from_checkpoint`
-restores it before its first rollout, so the prompt iterator continues without repeats or gaps.
+per effective group, DS waste, carried, cancelled rollouts and their tokens, padded) go to TRL's
+logs under `sara/` through the public `log_metric` hook (averaged over processes).  Resume:
+`sara.callback` saves the adapter state into every TRL checkpoint (`sara_rollout_rank{R}.pt`); a
+run resumed with `resume_from_checkpoint` restores it before its first rollout, so the prompt
+iterator continues without repeats or gaps.
 """
 
 import itertools
@@ -41,24 +51,28 @@ from real.base.config import AllocatorConfig, build_collector
 from real.io.runfolder import checkpoint_dir
 from real.io.runlog import collect_fields
 from real.rollout.collect import RolloutStore
+from real.rollout.streamed import make_driver
 from real.tasks.base import PromptStream
 from real.trl.backends import (
     SaveCallback,
     check_trl_args,
     generate,
     load_state,
+    open_stream,
     save_state,
     tokenize,
 )
 from real.trl.rewards import Datasets, Rewards, prompt_key
 from sara_sim.collect.allocator import STRATEGIES
 from sara_sim.collect.collect_base import Request
-from sara_sim.core.errors import ParameterError
+from sara_sim.core.errors import ParameterError, check_choice
+
+SCHEDULES = ("rounds", "stream")
 
 
-def _collector(allocator, collector, options, k, groups, seed, epoch_size):
+def _collector(allocator, collector, options, k, groups, seed, epoch_size, schedule):
     """The collector SaraRollout drives: `collector` as given (built for k and groups), else one
-    built from `options` (``AllocatorConfig`` fields) — never both."""
+    built from `options` (``AllocatorConfig`` fields) for `schedule` — never both."""
     if collector is None:
         known = AllocatorConfig.__dataclass_fields__
         bad = sorted(set(options) - set(known))
@@ -66,7 +80,7 @@ def _collector(allocator, collector, options, k, groups, seed, epoch_size):
             raise ParameterError(bad[0], f"unknown option; choose from {', '.join(known)}")
         # history strategies: stream ids are epoch * size + row (see make_collector)
         return build_collector(
-            allocator, AllocatorConfig(**options), k=k, groups=groups, seed=seed,
+            allocator, AllocatorConfig(**options, schedule=schedule), k=k, groups=groups, seed=seed,
             epoch_size=epoch_size,
         )  # fmt: skip
     if options or (collector.k, collector.groups) != (k, groups):
@@ -112,6 +126,8 @@ def _step_metrics(res, groups, k, stats, padded, collect_s) -> dict:
         groups=len(groups),
         reward_mean=sum(stats["passes"]) / max(1, len(stats["passes"])),
         batch_reward_mean=sum(map(sum, bits)) / max(1, k * len(bits)),
+        cancelled=stats["cancelled"],
+        cancelled_tokens=stats["cancelled_tokens"],
     )
     return {
         **fields,
@@ -133,14 +149,16 @@ class SaraRollout:
     strategy name and its options (`real.base.config.AllocatorConfig` fields: tau_low in [0, 1],
     probe, rho, ...), reward functions that are callables. `collector`: one already built for k
     and groups (`sara-real --trainer trl` passes the one its checks built) instead of the
-    options."""
+    options. `schedule`: "rounds" or "stream" (round-free; needs a vLLM backend: `engine=` or
+    `use_vllm=True`)."""
 
     def __init__(
         self, args, train_dataset, reward_funcs, allocator: str = "sara", *,
         threshold: float = 1.0, engine=None, seed: int | None = None, eval_dataset=None,
-        collector=None, **collector_options,
+        collector=None, schedule: str = "rounds", **collector_options,
     ):  # fmt: skip
         self.k, self.groups, funcs, weights = check_trl_args(args, reward_funcs)
+        self.schedule = check_choice(schedule, "schedule", SCHEDULES)
         if allocator not in STRATEGIES:
             raise ParameterError(
                 "allocator", f"unknown strategy {allocator!r}; choose from {', '.join(STRATEGIES)}"
@@ -149,14 +167,21 @@ class SaraRollout:
         self.data = Datasets(train_dataset, eval_dataset)
         self.backend = "engine" if engine else ("trl-vllm" if args.use_vllm else "hf")
         self.engine = engine
+        if schedule == "stream" and self.backend == "hf":
+            raise ParameterError(
+                "schedule", "stream needs a vLLM backend (engine= or use_vllm=True), not HF's"
+            )
         # each process draws its own replacements and sampling seeds: its own seeded permutation
         self.rank = int(getattr(args, "process_index", 0))
         self.seed = (args.seed if seed is None else seed) + 1_000_003 * self.rank
         self.name = allocator
         self.collector = _collector(
             allocator, collector, collector_options, self.k, self.groups, self.seed,
-            self.data.size,
+            self.data.size, schedule,
         )  # fmt: skip
+        self.driver = None  # schedule "stream": the stream driver of the collector (on self)
+        if schedule == "stream":
+            self.driver = _stream_driver(self, self.collector)
         self.stream = PromptStream(self.data, seed=self.seed)
         self.store = RolloutStore()  # visit -> row, prompt_ids, samples [(ids, lps, scores, pass)]
         self.calls = 0  # generation calls so far: the sampling-seed counter
@@ -191,11 +216,13 @@ class SaraRollout:
         epoch = self.stream.pos // self.data.size
         handed = [epoch * self.data.size + self.data.row(p) for p in prompts[::k]]
         self._stats = {"tokens": 0, "gen_s": 0.0, "reward_s": 0.0, "round_s": [], "passes": []}
+        self._stats |= {"cancelled": 0, "cancelled_tokens": 0}
         t0, pos0 = time.perf_counter(), self.stream.pos
-        res = self.collector.collect_step(itertools.chain(handed, self.stream), self._sample)
-        groups = self.store.claim(self.collector, res, k, reward=lambda s: s[3])
-        padded = self._pad(groups, handed)
-        self.store.prune(self.collector)
+        res = self._collect(itertools.chain(handed, self.stream))
+        holder = self.collector if self.driver is None else self.driver  # names groups, visits
+        groups = self.store.claim(holder, res, k, reward=lambda s: s[3])
+        padded = self._pad(groups, handed, holder)
+        self.store.prune(holder)
         collect_s = time.perf_counter() - t0
         self.last = _step_metrics(res, groups, k, self._stats, padded, collect_s)
         self.last["sync_s"] = sync_s
@@ -205,6 +232,19 @@ class SaraRollout:
         if len(out["completion_ids"]) != self.groups * k:
             raise RuntimeError(f"built {len(out['completion_ids'])} rows, not {self.groups * k}")
         return out
+
+    def _collect(self, prompts):
+        """The collector's step on `prompts`: round by round, or streamed (its engine books —
+        time in the sampler, cancelled rollouts and their tokens — join the step's stats)."""
+        if self.driver is None:
+            return self.collector.collect_step(prompts, self._sample)
+        live = self.driver.live
+        res = live.collect_step(self.driver, prompts)
+        st, cost = self._stats, live.cost
+        st["gen_s"] += cost.gen_s  # reward_s: counted by _score, inside cost.land_s
+        st["tokens"] += cost.cancelled_tokens  # finished rollouts': counted by _score
+        st["cancelled"], st["cancelled_tokens"] = cost.cancelled, cost.cancelled_tokens
+        return res
 
     # ------------------------------------------------------------ one round
     def _new_entry(self, req) -> dict:
@@ -227,27 +267,40 @@ class SaraRollout:
         tg = time.perf_counter()
         outs = generate(self.trainer, self.engine, [e["prompt_ids"] for e in entries], ns, seeds)
         st["gen_s"] += time.perf_counter() - tg
-        tr = time.perf_counter()
-        flat = [(e, ids, lps) for e, out in zip(entries, outs) for ids, lps in out]
+        bits = self._score([(e, ids, lps) for e, out in zip(entries, outs) for ids, lps in out])
+        st["round_s"].append(time.perf_counter() - t0)
+        ends = np.cumsum(ns).tolist()
+        return [bits[e - n : e] for e, n in zip(ends, ns, strict=True)]
+
+    def _score(self, flat) -> list:
+        """Score rollouts [(entry, completion ids, logprobs)] with the user's reward functions
+        (one batched call), keep each in its entry's samples; their pass bits."""
+        st, tr = self._stats, time.perf_counter()
         records = [self.data.train[e["row"]] for e, _, _ in flat]
         scores = self.rewards.score(self.trainer, records, [ids for _, ids, _ in flat])
-        out, i = [], 0
-        for e, n in zip(entries, ns):
-            bits = []
-            for (_, ids, lps), s in zip(flat[i : i + n], scores[i : i + n]):
-                passed = self.rewards.passed(s)
-                e["samples"].append((ids, lps, s, passed))
-                st["tokens"] += len(ids)
-                bits.append(passed)
-            st["passes"].extend(bits)
-            out.append(bits)
-            i += n
+        bits = []
+        for (e, ids, lps), s in zip(flat, scores, strict=True):
+            passed = self.rewards.passed(s)
+            e["samples"].append((ids, lps, s, passed))
+            st["tokens"] += len(ids)
+            bits.append(passed)
+        st["passes"].extend(bits)
         st["reward_s"] += time.perf_counter() - tr
-        st["round_s"].append(time.perf_counter() - t0)
-        return out
+        return bits
+
+    # ------------------------------------------------------------ a stream's host
+    def stream_prompt(self, entry) -> list[int]:
+        return entry["prompt_ids"]  # TRL's prompt, tokenised as TRL does (templated)
+
+    def open_stream(self):
+        return open_stream(self.trainer, self.engine)
+
+    def land(self, finished) -> list:
+        """Rollouts a stream returned [(entry, Completion)]: scored and kept; their pass bits."""
+        return self._score([(e, c.token_ids, c.logprobs) for e, c in finished])
 
     # ------------------------------------------------------------ assembling the batch
-    def _pad(self, groups, handed) -> int:
+    def _pad(self, groups, handed, holder) -> int:
         """DS capped or SARA out of rounds: fewer groups than asked.  TRL needs all of them;
         fill with full saturated groups already drawn (zero advantage), else fresh uniform
         groups.  Counted."""
@@ -255,9 +308,7 @@ class SaraRollout:
         if need <= 0:
             return 0
         entries = self.store.entries
-        full = [
-            v for v in self.store.unheld(self.collector) if len(entries[v]["samples"]) >= self.k
-        ]
+        full = [v for v in self.store.unheld(holder) if len(entries[v]["samples"]) >= self.k]
         for v in full:
             if len(groups) < self.groups:
                 groups.append(entries.pop(v))
@@ -290,7 +341,7 @@ class SaraRollout:
 
     # ------------------------------------------------------------ checkpoint state
     def state_dict(self) -> dict:
-        return {  # the keys of the state files written so far ("G" = k, "B" = groups)
+        state = {  # the keys of the state files written so far ("G" = k, "B" = groups)
             "pool": self.store.entries,
             "calls": self.calls,
             "stream": self.stream.state_dict(),
@@ -299,17 +350,25 @@ class SaraRollout:
             "G": self.k,
             "B": self.groups,
         }
+        if self.driver is not None:  # DS streamed keeps its counters in the driver
+            live = self.driver.live
+            state["schedule"] = {"driver": self.driver.state_dict(), "sent": live.sent}
+        return state
 
     def load_state_dict(self, d: dict) -> None:
-        if (d["name"], d["G"], d["B"]) != (self.name, self.k, self.groups):
+        was = "stream" if "schedule" in d else "rounds"  # files before streaming: rounds
+        if (d["name"], d["G"], d["B"], was) != (self.name, self.k, self.groups, self.schedule):
             raise ParameterError(
                 "resume_from_checkpoint",
-                f"saved by allocator={d['name']} k={d['G']} groups={d['B']}, "
-                f"not {self.name} k={self.k} groups={self.groups}",
+                f"saved by allocator={d['name']} k={d['G']} groups={d['B']} schedule={was}, "
+                f"not {self.name} k={self.k} groups={self.groups} schedule={self.schedule}",
             )
         self.store.entries, self.calls = d["pool"], d["calls"]
         self.stream.load_state_dict(d["stream"])
         self.collector.load_state_dict(d["allocator"])
+        if self.driver is not None:
+            self.driver.load_state_dict(d["schedule"]["driver"])
+            self.driver.live.sent = dict(d["schedule"]["sent"])
         self._loaded = True
 
     def save(self, ckpt_dir) -> Path:
@@ -324,3 +383,13 @@ class SaraRollout:
         step = trainer.state.global_step
         if step > 0:  # TRL resumed from a checkpoint: its step names the folder
             self.load(checkpoint_dir(trainer.args.output_dir, step))
+
+
+def _stream_driver(host, collector):
+    """The stream driver of `collector` on `host`, a collector no stream can drive refused as
+    a ParameterError naming SaraRollout's argument (the driver names the CLI flag)."""
+    try:
+        return make_driver(host, collector)
+    except ParameterError as e:
+        message = str(e)[len(e.parameter) + 2 :]
+        raise ParameterError(e.parameter.removeprefix("--"), message) from None

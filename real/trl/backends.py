@@ -6,7 +6,8 @@ the trainer's weights into it before each rollout call), TRL's colocated vLLM (`
 `vllm_mode="colocate"`; TRL syncs its weights before each rollout call), else transformers
 `generate` on the trainer's own model (slow, runs anywhere).  Both vLLM paths go through
 `Engine.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
-uninterrupted one would have); `generate` is seeded once per round instead."""
+uninterrupted one would have); `generate` is seeded once per round instead.  A streamed step
+(`open_stream`) samples on the same vLLM engine, one request per rollout."""
 
 import os
 from pathlib import Path
@@ -85,12 +86,24 @@ def tokenize(trainer, prompt) -> list[int]:
     return tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, **kw)
 
 
+def _vllm(trainer, engine):
+    """The vLLM engine that samples: ours as given, else TRL's colocated LLM (GPU only; not
+    runnable on the CPU machines this was written on), else None (HF generate)."""
+    if engine is None and getattr(trainer, "use_vllm", False):
+        return Engine.from_llm(trainer.vllm_generation.llm)
+    return engine
+
+
+def open_stream(trainer, engine):
+    """A `StreamSampler` on the vLLM engine that samples, with TRL's sampling settings."""
+    a = trainer.args
+    return _vllm(trainer, engine).open_stream(a.max_completion_length, a.temperature, a.top_p)
+
+
 def generate(trainer, engine, prompt_ids, ns, seeds):
     """ns[i] completions of prompt_ids[i]: [[(completion ids, logprobs or None)] * n]."""
     a = trainer.args
-    if engine is None and getattr(trainer, "use_vllm", False):
-        # TRL's colocated LLM (GPU only; not runnable on the CPU machines this was written on)
-        engine = Engine.from_llm(trainer.vllm_generation.llm)
+    engine = _vllm(trainer, engine)
     if engine is not None:
         res = engine.generate(
             [{"prompt_token_ids": ids} for ids in prompt_ids],

@@ -111,6 +111,8 @@ VALIDATE_BAD = [
     (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
     (["--schedule", "stream", "--allocator", "sara-dps", "--task-size", "8"], "--schedule"),
     (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
+    (["--trainer", "trl", "--schedule", "stream", "--allocator", "uniform"], "--schedule"),
+    (["--trainer", "trl", "--schedule", "rows"], "--schedule"),
 ]
 
 

@@ -182,6 +182,23 @@ def test_a_stream_samples_what_a_round_samples_on_a_real_server(server):
 
 @pytest.mark.real
 @pytest.mark.slow
+def test_a_token_id_prompt_streams_what_its_text_streams_on_a_real_server(server):
+    """StreamSampler.add with token ids (TRL's prompts): sent as the request's prompt as given,
+    they sample what their text samples (the text is tokenised here into those very ids)."""
+    prompts = ["12+34=", "7*8="]
+    with server.open_stream(12) as st:
+        by_text = [st.add(p, 50 + i) for i, p in enumerate(prompts)]
+        by_ids = [st.add(server.prompt_ids(p), 50 + i) for i, p in enumerate(prompts)]
+        got = _drain(st)
+    for a, b, p in zip(by_text, by_ids, prompts, strict=True):
+        x, y = got[a].completion, got[b].completion
+        assert (x.token_ids, x.text, x.finish_reason) == (y.token_ids, y.text, y.finish_reason)
+        assert got[a].prompt_token_ids == got[b].prompt_token_ids == server.prompt_ids(p)
+    assert st.tokens == sum(f.completion.n_tokens for f in got.values()) > 0
+
+
+@pytest.mark.real
+@pytest.mark.slow
 def test_an_aborted_rollout_stops_on_the_server_and_is_counted(server):
     gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
     m0 = _metrics(server)

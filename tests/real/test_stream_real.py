@@ -32,6 +32,29 @@ def test_a_seeded_rollout_streams_what_generate_samples(engine):
     assert st.tokens == sum(len(f.completion.token_ids) for f in got.values())
 
 
+def test_a_token_id_prompt_streams_what_its_text_streams(engine):
+    """StreamSampler.add takes a prompt's token ids (TRL's templated prompts) as well as text:
+    with the same seed, the ids of a text sample what the text samples."""
+    ids = [engine.tokenizer(p)["input_ids"] for p in PROMPTS]
+    with engine.open_stream(24) as st:
+        by_text = {st.add(p, seed=21 + i): i for i, p in enumerate(PROMPTS)}
+        by_ids = {st.add(x, seed=21 + i): i for i, x in enumerate(ids)}
+        got = {}
+        while st.in_flight:
+            got |= {f.rid: f for f in st.poll()}
+        for bad in ([], [1.5, 2], [-1], [True]):
+            with pytest.raises(ValueError, match="token-id prompt"):
+                st.add(bad)
+        for bad in (7, b"12+7="):
+            with pytest.raises(TypeError, match="text or a sequence of token ids"):
+                st.add(bad)
+    assert st.finished == 8 and st.in_flight == 0
+    for (a, i), (b, j) in zip(by_text.items(), by_ids.items(), strict=True):
+        assert i == j and got[a].prompt_token_ids == got[b].prompt_token_ids == ids[i]
+        x, y = got[a].completion, got[b].completion
+        assert (x.token_ids, x.logprobs, x.text) == (y.token_ids, y.logprobs, y.text)
+
+
 def test_an_aborted_rollout_stops_and_its_tokens_count_once(engine):
     core = engine.llm.llm_engine
     # a hot temperature keeps the tiny model from its end-of-answer token for a while

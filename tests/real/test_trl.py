@@ -49,7 +49,7 @@ class Spy:
     answer column belongs to the prompt really generated from), `seen` records what TRL saw."""
 
     def __init__(self):
-        self.batches, self.replaced, self.calls = [], 0, []
+        self.batches, self.replaced, self.calls, self.prompts = [], 0, [], []
 
     def correct(self, completions, answer, sara_prompt, **kw):
         from real.tasks.arithmetic import extract_integer
@@ -60,6 +60,7 @@ class Spy:
 
     def seen(self, prompts, completions, sara_reward_0, sara_prompt, **kw):
         self.batches.append(list(sara_reward_0))
+        self.prompts.append(list(sara_prompt))  # the prompt each row was really sampled from
         self.replaced += sum(p != q for p, q in zip(prompts, sara_prompt))
         return [0.0] * len(completions)
 
@@ -186,6 +187,10 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
         SaraRollout(_args(tmp_path), ds, [ok], "sara", tau_low=1.5)
     with pytest.raises(ParameterError, match="^allocator: unknown strategy 'greedy'"):
         SaraRollout(_args(tmp_path), ds, [ok], "greedy")
+    with pytest.raises(ParameterError, match="^schedule: must be one of rounds, stream"):
+        SaraRollout(_args(tmp_path), ds, [ok], schedule="streaming")
+    with pytest.raises(ParameterError, match="^schedule: stream needs a vLLM backend"):
+        SaraRollout(_args(tmp_path), ds, [ok], schedule="stream")  # HF generate: rounds only
     args = _args(tmp_path)  # TRL checks only the global batch; 2 processes x 12 rows pass it
     args.per_device_train_batch_size = 12
     with pytest.raises(ParameterError, match="^per_device_train_batch_size: .* 12 rows per proc"):
