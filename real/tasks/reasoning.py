@@ -124,9 +124,9 @@ def lose_p(p: Problem) -> float:
 def lost_trace(p: Problem, rng) -> str:
     """A trace that loses the thread: the right steps before step j, step j one too high, then
     `?` and the same wrong step again while the trace is shorter than a length drawn in [32, 80)
-    (often past `reasoning-long`'s 64-token budget; no re-check when a long trace slips late),
-    then `#` and a wrong answer (the right one plus 10**j, the column the slip was in): long,
-    and always a failure.
+    (half the time past `reasoning-long`'s 64-token budget; no re-check when a long trace slips
+    late), then `#` and a wrong answer (the right one plus 10**j, the column the slip was in):
+    long, and always a failure.
 
     >>> import numpy as np
     >>> t = lost_trace(Problem("37+485=", "522"), np.random.default_rng(3)); t

@@ -3,9 +3,11 @@
 until long, a wrong answer — with a probability growing with the problem's steps and carries;
 deterministic; its recipe continues from the reasoning model under a key that covers both."""
 
+import importlib.util
 import re
 from argparse import Namespace
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,15 @@ from real.tasks import TASKS, make_task
 
 pytestmark = pytest.mark.real
 _SLIP = re.compile(r"(\d+)([+*])(\d+)(?:\+(\d+))?=(\d+)")
+
+
+def _script(name: str):
+    """A benchmarks/ script loaded as a module (they are not a package)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_long", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _targets(n: int):
@@ -80,16 +91,39 @@ def test_recipe_continues_from_the_reasoning_model_under_its_own_key():
 
 
 def test_benchmark_starts_reasoning_long_from_its_model_and_refuses_unknown_tasks(capsys):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks/real_learning.py"
-    spec = importlib.util.spec_from_file_location("rl_long", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _script("real_learning")
     pick = bench.start_settings(Namespace(task="reasoning-long", test_model=False))
     assert pick == TinySettings.reasoning_long()
     assert bench.main(["--task", "reasoning-longer", "--out", "unused"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("real_learning: error: --task") and "reasoning-long" in err
     assert len(err.splitlines()) == 1
+
+
+def test_length_benchmark_refuses_an_unknown_task_before_any_build(capsys):
+    mod = _script("reasoning_lengths")
+    assert mod.main(["--task", "arithmetic"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("reasoning_lengths: error: --task: must be one of reasoning, reasoning-long, "
+                   "got 'arithmetic'")  # fmt: skip
+    assert mod.MODELS["reasoning-long"] == "reasoning_long"
+
+
+def test_a_recipe_with_a_base_starts_from_the_base_build(tiny_dir, monkeypatch):
+    """`base` continues from the named recipe's built weights (built first when not cached); no
+    base: a fresh init."""
+    import torch
+    from safetensors.torch import load_file
+
+    from real.models import tiny
+
+    asked = []
+    monkeypatch.setattr(tiny, "build_tiny", lambda out, s: asked.append(s) or tiny_dir)
+    model = tiny._start_model(replace(TinySettings.test(), base="test"))
+    assert asked == [TinySettings.test()]
+    saved = load_file(str(tiny_dir / "model.safetensors"))
+    state = model.state_dict()
+    assert all(torch.equal(state[name], w) for name, w in saved.items())
+    name, built = next(iter(saved.items()))
+    fresh = tiny._start_model(TinySettings.test()).state_dict()
+    assert asked == [TinySettings.test()] and not torch.equal(fresh[name], built)
