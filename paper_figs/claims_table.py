@@ -23,7 +23,7 @@ REASONING_LONG = setting_label("grpo", "reasoning-long")  # failures long within
 ESTIMATORS = tuple(setting_label(e, "arithmetic") for e in ("rloo", "reinforce++", "dr-grpo"))
 # the files each setting is expected from (benchmarks/README.md, the claim run)
 EXPECTED = {GRPO: ("k8", "k8_more", "k8_sara_mopps", "k16", "k16_more")}
-EXPECTED |= {REASONING: ("reasoning",), REASONING_LONG: ("reasoning_long",)}
+EXPECTED |= {REASONING: ("reasoning",), REASONING_LONG: ("reasoning_long", "reasoning_long_more")}
 EXPECTED |= {setting_label("rloo", "arithmetic"): ("rloo",)}
 EXPECTED |= {setting_label("reinforce++", "arithmetic"): ("reinforcepp",)}
 COLUMNS = ("claim", "paper", "ours (90 % interval)", "verdict", "seeds", "files")
