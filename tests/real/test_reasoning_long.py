@@ -127,3 +127,27 @@ def test_a_recipe_with_a_base_starts_from_the_base_build(tiny_dir, monkeypatch):
     name, built = next(iter(saved.items()))
     fresh = tiny._start_model(TinySettings.test()).state_dict()
     assert asked == [TinySettings.test()] and not torch.equal(fresh[name], built)
+
+
+def test_committed_claim_2_run_gives_the_readme_verdicts():
+    """benchmarks/README.md's reasoning-long numbers are the committed files' pooled verdicts."""
+    from paper_figs.claims_data import load_claims
+    from paper_figs.claims_table import REASONING_LONG, claim_tokens
+
+    data = load_claims()
+    assert data.sources[REASONING_LONG] == ["reasoning_long", "reasoning_long_more"]
+    row = claim_tokens(data, REASONING_LONG, 0.02)
+    want = ("sara: tokens 0.830x / rollouts 0.828x = 1.003 [0.978, 1.028]",
+            "sara-auto: tokens 0.704x / rollouts 0.735x = 0.957 [0.939, 0.976]",
+            "sara-dps: tokens 0.828x / rollouts 0.897x = 0.924 [0.906, 0.941]")  # fmt: skip
+    assert row["ours (90 % interval)"] == "; ".join(want) and row["seeds"] == "8"
+    assert row["verdict"] == (
+        "sara: no effect larger than 0.978x; sara-auto: confirmed; sara-dps: confirmed"
+    )
+    readme = (Path(__file__).resolve().parents[2] / "benchmarks/README.md").read_text()
+    for ratio in ("1.003 [0.978, 1.028]", "0.957 [0.939, 0.976]", "0.924 [0.906, 0.941]"):
+        assert ratio in readme
+    frame = data.setting(REASONING_LONG)
+    assert sorted(frame["seed"].unique()) == list(range(8))
+    assert set(frame["allocator"]) == {"ds", "sara", "sara-auto", "sara-dps"}
+    assert (frame.groupby(["allocator", "seed"])["step"].max() == 6).all()  # no run cut short
