@@ -312,7 +312,7 @@ def _start_model(s: TinySettings):
     from transformers import AutoModelForCausalLM
 
     folder = build_tiny(None, getattr(TinySettings, s.base)())
-    return AutoModelForCausalLM.from_pretrained(folder, torch_dtype="float32")
+    return AutoModelForCausalLM.from_pretrained(folder, dtype="float32")
 
 
 def _sft_step(model, opt, task, step: int, v, s: TinySettings) -> float:
