@@ -45,7 +45,8 @@ def model_label(model) -> str:
     except OSError:
         return str(model)
     names = {s.digest(): n for n, s in (("graded", TinySettings.graded()),
-             ("reasoning", TinySettings.reasoning()), ("test", TinySettings.test()),
+             ("reasoning", TinySettings.reasoning()),
+             ("reasoning_long", TinySettings.reasoning_long()), ("test", TinySettings.test()),
              ("default", TinySettings()))}  # fmt: skip
     return f"tiny {names.get(key, 'model')} settings, cache key {key}"
 

@@ -21,7 +21,8 @@ After the table, one verdict line per claim and allocator against DS (paper_figs
 paired 90 % intervals over the seeds; TOST at --margin on the late accuracy); --summary prints
 them for OUT's finished table alone. --task reasoning starts from the reasoning tiny model
 (a worked scratchpad before the answer, its length set by the problem: hard problems fail and
-are long). The sized plan of the claim run, with the
+are long); --task reasoning-long from the model whose failures run long within a prompt (it
+loses the thread, re-checks, runs to the budget). The sized plan of the claim run, with the
 pilot's measured per-run costs: benchmarks/README.md.
 
 learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.
@@ -96,7 +97,9 @@ def main(argv=None) -> int:
         "--estimator", default="grpo", help="advantage: grpo | dr-grpo | rloo | reinforce++"
     )
     ap.add_argument(
-        "--task", default="arithmetic", help="arithmetic (graded model) | reasoning (its model)"
+        "--task",
+        default="arithmetic",
+        help="arithmetic (graded model) | reasoning | reasoning-long (their models)",
     )
     ap.add_argument("--task-size", type=int, default=512, help="training problems in the pool")
     ap.add_argument("--eval-every", type=int, default=5)
@@ -242,7 +245,7 @@ def check_unchanged(cfg, allocators) -> None:
 
 
 # The start model of each task the benchmark runs: the tiny settings it is built with.
-START = {"arithmetic": "graded", "reasoning": "reasoning"}
+START = {"arithmetic": "graded", "reasoning": "reasoning", "reasoning-long": "reasoning_long"}
 
 
 def start_settings(a):

@@ -19,10 +19,11 @@ K = 8  # the claim run's group size
 REF = "ds"
 GRPO = setting_label("grpo", "arithmetic")
 REASONING = setting_label("grpo", "reasoning")
+REASONING_LONG = setting_label("grpo", "reasoning-long")  # failures long within a prompt
 ESTIMATORS = tuple(setting_label(e, "arithmetic") for e in ("rloo", "reinforce++", "dr-grpo"))
 # the files each setting is expected from (benchmarks/README.md, the claim run)
 EXPECTED = {GRPO: ("k8", "k8_more", "k8_sara_mopps", "k16", "k16_more")}
-EXPECTED |= {REASONING: ("reasoning",)}
+EXPECTED |= {REASONING: ("reasoning",), REASONING_LONG: ("reasoning_long", "reasoning_long_more")}
 EXPECTED |= {setting_label("rloo", "arithmetic"): ("rloo",)}
 EXPECTED |= {setting_label("reinforce++", "arithmetic"): ("reinforcepp",)}
 COLUMNS = ("claim", "paper", "ours (90 % interval)", "verdict", "seeds", "files")
@@ -165,6 +166,7 @@ def claim_table(data: ClaimData, margin: float = cs.MARGIN) -> pd.DataFrame:
                        ("sara", "sara-dps"), margin, k=16),
         claim_tokens(data, GRPO, margin),
         claim_tokens(data, REASONING, margin),
+        claim_tokens(data, REASONING_LONG, margin),
         claim_accuracy(data, 3, "SARA+DPS: best accuracy, ~67 % fewer rollouts",
                        "best accuracy; 0.33x rollouts", GRPO, ("sara-dps", "sara-mopps"), margin,
                        size=0.33),

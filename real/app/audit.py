@@ -200,7 +200,7 @@ class AuditConfig:
     model: str | None = None
     """model dir (in-process engine without a URL)"""
     task: str = "arithmetic"
-    """arithmetic | countdown | math | reasoning"""
+    """arithmetic | countdown | math | reasoning | reasoning-long"""
     task_path: str | None = None
     """JSONL file for --task math"""
     prompts: int = 256

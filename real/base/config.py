@@ -163,7 +163,7 @@ class Config:
     model: str | None = None
     """HF-format model dir or cached hub id; None = the tiny default"""
     task: str = "arithmetic"
-    """arithmetic | countdown | math | reasoning"""
+    """arithmetic | countdown | math | reasoning | reasoning-long"""
     task_path: str | None = None
     """JSONL file for the math task (default: the shipped sample)"""
     eval_path: str | None = None

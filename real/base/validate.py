@@ -24,7 +24,8 @@ from sara_sim.core.errors import (
 from sara_sim.core.registry import names, row
 
 ALLOCATORS = names("real")  # sara_sim.core.registry: the one list of strategies
-FINITE_OPTION = ("arithmetic", "countdown", "reasoning")  # generated: take --task-size
+# generated tasks: they take --task-size
+FINITE_OPTION = ("arithmetic", "countdown", "reasoning", "reasoning-long")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 

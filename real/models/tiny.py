@@ -21,6 +21,8 @@ by 10-20 points within 30 steps (see the benchmark), unlike the exact model's fe
 `TinySettings.reasoning()` (task `reasoning`) learns right worked traces, one step per column or
 digit, and stops while it still fails many of the long ones: its failing traces are longer than
 its passing ones because hard problems are long (real/README.md, the reasoning setting).
+`TinySettings.reasoning_long()` (task `reasoning-long`) continues from that model on traces that
+sometimes lose the thread and run long to a wrong answer: its failures are long within a prompt.
 SFT targets: `real.models.tiny_targets`; the build's sampling: `real.models.tiny_sample`."""
 
 import hashlib
@@ -36,7 +38,12 @@ from pathlib import Path
 from real.base import env as _env  # noqa: F401  (cache folders and offline flags before torch)
 from real.io.runfolder import check_writable
 from real.models.tiny_sample import encode, length_laws, sample_success, spread
-from real.models.tiny_targets import graded_q, near_miss, sft_target  # noqa: F401  (old home)
+from real.models.tiny_targets import (  # noqa: F401  (graded_q, near_miss: their old home)
+    CURRICULUM_TASK,
+    graded_q,
+    near_miss,
+    sft_target,
+)
 
 # bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
 FORMAT_VERSION = 2
@@ -46,6 +53,7 @@ CHARS = [chr(i) for i in range(32, 127)] + ["\n"]  # printable ASCII: every task
 STAMP = ".sara-tiny-stamp"
 GRADED_STEPS = 2000  # SFT steps of the graded model (fixed: its spread is met from early on)
 REASONING_STEPS = 1500  # at most this many SFT steps for the reasoning model (batch 64)
+LONG_STEPS = 300  # SFT steps of reasoning-long on top of the reasoning model (batch 64)
 GRADED_HELD_OUT = 512  # arithmetic held-out problems (task seed 0) kept out of its SFT data
 
 
@@ -76,6 +84,9 @@ class TinySettings:
     # by steps and spread checks only; a build that runs past this fails (nothing is saved).
     time_cap_s: float = 1800.0
     seed: int = 0  # init, data and sampling seed
+    # "": train from a random init; else the TinySettings constructor (e.g. "reasoning") whose
+    # built model this recipe continues from — its key is part of this one's (digest)
+    base: str = ""
 
     @classmethod
     def test(cls) -> "TinySettings":
@@ -104,10 +115,24 @@ class TinySettings:
                    mean_low=0.30, stop_mean=0.35, mean_high=0.60, min_steps=100,
                    max_steps=REASONING_STEPS)  # fmt: skip
 
+    @classmethod
+    def reasoning_long(cls) -> "TinySettings":
+        """The long-failure reasoning model (task `reasoning-long`): the reasoning model, then
+        LONG_STEPS of SFT (peak lr 1e-3, cosine) on curriculum "lost-thread" — a right trace,
+        or with a probability growing with steps and carries a trace that slips one step,
+        re-checks it until long (often past the 64-token budget) and answers wrong. Continuing
+        costs minutes where a fresh build costs ~17; fixed steps, one check at the end."""
+        return cls(curriculum="lost-thread", base="reasoning", batch=64, lr=1e-3,
+                   check_every=LONG_STEPS, check_problems=64, min_mixed=0.35, mean_low=0.25,
+                   mean_high=0.50, min_steps=LONG_STEPS, max_steps=LONG_STEPS)  # fmt: skip
+
     def digest(self) -> str:
         d = asdict(self)
-        if d["curriculum"] == "exact":  # builds from before the field keep their cache key
-            del d["curriculum"]
+        for field, old in (("curriculum", "exact"), ("base", "")):
+            if d[field] == old:  # builds from before the field keep their cache key
+                del d[field]
+        if "base" in d:
+            d["base"] += ":" + getattr(TinySettings, self.base)().digest()
         blob = json.dumps({"v": FORMAT_VERSION, **d}, sort_keys=True)
         return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
@@ -240,9 +265,9 @@ def _train(s: TinySettings, progress: bool):
 
     # held-out problems never trained on: the graded model's benchmark evaluates on GRADED_HELD_OUT
     n_held = 256 if s.curriculum == "exact" else GRADED_HELD_OUT
-    name = "reasoning" if s.curriculum == "scratchpad" else "arithmetic"
+    name = CURRICULUM_TASK.get(s.curriculum, "arithmetic")
     task = make_task(name, seed=s.seed, n_eval=max(n_held, s.check_problems))
-    model, tokenizer, v = make_model(s), make_tokenizer(s.max_len), vocab()
+    model, tokenizer, v = _start_model(s), make_tokenizer(s.max_len), vocab()
     opt = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=0.01, betas=(0.9, 0.98))
     bar = _bar(progress, s.max_steps)
     t0, step, checks = time.time(), 0, []
@@ -278,6 +303,16 @@ def _train(s: TinySettings, progress: bool):
     if bar:
         bar.close()
     return model, tokenizer, _report(model, task, held_out, v, s, step, train_s, checks)
+
+
+def _start_model(s: TinySettings):
+    """A random init, or the built model of `s.base` (built first when not cached)."""
+    if not s.base:
+        return make_model(s)
+    from transformers import AutoModelForCausalLM
+
+    folder = build_tiny(None, getattr(TinySettings, s.base)())
+    return AutoModelForCausalLM.from_pretrained(folder, dtype="float32")
 
 
 def _sft_step(model, opt, task, step: int, v, s: TinySettings) -> float:

@@ -4,12 +4,16 @@
 so the model learns the answer *and* a hedge that GRPO can sharpen within minutes. "scratchpad":
 the right worked trace of `real.tasks.reasoning` (a step per column or digit, then the answer),
 whose length is set by the problem — the failing-is-longer regime of issue 19's token claim comes
-from the model failing the long ones. Every target is a pure function of (seed, uid), so a build
-stays deterministic."""
+from the model failing the long ones. "lost-thread": the right worked trace, or with probability
+`lose_p(problem)` a trace that loses the thread and runs long to a wrong answer
+(`real.tasks.reasoning.lost_trace`), so failures are long *within* a prompt. Every target is a
+pure function of (seed, uid), so a build stays deterministic."""
 
 import numpy as np
 
-CURRICULA = ("exact", "graded", "scratchpad")
+CURRICULA = ("exact", "graded", "scratchpad", "lost-thread")
+# the task a curriculum's build trains and checks on (the rest: arithmetic)
+CURRICULUM_TASK = {"scratchpad": "reasoning", "lost-thread": "reasoning-long"}
 
 
 def graded_q(p) -> float:
@@ -50,6 +54,11 @@ def sft_target(p, s, uid: int) -> str:
         from real.tasks.reasoning import trace
 
         return trace(p)
+    if s.curriculum == "lost-thread":  # its own stream, apart from the graded coin's
+        from real.tasks.reasoning import lose_p, lost_trace, trace
+
+        rng = np.random.default_rng([s.seed, 0x1057, int(uid)])
+        return lost_trace(p, rng) if rng.random() < lose_p(p) else trace(p)
     if s.curriculum != "graded":  # e.g. the retired "reasoning": never train on another recipe
         raise ValueError(f"unknown curriculum {s.curriculum!r}; one of {', '.join(CURRICULA)}")
     rng = np.random.default_rng([s.seed, 0x9AD, int(uid)])

@@ -3,7 +3,7 @@
 from real.tasks.base import Problem, PromptStream, RewardGuard, Task
 from sara_sim.core.errors import ParameterError
 
-TASKS = ("arithmetic", "countdown", "math", "reasoning")
+TASKS = ("arithmetic", "countdown", "math", "reasoning", "reasoning-long")
 
 
 def make_task(name: str, seed: int = 0, **options) -> Task:
@@ -20,6 +20,10 @@ def make_task(name: str, seed: int = 0, **options) -> Task:
         from real.tasks.reasoning import ReasoningTask
 
         return ReasoningTask(seed=seed, **options)
+    if name == "reasoning-long":
+        from real.tasks.reasoning import ReasoningLongTask
+
+        return ReasoningLongTask(seed=seed, **options)
     if name == "math":
         from real.tasks.math import MathTask
 

@@ -14,7 +14,16 @@ whatever the policy does, and the hard problems are the ones a small model fails
 The reward is exactly 0/1 by the task's own exact check of the answer: one `#`, and what follows
 it is the integer answer (a trace cut by the length budget has no `#`: 0); the scratchpad is the
 model's own business. The SFT traces that teach the tiny model this format are built here too
-(`work`), so the format lives in one place."""
+(`work`), so the format lives in one place.
+
+`reasoning-long` is the same task with a longer budget, for a model whose *failures* run long
+within a prompt (issue 19, claim 2): its SFT traces sometimes "lose the thread" (`lost_trace`) —
+one step comes out one too high, the model re-checks it (`?` and the same wrong step again) until
+its trace is long, often past the budget, and then answers wrong:
+
+    "37+485="  ->  "7+5=12,3+8+1=12,0+4+1=6?0+4+1=6?0+4+1=6#622"
+
+with a probability that grows with the problem's steps and carries (`lose_p`)."""
 
 import re
 
@@ -98,6 +107,45 @@ def final_answer(completion: str) -> str | None:
     return tail
 
 
+def lose_p(p: Problem) -> float:
+    """P(a `reasoning-long` SFT trace of `p` loses the thread): more steps and carries, more often.
+
+    >>> lose_p(Problem("3+4=", "7", {"op": "+", "digits": 2, "carries": 0}))
+    0.08
+    >>> lose_p(Problem("37*48=", "1776", {"op": "*", "digits": 4, "carries": None}))
+    0.45
+    """
+    n = len(work(p).split(STEP))
+    if p.meta["op"] == "*":
+        return round(0.15 + 0.15 * (n - 1), 4)
+    return round(min(0.7, 0.08 + 0.12 * (n - 1) + 0.08 * p.meta["carries"]), 4)
+
+
+def lost_trace(p: Problem, rng) -> str:
+    """A trace that loses the thread: the right steps before step j, step j one too high, then
+    `?` and the same wrong step again while the trace is shorter than a length drawn in [32, 80)
+    (half the time past `reasoning-long`'s 64-token budget; no re-check when a long trace slips
+    late), then `#` and a wrong answer (the right one plus 10**j, the column the slip was in):
+    long, and always a failure.
+
+    >>> import numpy as np
+    >>> t = lost_trace(Problem("37+485=", "522"), np.random.default_rng(3)); t
+    '7+5=12,3+8+1=12,0+4+1=6?0+4+1=6?0+4+1=6#622'
+    >>> final_answer(t) != "522"
+    True
+    """
+    steps = work(p).split(STEP)
+    j = int(rng.integers(len(steps)))
+    head, _, value = steps[j].rpartition("=")
+    slip = f"{head}={int(value) + 1}"
+    target = int(rng.integers(32, 80))
+    text = STEP.join(steps[:j] + [slip])
+    while len(text) < target:
+        text += "?" + slip
+    wrong = int(p.answer) + 10 ** min(j, len(p.answer) - 1)
+    return text + ANSWER + str(wrong)
+
+
 class ReasoningTask(ArithmeticTask):
     """`arithmetic`'s problems with a scratchpad before the answer (see the module doc)."""
 
@@ -108,3 +156,11 @@ class ReasoningTask(ArithmeticTask):
 
     def reward(self, completion: str, problem: Problem) -> int:
         return int(final_answer(completion) == problem.answer)
+
+
+class ReasoningLongTask(ReasoningTask):
+    """`reasoning` with room for a failure to run long (the `reasoning-long` start model's task):
+    a right trace is at most 38 tokens; the budget is where a lost one is cut."""
+
+    name = "reasoning-long"
+    max_tokens = 64

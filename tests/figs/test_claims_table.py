@@ -24,7 +24,9 @@ def test_doctests():
 
 def test_load_pools_by_setting_and_names_what_is_missing(claim_files):
     data = load_claims(claim_files)
-    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp")  # the toy folder has no such files
+    # the toy folder has no such files
+    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp", "reasoning_long",
+              "reasoning_long_more")  # fmt: skip
     assert data.missing == {n: f"{n}.csv not found" for n in absent}
     assert data.sources == {"GRPO": ["k8", "k8_more"], "RLOO": ["rloo"],
                             "GRPO, reasoning": ["reasoning"]}  # fmt: skip
@@ -95,7 +97,8 @@ def test_the_command_prints_the_table_and_names_missing_files(claim_files):
     cmd = [sys.executable, str(ROOT / "benchmarks/claims_table.py"), "--claims", str(claim_files)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp")
+    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp", "reasoning_long",
+              "reasoning_long_more")  # fmt: skip
     assert proc.stderr.splitlines() == [f"claims_table: {n}: {n}.csv not found" for n in absent]
     assert proc.stdout.splitlines()[0].startswith("| claim | paper |")
     bad = subprocess.run([*cmd, "--margin", "0"], capture_output=True, text=True, timeout=300)
@@ -114,3 +117,28 @@ def test_a_setting_added_after_a_file_was_written_does_not_block_pooling(claim_f
     write(claim_files, "k16", toy_rows({"ds": ARITH["ds"]}, [0], k=16), meta)
     with pytest.raises(ParameterError, match="k16.csv and k8.csv cannot be pooled: tau_low"):
         load_claims(claim_files)
+
+
+def test_the_long_failure_reasoning_file_is_claim_2s_own_line(claim_files):
+    """reasoning_long (task reasoning-long) is a setting of its own, beside reasoning: its claim-2
+    line gives sara, sara-auto and sara-dps's token ratio over their rollout ratio."""
+    spec = {a: ARITH[a] for a in ("ds", "sara", "sara-dps")} | {"sara-auto": ARITH["sara"]}
+
+    def tokens(a, seed):  # sara-dps: 0.9x DS's tokens per rollout; sara, sara-auto: the same
+        return 10.0 * (0.9 if a == "sara-dps" else 1.0) * (1 + 0.01 * (seed % 2))
+
+    for name, seeds in (("reasoning_long", range(4)), ("reasoning_long_more", range(4, 8))):
+        write(claim_files, name, toy_rows(spec, seeds, tokens=tokens),
+              toy_meta(task="reasoning-long"))  # fmt: skip
+    data = load_claims(claim_files)
+    assert data.sources["GRPO, reasoning-long"] == ["reasoning_long", "reasoning_long_more"]
+    assert data.sources["GRPO, reasoning"] == ["reasoning"]  # not pooled with the old model
+    table = claim_table(data).set_index("claim")
+    line = "2. token savings > rollout savings (GRPO, reasoning-long)"
+    assert table.loc[line, "verdict"] == "sara: refuted; sara-auto: refuted; sara-dps: confirmed"
+    ours = table.loc[line, "ours (90 % interval)"]
+    assert "sara-dps: tokens " in ours and "sara-auto: tokens " in ours
+    assert table.loc[line, "seeds"] == "8"
+    assert table.loc[line, "files"] == "reasoning_long.csv, reasoning_long_more.csv"
+    reasoning = table.loc["2. token savings > rollout savings (GRPO, reasoning)", "verdict"]
+    assert reasoning == "sara: confirmed"
