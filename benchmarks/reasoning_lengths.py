@@ -61,6 +61,7 @@ def measure(task_name: str, n: int, k: int, seed: int):
     from transformers import AutoModelForCausalLM
 
     from real.models import tiny
+    from real.models.tiny_net import vocab
     from real.models.tiny_sample import sample_success
     from real.tasks import make_task
 
@@ -76,9 +77,7 @@ def measure(task_name: str, n: int, k: int, seed: int):
     lengths: list = []
     with tiny.fixed_threads():
         model = AutoModelForCausalLM.from_pretrained(folder)
-        wins = sample_success(
-            model, probs, k, task.max_tokens, seed, task.reward, tiny.vocab(), lengths
-        )
+        wins = sample_success(model, probs, k, task.max_tokens, seed, task.reward, vocab(), lengths)
     tokens = np.array([t for t, _ in lengths], float).reshape(len(probs), k).mean(1)
     label = ["all-fail" if w == 0 else "all-pass" if w == k else "mixed" for w in wins]
     classes = {}

@@ -18,7 +18,7 @@ from real.app.resume import check_run_folder
 from real.base.config import build_collector, flag_of
 from real.base.validate import check_alloc, check_grpo, check_run_fields, check_trl_config
 from real.models.resolve import resolve_model
-from real.models.tiny import CHARS, SPECIALS
+from real.models.tiny_net import CHARS, SPECIALS
 from real.sampling.served import check_servers
 from real.tasks import TASKS, make_run_task
 from sara_sim.core.errors import ParameterError, check_choice

@@ -23,7 +23,8 @@ digit, and stops while it still fails many of the long ones: its failing traces 
 its passing ones because hard problems are long (real/README.md, the reasoning setting).
 `TinySettings.reasoning_long()` (task `reasoning-long`) continues from that model on traces that
 sometimes lose the thread and run long to a wrong answer: its failures are long within a prompt.
-SFT targets: `real.models.tiny_targets`; the build's sampling: `real.models.tiny_sample`."""
+The tokenizer and network: `real.models.tiny_net`; SFT targets: `real.models.tiny_targets`; the
+build's sampling: `real.models.tiny_sample`."""
 
 import hashlib
 import json
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (cache folders and offline flags before torch)
 from real.io.runfolder import check_writable
+from real.models.tiny_net import make_model, make_tokenizer, vocab
 from real.models.tiny_sample import encode, length_laws, sample_success, spread
 from real.models.tiny_targets import (  # noqa: F401  (graded_q, near_miss: their old home)
     CURRICULUM_TASK,
@@ -48,8 +50,6 @@ from real.models.tiny_targets import (  # noqa: F401  (graded_q, near_miss: thei
 # bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
 FORMAT_VERSION = 2
 BUILD_THREADS = 1  # torch threads of every build: the only count that is the same on any machine
-SPECIALS = ["<pad>", "<eos>", "<unk>"]
-CHARS = [chr(i) for i in range(32, 127)] + ["\n"]  # printable ASCII: every task's prompts encode
 STAMP = ".sara-tiny-stamp"
 GRADED_STEPS = 2000  # SFT steps of the graded model (fixed: its spread is met from early on)
 REASONING_STEPS = 1500  # at most this many SFT steps for the reasoning model (batch 64)
@@ -141,54 +141,7 @@ def default_dir(settings: TinySettings | None = None) -> Path:
     return _env.CACHE / "tiny" / (settings or TinySettings()).digest()
 
 
-# ---------------------------------------------------------------- tokenizer
-
-
-def vocab() -> dict[str, int]:
-    return {t: i for i, t in enumerate(SPECIALS + CHARS)}
-
-
-def make_tokenizer(max_len: int = 1024):
-    """Character-level fast tokenizer: one token per character, no BOS, <eos> ends answers."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.WordLevel(vocab(), unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-    tok.decoder = decoders.Fuse()  # concatenate characters back, no spaces between tokens
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<eos>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-        model_max_length=max_len,
-    )
-
-
-# ---------------------------------------------------------------- model
-
-
-def make_model(s: TinySettings):
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    cfg = Qwen2Config(
-        vocab_size=len(SPECIALS) + len(CHARS),
-        hidden_size=s.hidden,
-        intermediate_size=s.intermediate,
-        num_hidden_layers=s.layers,
-        num_attention_heads=s.heads,
-        num_key_value_heads=s.kv_heads,
-        head_dim=s.hidden // s.heads,
-        max_position_embeddings=s.max_len,
-        tie_word_embeddings=False,
-        bos_token_id=None,
-        eos_token_id=1,
-        pad_token_id=0,
-        torch_dtype="float32",
-    )
-    torch.manual_seed(s.seed)
-    return Qwen2ForCausalLM(cfg).float()
+# ---------------------------------------------------------------- SFT
 
 
 def _batch(task, uids, v, torch, s: TinySettings):

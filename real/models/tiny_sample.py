@@ -6,7 +6,7 @@ from real.io.runlog import pass_at_1
 
 
 def encode(text: str, v: dict[str, int]) -> list[int]:
-    """Character ids under the tiny tokenizer's vocabulary `v` (real.models.tiny.vocab)."""
+    """Character ids under the tiny tokenizer's vocabulary `v` (real.models.tiny_net.vocab)."""
     return [v.get(c, v["<unk>"]) for c in text]
 
 

@@ -64,7 +64,8 @@ def test_the_default_step_is_grpo_bit_for_bit():
 def test_a_saturated_batch_trains_only_under_reinforce_pp(estimator):
     """One all-pass and one all-fail group: no gradient under the group-baseline estimators,
     a real update under REINFORCE++ (the all-pass answer becomes more likely)."""
-    from real.models.tiny import TinySettings, make_model
+    from real.models.tiny import TinySettings
+    from real.models.tiny_net import make_model
 
     m = make_model(TinySettings(layers=1, intermediate=128))
     before = [p.detach().clone() for p in m.parameters()]

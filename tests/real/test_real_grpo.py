@@ -13,7 +13,8 @@ pytestmark = pytest.mark.real
 
 
 def _model(seed=0):
-    from real.models.tiny import TinySettings, make_model
+    from real.models.tiny import TinySettings
+    from real.models.tiny_net import make_model
 
     return make_model(TinySettings(layers=1, intermediate=128, seed=seed))
 

@@ -125,7 +125,8 @@ def server(server_url):
 @pytest.fixture(scope="module")
 def other_dir(tiny_dir, tmp_path_factory):
     """A model of another architecture: the tiny model's tokenizer, three layers instead of two."""
-    from real.models.tiny import TinySettings, make_model, make_tokenizer
+    from real.models.tiny import TinySettings
+    from real.models.tiny_net import make_model, make_tokenizer
 
     out = tmp_path_factory.mktemp("other")
     s = dataclasses.replace(TinySettings.test(), layers=3)
