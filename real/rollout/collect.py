@@ -44,6 +44,7 @@ class StepBatch:
     result: object  # the allocator's StepResult
     tokens: int = 0  # completion tokens generated during the step (all rollouts)
     rewards: list[int] = field(default_factory=list)  # every reward observed during the step
+    lengths: list[int] = field(default_factory=list)  # ... and its rollout's tokens (aligned)
     gen_s: float = 0.0  # inside the engine
     reward_s: float = 0.0  # inside the verifiers
     collect_s: float = 0.0  # wall time of the whole collection
@@ -170,6 +171,7 @@ class RolloutCollector:
         entry["samples"].append(Sample(c.token_ids, c.logprobs, reward))
         self._step.tokens += c.n_tokens
         self._step.rewards.append(reward)
+        self._step.lengths.append(c.n_tokens)
 
     def _generate(self, entries, ns, bases):
         """One engine call: n_i rollouts of entry i with seeds base_i, base_i + 1, ..."""
