@@ -57,7 +57,7 @@ def laws(law: dict):
 def predict(meta: dict, run: dict, seeds: int = SEEDS) -> dict:
     """{label: mean over seeds of wall / rollouts / tokens per effective group, utilisation}."""
     law, lengths = laws(run["law"])
-    engine = PRESETS["cpu-tiny"].engine._replace(max_num_seqs=meta["max_num_seqs"] or 256)
+    engine = PRESETS["cpu-tiny"].engine._replace(max_num_seqs=meta["max_num_seqs"])
     setup = Setup(engine, lengths)
     out = {}
     for label, row in run["rows"].items():

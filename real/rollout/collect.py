@@ -139,7 +139,7 @@ class RolloutCollector:
     def _sample(self, requests) -> list[list[int]]:
         t0 = time.perf_counter()
         st = self._step
-        entries = [self.store.entry(r, self._new_entry) for r in requests]
+        entries = [self.entry(r) for r in requests]
         ns = [int(r.n) for r in requests]
         # Each request's rollouts get consecutive seeds base, base + 1, ...: vLLM seeds the
         # i-th child of an n-sample request with seed + i, so a server client sends the whole
@@ -152,26 +152,38 @@ class RolloutCollector:
         tg = time.perf_counter()
         results = self._generate(entries, ns, bases)
         st.gen_s += time.perf_counter() - tg
-        out = []
-        tr = time.perf_counter()
-        before = self.guard.errors
-        for entry, res in zip(entries, results, strict=True):
-            entry["prompt_ids"] = entry["prompt_ids"] or res.prompt_token_ids
-            rewards = [self.guard(c.text, entry["problem"]) for c in res.completions]
-            for c, r in zip(res.completions, rewards, strict=True):
-                self._keep(entry, c, r)
-            out.append(rewards)
-        st.reward_errors += self.guard.errors - before
-        st.reward_s += time.perf_counter() - tr  # verifiers and the (cheap) bookkeeping above
+        out = [
+            self.score(entry, res.completions, res.prompt_token_ids)
+            for entry, res in zip(entries, results, strict=True)
+        ]
         st.round_s.append(time.perf_counter() - t0)
         return out
 
-    def _keep(self, entry: dict, c, reward: int) -> None:
-        """One scored completion joins its visit's samples and the step's counts."""
-        entry["samples"].append(Sample(c.token_ids, c.logprobs, reward))
-        self._step.tokens += c.n_tokens
-        self._step.rewards.append(reward)
-        self._step.lengths.append(c.n_tokens)
+    # ------------------------------------------------------------ what a driver's engine calls
+    @property
+    def batch(self) -> StepBatch | None:
+        """The step being collected (None between steps): an engine adds its times and counts."""
+        return self._step
+
+    def entry(self, req) -> dict:
+        """The store's entry of the request's visit (made at its first request)."""
+        return self.store.entry(req, self._new_entry)
+
+    def score(self, entry: dict, completions, prompt_ids) -> list[int]:
+        """The guarded rewards of completions of the entry's prompt; each joins the visit's
+        samples (in this order) and the step's counts, its verifier time the step's reward_s."""
+        t0, st = time.perf_counter(), self._step
+        entry["prompt_ids"] = entry["prompt_ids"] or prompt_ids
+        before = self.guard.errors
+        rewards = [self.guard(c.text, entry["problem"]) for c in completions]
+        for c, r in zip(completions, rewards, strict=True):
+            entry["samples"].append(Sample(c.token_ids, c.logprobs, r))
+            st.tokens += c.n_tokens
+            st.rewards.append(r)
+            st.lengths.append(c.n_tokens)
+        st.reward_errors += self.guard.errors - before
+        st.reward_s += time.perf_counter() - t0
+        return rewards
 
     def _generate(self, entries, ns, bases):
         """One engine call: n_i rollouts of entry i with seeds base_i, base_i + 1, ..."""

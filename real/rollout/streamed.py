@@ -58,32 +58,25 @@ class StreamRollouts:
 
     def submit(self, pid, visit: int, n: int) -> None:
         rc, t0 = self.rc, time.perf_counter()
-        entry = rc.store.entry(Request(pid, n, visit), rc._new_entry)
+        entry = rc.entry(Request(pid, n, visit))
         base, j = rollout_seed(rc.seed, visit), self.sent.get(visit, 0)
         for i in range(j, j + n):
             rid = self.sampler.add(entry["problem"].prompt, seed=base + i)
             self.owner[rid] = visit
             self.by_visit.setdefault(visit, set()).add(rid)
         self.sent[visit] = j + n
-        rc._step.gen_s += time.perf_counter() - t0
+        rc.batch.gen_s += time.perf_counter() - t0
 
     def poll(self) -> list[tuple[int, int]]:
-        rc, st = self.rc, self.rc._step
-        t0 = time.perf_counter()
+        rc, t0 = self.rc, time.perf_counter()
         done = self.sampler.poll()
-        t1 = time.perf_counter()
-        st.gen_s += t1 - t0
-        out, before = [], rc.guard.errors
+        rc.batch.gen_s += time.perf_counter() - t0
+        out = []
         for f in done:
             visit = self.owner.pop(f.rid)
             self.by_visit[visit].discard(f.rid)
-            entry = rc.store.entries[visit]
-            entry["prompt_ids"] = entry["prompt_ids"] or f.prompt_token_ids
-            r = rc.guard(f.completion.text, entry["problem"])
-            rc._keep(entry, f.completion, r)
+            (r,) = rc.score(rc.store.entries[visit], [f.completion], f.prompt_token_ids)
             out.append((visit, r))
-        st.reward_errors += rc.guard.errors - before
-        st.reward_s += time.perf_counter() - t1
         return out
 
     def cancel(self, visit: int) -> int:
@@ -95,7 +88,7 @@ class StreamRollouts:
         return len(rids)
 
     def _cancelled(self, n: int, tokens: int) -> None:
-        st = self.rc._step
+        st = self.rc.batch
         st.tokens += tokens
         st.cancelled += n
         st.cancelled_tokens += tokens
