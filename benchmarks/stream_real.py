@@ -194,7 +194,7 @@ def main(argv=None):
     meta["model"] = Path(args.model).name  # the cache key, not this machine's path
     report(meta, run)
     if args.out:
-        Path(args.out).write_text(json.dumps({"meta": meta, **run}, indent=1) + "\n")
+        Path(args.out).write_text(json.dumps({"meta": meta, **run}, separators=(",", ":")) + "\n")
     return 0
 
 

@@ -209,18 +209,19 @@ def real_goals(path):
           f"({Path(path).name}; load {meta['loadavg_before'][0]:.1f} -> "
           f"{meta['loadavg_after'][0]:.1f} on {meta['cpus']} cores)")  # fmt: skip
     ds = rows["ds rounds"]
-    per = {label: {key: t[key] / t["eff"] for key in ("wall", "rollouts")} for label, t in
-           rows.items() if t["eff"]}  # fmt: skip
+    per = {label: {key: t[key] / t["eff"] for key in ("wall", "cpu", "rollouts")} for label, t
+           in rows.items() if t["eff"]}  # fmt: skip
     for label in ("sara stream", "sara-auto stream"):
         if label not in per or not ds["eff"]:
             print(f"  {label}: no effective group (ratios undefined)")
             continue
         wall = per[label]["wall"] / per["ds rounds"]["wall"]
         roll = per[label]["rollouts"] / per["ds rounds"]["rollouts"]
+        cpu = per[label]["cpu"] / per["ds rounds"]["cpu"]  # served: the client's only
         frac = rows[label]["eff"] / rows[label]["groups"]
-        print(f"  {label:<17} wall {wall:.3f}x DS by rounds ({_met(wall <= 0.85)} <= 0.85), "
-              f"rollouts {roll:.3f}x ({_met(roll <= 0.80)} <= 0.80), effective fraction "
-              f"{frac:.2f} ({_met(frac == 1.0)} 1.0)")  # fmt: skip
+        print(f"  {label:<17} wall {wall:.3f}x DS by rounds ({_met(wall <= 0.85)} <= 0.85; "
+              f"CPU {cpu:.3f}x), rollouts {roll:.3f}x ({_met(roll <= 0.80)} <= 0.80), "
+              f"effective fraction {frac:.2f} ({_met(frac == 1.0)} 1.0)")  # fmt: skip
     for label in ("sara rounds", "sara rounds x1.5", "sara rounds x2"):
         med = rows[label]["median_rounds"]
         print(f"  {label:<17} median rounds per step {med:g} ({_met(med <= 3)} <= 3 at k 8)")
