@@ -217,10 +217,11 @@ def real_goals(path):
             continue
         wall = per[label]["wall"] / per["ds rounds"]["wall"]
         roll = per[label]["rollouts"] / per["ds rounds"]["rollouts"]
-        cpu = per[label]["cpu"] / per["ds rounds"]["cpu"]  # served: the client's only
+        cpu = per[label]["cpu"] / per["ds rounds"]["cpu"]
+        who = "client CPU" if meta["serve"] or meta["engine_url"] else "CPU"  # not the server's
         frac = rows[label]["eff"] / rows[label]["groups"]
         print(f"  {label:<17} wall {wall:.3f}x DS by rounds ({_met(wall <= 0.85)} <= 0.85; "
-              f"CPU {cpu:.3f}x), rollouts {roll:.3f}x ({_met(roll <= 0.80)} <= 0.80), "
+              f"{who} {cpu:.3f}x), rollouts {roll:.3f}x ({_met(roll <= 0.80)} <= 0.80), "
               f"effective fraction {frac:.2f} ({_met(frac == 1.0)} 1.0)")  # fmt: skip
     for label in ("sara rounds", "sara rounds x1.5", "sara rounds x2"):
         med = rows[label]["median_rounds"]
