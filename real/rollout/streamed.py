@@ -54,7 +54,7 @@ class StreamHost(Protocol):
     store: object  # a collect.RolloutStore: visit -> entry (with "samples")
     seed: int  # the run's seed: rollout seeds derive from it
 
-    def _new_entry(self, req) -> dict: ...  # a visit's entry at its first rollout
+    def entry(self, req) -> dict: ...  # the request's visit's entry (made at its first rollout)
 
     def stream_prompt(self, entry: dict) -> str | list[int]: ...  # what the engine samples
 
@@ -91,7 +91,7 @@ class StreamRollouts:
 
     def submit(self, pid, visit: int, n: int) -> None:
         host, t0 = self.host, time.perf_counter()
-        entry = host.store.entry(Request(pid, n, visit), host._new_entry)
+        entry = host.entry(Request(pid, n, visit))
         prompt = host.stream_prompt(entry)
         base, j = rollout_seed(host.seed, visit), self.sent.get(visit, 0)
         for i in range(j, j + n):

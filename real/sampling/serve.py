@@ -37,6 +37,7 @@ def server_command(
     dtype: str = "float32",
     seed: int = 0,
     logprobs_mode: str = "raw_logprobs",
+    max_num_seqs: int | None = None,
 ) -> list[str]:
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
     cmd += ["--host", host, "--port", str(port), "--dtype", dtype, "--seed", str(seed)]
@@ -46,6 +47,8 @@ def server_command(
     cmd += ["--enforce-eager", "--logprobs-mode", logprobs_mode]
     if max_model_len:
         cmd += ["--max-model-len", str(max_model_len)]
+    if max_num_seqs:  # vLLM's CPU default is 128 for a server, 256 in-process
+        cmd += ["--max-num-seqs", str(max_num_seqs)]
     return cmd
 
 

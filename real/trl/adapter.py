@@ -252,12 +252,16 @@ class SaraRollout:
         ids = tokenize(self.trainer, self.data.train[row]["prompt"])
         return {"row": row, "prompt_id": req.prompt_id, "prompt_ids": ids}
 
+    def entry(self, req) -> dict:
+        """The store's entry of the request's visit (made at its first request)."""
+        return self.store.entry(req, self._new_entry)
+
     def _sample(self, requests):
         import numpy as np
 
         st = self._stats
         t0 = time.perf_counter()
-        entries = [self.store.entry(r, self._new_entry) for r in requests]
+        entries = [self.entry(r) for r in requests]
         ns = [int(r.n) for r in requests]
         draws = np.random.default_rng([self.seed, 0x7A1, self.calls]).integers(
             0, 2**31 - 1, sum(ns)

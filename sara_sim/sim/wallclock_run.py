@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..collect.allocator import make_collector
+from ..collect.stream import BOUNDARIES
 from ..core.difficulty import HistoryLaw, check_k_for_law
 from ..core.errors import check_choice, check_float, check_int, check_k
 from ..core.registry import row
@@ -133,7 +134,7 @@ def run_strategy(law, strategy, setup, *, k=8, groups=64, steps=20, seed=0, pool
     check_k_for_law(check_k(k, "--k"), law)  # a visit draws k of a record's samples
     check_float(setup.decision_s, "--decision-s", 0.0)
     check_choice(schedule, "--schedule", SCHEDULES)
-    check_choice(boundary, "--boundary", ("carry", "abort"))
+    check_choice(boundary, "--boundary", BOUNDARIES)  # "fresh": the real training loop's
     src = OutcomeSource(law, seed, pool)
     col = _collector(strategy, k, groups, seed, src.pool, kw)
     if schedule == "stream":

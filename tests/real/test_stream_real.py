@@ -219,7 +219,10 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         (["--model", str(tmp_path / "none")], "--model: must be a model directory"),
         (["--model", str(tmp_path), "--k", "1"], "--k: must be an integer in [2, 1024], got 1"),
         (["--model", str(tmp_path), "--task", "nope"], "--task"),
+        (["--model", str(tmp_path), "--serve", "--engine-url", "http://x:1"], "--serve"),
+        (["--model", str(tmp_path), "--out", str(tmp_path / "o.json")], "--out: "),
     ]
+    (tmp_path / "o.json").write_text("{}")  # a result already written: kept without --overwrite
     for argv, want in cases:
         r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
         assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)

