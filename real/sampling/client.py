@@ -138,9 +138,16 @@ class ServerEngine(Sampler):
         answer = post_server(self.http, url, "/tokenize", json={"prompt": text})
         return list(answer.json()["tokens"])
 
-    def prompt_ids(self, prompt: str) -> list[int]:
-        """The token ids sent for `prompt`: the model's tokenizer when it is on this machine, else
-        the first server's /tokenize (cached)."""
+    def prompt_ids(self, prompt) -> list[int]:
+        """The token ids sent for `prompt`. Text: the model's tokenizer when it is on this machine,
+        else the first server's /tokenize (cached). Token ids — a list, or vLLM's TokensPrompt
+        dict `{"prompt_token_ids": ids}` that the in-process engine takes (TRL's prompts) — are
+        sent as they are: re-tokenising their decoded text need not give the same ids back."""
+        if not isinstance(prompt, str):
+            ids = prompt.get("prompt_token_ids") if isinstance(prompt, dict) else prompt
+            if not isinstance(ids, (list, tuple)):
+                raise TypeError(f"a prompt is text or token ids, not {type(prompt).__name__}")
+            return [int(t) for t in ids]
         ids = self._ids_cache.get(prompt)
         if ids is None:
             if self.tokenizer is not None:
@@ -198,7 +205,7 @@ class ServerEngine(Sampler):
 
     context = "server's context"
 
-    def n_tokens(self, prompt: str) -> int:
+    def n_tokens(self, prompt) -> int:
         return len(self.prompt_ids(prompt))
 
     def _generate(self, prompts, n_per_prompt, settings, seeds) -> list[PromptResult]:

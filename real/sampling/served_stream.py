@@ -104,7 +104,7 @@ class ServedStream(StreamSampler):
     def _add(self, prompt, seed) -> int:
         if self.closed:
             raise ValueError("the stream is closed")
-        ids = self.engine.prompt_ids(prompt) if isinstance(prompt, str) else prompt
+        ids = self.engine.prompt_ids(prompt)  # text tokenised, token ids as given
         ro = _Rollout(ids, seed)
         rid, self.next_id = self.next_id, self.next_id + 1
         with self.cv:

@@ -19,12 +19,12 @@ Every dataset column of the row a rollout came from reaches the reward functions
 (replacement rows included); TRL's `prompts` argument still names the original row, so a reward
 function that needs the prompt should read the `sara_prompt` column instead.
 
-Generation, first match wins (``backends.generate``): our in-process
-`real.sampling.engine.Engine` given as `engine=` (the trainer's weights are pushed into it before
-each call), TRL's colocated vLLM (`use_vllm=True, vllm_mode="colocate"`; TRL syncs its weights
-before each call), else transformers `generate` (slow, runs anywhere).  vLLM rollouts carry their
-own sampling seed (resumed runs sample what uninterrupted ones would); HF `generate` is seeded per
-round.
+Generation, first match wins (``backends.generate``): our in-process `real.sampling.engine.Engine`
+or running vLLM servers (`real.sampling.client.ServerEngine`, `--engine-url`) given as `engine=`
+(the trainer's weights are pushed into it before each call), TRL's colocated vLLM (`use_vllm=True,
+vllm_mode="colocate"`; TRL syncs its weights before each call), else transformers `generate` (slow,
+runs anywhere). vLLM rollouts carry their own sampling seed (resumed runs sample what uninterrupted
+ones would); HF `generate` is seeded per round.
 
 Schedules (`schedule=`): "rounds" (the default) runs the collector round by round, one batched
 generation call a round; "stream" (ds and the SARA collectors without a selector; a vLLM backend)

