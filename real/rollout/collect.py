@@ -218,7 +218,7 @@ class RolloutCollector:
             res = live.collect_step(self.driver, stream)
             self.calls += 1  # a step's stream: the audit's seed counter moves on
             cost = live.cost
-            st.gen_s += cost.gen_s  # reward_s: counted by score, inside cost.land_s
+            st.gen_s += cost.gen_s  # reward_s: counted by score
             st.tokens += cost.cancelled_tokens  # finished rollouts' tokens: counted by score
             st.cancelled, st.cancelled_tokens = cost.cancelled, cost.cancelled_tokens
         st.collect_s = time.perf_counter() - t0

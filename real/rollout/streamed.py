@@ -65,11 +65,10 @@ class StreamHost(Protocol):
 
 @dataclass
 class StreamCost:
-    """One streamed step's engine books: time inside the sampler and inside the host's scoring,
-    and the rollouts aborted in flight with the tokens they had generated."""
+    """One streamed step's engine books: time inside the sampler (the host times its own
+    scoring), and the rollouts aborted in flight with the tokens they had generated."""
 
     gen_s: float = 0.0
-    land_s: float = 0.0
     cancelled: int = 0
     cancelled_tokens: int = 0
 
@@ -104,8 +103,7 @@ class StreamRollouts:
     def poll(self) -> list[tuple[int, int]]:
         t0 = time.perf_counter()
         done = self.sampler.poll()
-        t1 = time.perf_counter()
-        self.cost.gen_s += t1 - t0
+        self.cost.gen_s += time.perf_counter() - t0
         visits, landed = [], []
         for f in done:
             visit = self.owner.pop(f.rid)
@@ -115,7 +113,6 @@ class StreamRollouts:
             visits.append(visit)
             landed.append((entry, f.completion))
         rewards = self.host.land(landed) if landed else []
-        self.cost.land_s += time.perf_counter() - t1
         return list(zip(visits, rewards, strict=True))
 
     def cancel(self, visit: int) -> int:

@@ -241,7 +241,7 @@ class SaraRollout:
         live = self.driver.live
         res = live.collect_step(self.driver, prompts)
         st, cost = self._stats, live.cost
-        st["gen_s"] += cost.gen_s  # reward_s: counted by _score, inside cost.land_s
+        st["gen_s"] += cost.gen_s  # reward_s: counted by _score
         st["tokens"] += cost.cancelled_tokens  # finished rollouts': counted by _score
         st["cancelled"], st["cancelled_tokens"] = cost.cancelled, cost.cancelled_tokens
         return res
