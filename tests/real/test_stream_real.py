@@ -228,3 +228,35 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
+
+
+def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
+    """benchmarks/stream_real.py's measurement (`measure`, its table) and stream_predict's
+    prediction on the run's own laws, end to end at toy size on the session engine: every
+    strategy commits its groups, DS by rounds is the reference (ratio 1), undefined is '-'."""
+    import argparse
+    import runpy
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    real_bench = runpy.run_path(str(bench / "stream_real.py"), run_name="stream_real")
+    predict_bench = runpy.run_path(str(bench / "stream_predict.py"), run_name="stream_predict")
+    args = argparse.Namespace(k=4, groups=2, steps=1, warmup=0, seed=0, max_tokens=16)
+    run = real_bench["measure"](engine, _arith(), args)
+    rows = run["rows"]
+    assert list(rows) == [label for label, *_ in real_bench["STRATEGIES"]]
+    for label, t in rows.items():
+        assert 1 <= t["eff"] <= 2 and t["groups"] == t["eff"], (label, t)  # all effective
+        assert t["rollouts"] >= t["eff"] * 4 and t["tokens"] >= t["rollouts"], label
+        assert t["cancelled"] == 0 or t["schedule"] == "stream", label
+    ds = rows["ds rounds"]
+    assert real_bench["ratio"](ds, ds, "rollouts") == 1.0
+    assert len(run["law"]["lengths"]) == ds["rollouts"] and run["law"]["prompts"]
+    real_bench["table"](rows)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 + len(rows) and out[1].split()[:2] == ["ds", "rounds"]
+    meta = {"k": 4, "groups": 2, "steps": 1, "max_num_seqs": 256}
+    pred = predict_bench["predict"](meta, run, seeds=1)
+    assert set(pred) == set(rows) and all(p["wall"] > 0 for p in pred.values())
+    err = predict_bench["errors"](rows, pred)
+    assert err["ds rounds"] == (1.0, 1.0, 0.0)
