@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 from scipy.special import betaln, gammaln, logsumexp
 
+from .eb_fit import fit_weighted
 from .errors import ParameterError, check_positive, check_prior, check_unit
 
 HISTORY_COLUMNS = ("prompt_id", "epoch", "correct", "samples")
@@ -351,7 +351,8 @@ def check_k_for_law(k: int, law, param: str = "--k") -> None:
 
 def fit_beta_binomial(successes, trials, init=(1.0, 1.0)):
     """Empirical-Bayes prior: the Beta(a, b) maximising the beta-binomial likelihood of
-    (successes, trials) pairs (trials may differ; records with 0 trials are ignored).
+    (successes, trials) pairs (trials may differ; records with 0 trials are ignored), by
+    ``eb_fit.fit_weighted`` (the same bits on any machine: no BLAS in it).
 
     >>> rng = np.random.default_rng(0); g = rng.beta(2.0, 5.0, 4000)
     >>> a, b = fit_beta_binomial(rng.binomial(8, g), np.full(4000, 8))
@@ -366,12 +367,5 @@ def fit_beta_binomial(successes, trials, init=(1.0, 1.0)):
         return tuple(map(float, init))
     # the likelihood only needs each distinct (successes, trials) pair and how often it occurs
     pairs, count = np.unique(np.stack([s, t]), axis=1, return_counts=True)
-    s, t = pairs
-
-    def nll(theta):
-        a, b = np.exp(theta)
-        return -np.sum(count * (betaln(a + s, b + t - s) - betaln(a, b)))
-
-    res = optimize.minimize(nll, np.log(init), method="L-BFGS-B", bounds=[(-7.0, 7.0)] * 2)
-    a, b = np.exp(res.x)
+    a, b = fit_weighted(pairs[0], pairs[1], count, init)
     return float(a), float(b)
