@@ -1,6 +1,7 @@
 """Benchmark: round-free collection on a real vLLM engine (issue 20) — DS and SARA in rounds,
-SARA with over-provisioned rounds, sara-auto, SARA and DS streamed, on one engine, the same
-task, the same number of effective groups per step.
+SARA with over-provisioned rounds, sara-auto, SARA and DS streamed (SARA also with the stream's
+fill knob, over-provisioned probes), on one engine, the same task, the same number of effective
+groups per step.
 
     .venv/bin/python benchmarks/stream_real.py --model DIR --task reasoning --k 8 --groups 32 \\
         --steps 8 [--serve | --engine-url URL] [--out FILE.json [--overwrite]]
@@ -47,7 +48,11 @@ STRATEGIES = [  # (label, allocator, schedule, overprovision)
     ("sara rounds x2", "sara", "rounds", 2.0),
     ("sara-auto rounds", "sara-auto", "rounds", 1.0),
     ("sara stream", "sara", "stream", 1.0),
+    ("sara stream x1.5", "sara", "stream", 1.5),  # the fill knob: probes for 1.5x the groups
+    ("sara stream x2", "sara", "stream", 2.0),
     ("sara-auto stream", "sara-auto", "stream", 1.0),
+    ("sara-auto stream x1.5", "sara-auto", "stream", 1.5),
+    ("sara-auto stream x2", "sara-auto", "stream", 2.0),
     ("ds stream", "ds", "stream", 1.0),
 ]
 SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
@@ -131,13 +136,13 @@ def _r(x):
 
 
 def table(rows) -> None:
-    print(f"{'strategy':<18}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
+    print(f"{'strategy':<22}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
           f"{'eff frac':>9}{'rounds med':>11}{'cancelled':>10}{'wall/DS':>8}{'cpu/DS':>7}"
           f"{'roll/DS':>8}{'tok/DS':>7}")  # fmt: skip
     ds = rows["ds rounds"]
     for label, t in rows.items():
         eff = t["eff"]
-        print(f"{label:<18}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
+        print(f"{label:<22}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
               f"{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
               f"{_per(eff, t['groups'], '.2f'):>9}{t['median_rounds']:>11.1f}"
               f"{t['cancelled']:>10}{_r(ratio(t, ds, 'wall')):>8}{_r(ratio(t, ds, 'cpu')):>7}"

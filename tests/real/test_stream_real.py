@@ -171,6 +171,9 @@ def test_schedule_flags_reach_the_collector():
     assert cfg.alloc.schedule == "stream" and col.rc.max_inflight == 2
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--overprovision", "1.5"])
     assert check_config(run_config(a)).collector.rc.overprovision == 1.5
+    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
+                                   "--overprovision", "2"])  # fmt: skip
+    assert check_config(run_config(a)).collector.rc.overprovision == 2.0  # the stream's fill
 
 
 def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_model, tmp_path,
