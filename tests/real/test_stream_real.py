@@ -233,6 +233,29 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
 
 
+def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
+    """benchmarks/step_cost.py: exit 2 and one line naming the flag, before any engine starts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "step_cost.py"
+    model = ["--model", str(tmp_path)]
+    cases = [
+        (["--model", str(tmp_path / "none")], "--model"),
+        ([*model, "--batches", "0,16"], "--batches"),
+        ([*model, "--batches", "a"], "--batches"),
+        ([*model, "--tokens", "1"], "--tokens"),
+        ([*model, "--repeats", "0"], "--repeats"),
+        ([*model, "--task", "nope"], "--task"),
+    ]
+    for argv, want in cases:
+        r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
+
+
 def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     """benchmarks/stream_real.py's measurement (`measure`, its table) and stream_predict's
     prediction on the run's own laws, end to end at toy size on the session engine: every

@@ -84,3 +84,43 @@ def test_a_bad_stream_overprovision_is_one_line_naming_the_flag(capsys, value):
     out = capsys.readouterr()
     lines = out.err.strip().splitlines()
     assert out.out == "" and len(lines) == 1 and "--overprovision" in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [(["--over", "0.5"], "--over"), (["--over", "1,x"], "--over"), (["--over", ""], "--over"),
+     (["--seeds", "0"], "--seeds"), (["--run", "/nonexistent.json"], "--run")],
+)  # fmt: skip
+def test_stream_fill_bad_input_is_one_line_naming_the_flag(capsys, argv, flag):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import stream_fill
+
+    assert stream_fill.main(argv) == 2
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert out.out == "" and len(lines) == 1 and flag in lines[0], lines
+
+
+def test_stream_fill_sweeps_the_knob_on_a_run_s_laws(capsys):
+    """benchmarks/stream_fill.py on a toy run's laws: DS by rounds is the reference (1.000),
+    one row per SARA stream and knob value."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import stream_fill
+
+    prompts = [[c % 5, 4] for c in range(40)]
+    lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (4 - c)]
+    meta = {"k": 4, "groups": 2, "steps": 2, "max_num_seqs": 16}
+    out = stream_fill.sweep(meta, {"law": {"prompts": prompts, "lengths": lengths}}, [1.0, 2.0], 1)
+    assert list(out) == [("ds rounds", 1.0), ("ds stream", 1.0), ("sara stream", 1.0),
+                         ("sara stream", 2.0), ("sara-auto stream", 1.0),
+                         ("sara-auto stream", 2.0)]  # fmt: skip
+    stream_fill.table(out)
+    lines = capsys.readouterr().out.splitlines()
+    cells = lines[1].split()
+    assert len(lines) == 1 + len(out) and cells[:3] == ["ds", "rounds", "1"] and cells[4] == "1.000"
