@@ -1,5 +1,6 @@
 """A streamed step's fill knob (issue 20): ``rc.overprovision`` scales the stream's probe quota
-to over x the missing groups (``stream_plan._wanted``) — the plan's count exactly, the step's
+to over x the missing groups, tapered as the step fills (``stream_plan._wanted``) — the plan's
+count exactly, the step's
 invariants under the training loop's "fresh" boundary, a fuller engine on the engine model, and
 its flags (``sara-sim wallclock``)."""
 
@@ -28,6 +29,23 @@ def test_the_first_plan_probes_for_over_x_the_missing_groups(over):
     assert plan_stream(sm, col.rc, FLY, 256, False)
     want = yield_probes(sm.rates, col.rc.tau_low, 32 * over, 0)
     assert sm.cnt[C_WANT] == want == math.ceil(32 * over / (1.0 - col.rc.tau_low))
+
+
+@pytest.mark.parametrize("over", [1.0, 1.5, 3.0])
+@pytest.mark.parametrize("done", [0, 16, 31])
+def test_the_extra_probes_taper_as_the_step_fills(over, done):
+    """(over - 1) x the missing groups, tapered by the share still missing: x over at the step's
+    start, about x 1 at its end (few extra prompts left for the step's end to drop)."""
+    from sara_sim.core.rounds import C_GROUPS
+
+    col = make_collector("sara", k=8, groups=32, seed=0, overprovision=over)
+    sm = _with_fly(col.rounds)
+    sm.cnt[C_GROUPS] = done
+    assert plan_stream(sm, col.rc, FLY, 256, False)
+    missing = 32 - done
+    wanted = missing + (over - 1.0) * missing * missing / 32
+    assert sm.cnt[C_WANT] == yield_probes(sm.rates, col.rc.tau_low, wanted, 0)
+    assert sm.cnt[C_WANT] == math.ceil(wanted / (1.0 - col.rc.tau_low))
 
 
 def _drive(name, over, steps=6, groups=12, seed=0):
