@@ -188,7 +188,8 @@ def add_wallclock_command(sub):
         type=_float("--overprovision"),
         default=1.0,
         help="probe quota x this, 1..100 (1: off): rounds probe over x the fresh prompts "
-        "(fewer rounds); a stream keeps probing for over x the missing groups (a fuller engine)",
+        "(fewer rounds); a stream probes for up to over x the missing groups, tapering as the "
+        "step fills (a fuller engine)",
     )
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
