@@ -32,9 +32,9 @@ The step ends when `groups` groups are committed and complete.  Then (``boundary
   version; its tokens are paid); its prompt keeps the rollouts that returned and is carried
   (so a carried prompt's group may mix two policy versions, as round collection's do); fresh
   prompts are opened only as the missing groups call for (the round's quota) — or, with
-  ``rc.overprovision`` = x > 1 (the fill knob), for x times the missing groups: more prompts in
-  play keep the engine fuller and shorten the step's tail, at the price of the prompts still
-  open at the step's end;
+  ``rc.overprovision`` = x > 1 (the fill knob), for up to x times the missing groups, tapering
+  as the step fills (``stream_plan._wanted``): more prompts in play keep the engine fuller and
+  shorten the step's tail, at the price of the prompts still open at the step's end;
 * "fresh" (a training loop's: weights change between steps) — as "abort", and every prompt still
   open is dropped too (its returned rollouts count as waste): each group the next step commits
   is sampled from one policy version; complete surplus groups (one version each) are carried.
