@@ -54,29 +54,42 @@ def laws(law: dict):
     return HistoryLaw(frame, "stream_real"), length_law
 
 
-def predict(meta: dict, run: dict, seeds: int = SEEDS) -> dict:
-    """{label: mean over seeds of wall / rollouts / tokens per effective group, utilisation}."""
+def model_of(meta: dict, run: dict):
+    """(difficulty law, Setup) of a run: its laws on the cpu-tiny preset with its engine's
+    max_num_seqs."""
     law, lengths = laws(run["law"])
     engine = PRESETS["cpu-tiny"].engine._replace(max_num_seqs=meta["max_num_seqs"])
-    setup = Setup(engine, lengths)
-    out = {}
-    for label, row in run["rows"].items():
-        kw = {"overprovision": row["overprovision"]} if row["allocator"] != "ds" else {}
-        if row["schedule"] == "stream":
-            kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
-        got = [
-            run_strategy(law, row["allocator"], setup, k=meta["k"], groups=meta["groups"],
-                         steps=meta["steps"], seed=s, **kw)
-            for s in range(seeds)
-        ]  # fmt: skip
-        out[label] = {
-            key: statistics.fmean(g[col] for g in got)
-            for key, col in (("wall", "wall_per_effective_group_s"),
-                             ("rollouts", "rollouts_per_effective_group"),
-                             ("tokens", "tokens_per_effective_group"),
-                             ("util", "time_utilisation"))
-        }  # fmt: skip
-    return out
+    return law, Setup(engine, lengths)
+
+
+def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int):
+    """Mean over seeds of wall / rollouts / tokens per effective group and utilisation of one
+    strategy of the run's shape (streamed: the real loop's boundary)."""
+    kw = {"overprovision": over} if allocator != "ds" else {}
+    if schedule == "stream":
+        kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
+    got = [
+        run_strategy(law, allocator, setup, k=meta["k"], groups=meta["groups"],
+                     steps=meta["steps"], seed=s, **kw)
+        for s in range(seeds)
+    ]  # fmt: skip
+    return {
+        key: statistics.fmean(g[col] for g in got)
+        for key, col in (("wall", "wall_per_effective_group_s"),
+                         ("rollouts", "rollouts_per_effective_group"),
+                         ("tokens", "tokens_per_effective_group"),
+                         ("util", "time_utilisation"))
+    }  # fmt: skip
+
+
+def predict(meta: dict, run: dict, seeds: int = SEEDS) -> dict:
+    """{label: mean over seeds of wall / rollouts / tokens per effective group, utilisation}."""
+    law, setup = model_of(meta, run)
+    return {
+        label: simulate(law, setup, meta, row["allocator"], row["schedule"], row["overprovision"],
+                        seeds)
+        for label, row in run["rows"].items()
+    }  # fmt: skip
 
 
 def errors(rows: dict, pred: dict) -> dict:
@@ -102,13 +115,13 @@ def print_prediction(rows: dict, pred: dict) -> None:
     pds = pred["ds rounds"]
     print(f"\nwall-clock model (cpu-tiny preset, this run's laws, mean of {SEEDS} simulated runs)"
           " vs measured, ratios to DS by rounds")  # fmt: skip
-    print(f"{'strategy':<18}{'wall/eff s':>11}{'pred s':>8}{'wall/DS':>8}{'pred':>6}{'error':>7}"
+    print(f"{'strategy':<22}{'wall/eff s':>11}{'pred s':>8}{'wall/DS':>8}{'pred':>6}{'error':>7}"
           f"{'roll/DS':>8}{'pred':>6}{'tok/DS':>7}{'pred':>6}{'util':>6}")  # fmt: skip
     ds = rows["ds rounds"]
     for label, t in rows.items():
         p, (meas, pr, e) = pred[label], err[label]
         eff = t["eff"]
-        print(f"{label:<18}{_f(t['wall'] / eff if eff else None, '.4f'):>11}"
+        print(f"{label:<22}{_f(t['wall'] / eff if eff else None, '.4f'):>11}"
               f"{p['wall']:>8.4f}{_f(meas):>8}{_f(pr):>6}{_f(e, '+.2f'):>7}"
               f"{_f((t['rollouts'] / eff) / (ds['rollouts'] / ds['eff']) if eff else None):>8}"
               f"{p['rollouts'] / pds['rollouts']:>6.2f}"

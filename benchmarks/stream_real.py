@@ -1,6 +1,7 @@
 """Benchmark: round-free collection on a real vLLM engine (issue 20) — DS and SARA in rounds,
-SARA with over-provisioned rounds, sara-auto, SARA and DS streamed, on one engine, the same
-task, the same number of effective groups per step.
+SARA with over-provisioned rounds, sara-auto, SARA and DS streamed (SARA also with the stream's
+fill knob, over-provisioned probes), on one engine, the same task, the same number of effective
+groups per step.
 
     .venv/bin/python benchmarks/stream_real.py --model DIR --task reasoning --k 8 --groups 32 \\
         --steps 8 [--serve | --engine-url URL] [--out FILE.json [--overwrite]]
@@ -18,8 +19,9 @@ counted (Numba compiles the state machine's functions once per process). Printed
 wall seconds of collection per effective group (and this process's CPU seconds: the engine runs
 in it when in-process), rollouts and tokens per effective group, the effective fraction of the
 groups returned, median rounds per step (streamed: engine waits), rollouts cancelled in flight;
-then each one's ratio to DS in rounds, measured in this run; then the wall-clock model's
-prediction of each wall ratio and its error (``stream_predict.py``).
+then each one's ratio to DS in rounds, measured in this run (med/DS: of the median step's wall
+per effective group, which a burst of another job on the shared cores moves less); then the
+wall-clock model's prediction of each wall ratio and its error (``stream_predict.py``).
 
 ``--out`` keeps the run for ``benchmarks/wallclock.py``: per strategy its totals, and the law
 the prediction needs — every DS-by-rounds prompt's k outcomes (DS samples whole groups of the
@@ -47,7 +49,11 @@ STRATEGIES = [  # (label, allocator, schedule, overprovision)
     ("sara rounds x2", "sara", "rounds", 2.0),
     ("sara-auto rounds", "sara-auto", "rounds", 1.0),
     ("sara stream", "sara", "stream", 1.0),
+    ("sara stream x1.5", "sara", "stream", 1.5),  # the fill knob: probes for 1.5x the groups
+    ("sara stream x2", "sara", "stream", 2.0),
     ("sara-auto stream", "sara-auto", "stream", 1.0),
+    ("sara-auto stream x1.5", "sara-auto", "stream", 1.5),
+    ("sara-auto stream x2", "sara-auto", "stream", 2.0),
     ("ds stream", "ds", "stream", 1.0),
 ]
 SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
@@ -70,7 +76,7 @@ class Run:
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
         self.stream = PromptStream(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)
-        self.rounds, self.step_wall = [], []
+        self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
 
     def step(self, counted: bool) -> None:
@@ -85,6 +91,7 @@ class Run:
             tot[key] += x
         self.rounds.append(res.rounds)
         self.step_wall.append(wall)
+        self.step_eff.append(res.n_effective)
         if self.name == "ds" and self.schedule == "rounds":
             self.prompts += [[sum(r), len(r)] for r in res.outcomes.values()]
             self.lengths += [[int(r), n] for r, n in zip(b.rewards, b.lengths, strict=True)]
@@ -92,7 +99,7 @@ class Run:
     def summary(self) -> dict:
         return {**self.tot, "median_rounds": statistics.median(self.rounds),
                 "allocator": self.name, "schedule": self.schedule, "overprovision": self.over,
-                "step_wall": self.step_wall}  # fmt: skip
+                "step_wall": self.step_wall, "step_eff": self.step_eff}  # fmt: skip
 
 
 def _check(a) -> None:
@@ -126,21 +133,32 @@ def ratio(t, ds, key):
     return (t[key] / t["eff"]) / (ds[key] / ds["eff"])
 
 
+def median_ratio(t, ds):
+    """t's median over steps of wall per effective group over DS by rounds' (None: undefined):
+    a step slowed by another job's burst on the shared cores moves the total, not the median."""
+    per = [[w / e for w, e in zip(r.get("step_wall", []), r.get("step_eff", [])) if e]
+           for r in (t, ds)]  # fmt: skip
+    if not all(per):
+        return None
+    return statistics.median(per[0]) / statistics.median(per[1])
+
+
 def _r(x):
     return "-" if x is None else format(x, ".2f")
 
 
 def table(rows) -> None:
-    print(f"{'strategy':<18}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
-          f"{'eff frac':>9}{'rounds med':>11}{'cancelled':>10}{'wall/DS':>8}{'cpu/DS':>7}"
-          f"{'roll/DS':>8}{'tok/DS':>7}")  # fmt: skip
+    print(f"{'strategy':<22}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
+          f"{'eff frac':>9}{'rounds med':>11}{'cancelled':>10}{'wall/DS':>8}{'med/DS':>7}"
+          f"{'cpu/DS':>7}{'roll/DS':>8}{'tok/DS':>7}")  # fmt: skip
     ds = rows["ds rounds"]
     for label, t in rows.items():
         eff = t["eff"]
-        print(f"{label:<18}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
+        print(f"{label:<22}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
               f"{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
               f"{_per(eff, t['groups'], '.2f'):>9}{t['median_rounds']:>11.1f}"
-              f"{t['cancelled']:>10}{_r(ratio(t, ds, 'wall')):>8}{_r(ratio(t, ds, 'cpu')):>7}"
+              f"{t['cancelled']:>10}{_r(ratio(t, ds, 'wall')):>8}{_r(median_ratio(t, ds)):>7}"
+              f"{_r(ratio(t, ds, 'cpu')):>7}"
               f"{_r(ratio(t, ds, 'rollouts')):>8}{_r(ratio(t, ds, 'tokens')):>7}")  # fmt: skip
 
 

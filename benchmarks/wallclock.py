@@ -211,7 +211,9 @@ def real_goals(path):
     ds = rows["ds rounds"]
     per = {label: {key: t[key] / t["eff"] for key in ("wall", "cpu", "rollouts")} for label, t
            in rows.items() if t["eff"]}  # fmt: skip
-    for label in ("sara stream", "sara-auto stream"):
+    streamed = [label for label, t in rows.items()  # every streamed SARA row, knobs included
+                if t["schedule"] == "stream" and t["allocator"] != "ds"]  # fmt: skip
+    for label in streamed:
         if label not in per or not ds["eff"]:
             print(f"  {label}: no effective group (ratios undefined)")
             continue
@@ -220,12 +222,15 @@ def real_goals(path):
         cpu = per[label]["cpu"] / per["ds rounds"]["cpu"]
         who = "client CPU" if meta["serve"] or meta["engine_url"] else "CPU"  # not the server's
         frac = rows[label]["eff"] / rows[label]["groups"]
-        print(f"  {label:<17} wall {wall:.3f}x DS by rounds ({_met(wall <= 0.85)} <= 0.85; "
-              f"{who} {cpu:.3f}x), rollouts {roll:.3f}x ({_met(roll <= 0.80)} <= 0.80), "
-              f"effective fraction {frac:.2f} ({_met(frac == 1.0)} 1.0)")  # fmt: skip
-    for label in ("sara rounds", "sara rounds x1.5", "sara rounds x2"):
+        dss = per.get("ds stream")
+        vs = "-" if dss is None else format(per[label]["wall"] / dss["wall"], ".3f")
+        print(f"  {label:<21} wall {wall:.3f}x DS by rounds ({_met(wall <= 0.85)} <= 0.85; "
+              f"{vs}x DS streamed; {who} {cpu:.3f}x), rollouts {roll:.3f}x "
+              f"({_met(roll <= 0.80)} <= 0.80), effective fraction {frac:.2f} "
+              f"({_met(frac == 1.0)} 1.0)")  # fmt: skip
+    for label in [x for x in ("sara rounds", "sara rounds x1.5", "sara rounds x2") if x in rows]:
         med = rows[label]["median_rounds"]
-        print(f"  {label:<17} median rounds per step {med:g} ({_met(med <= 3)} <= 3 at k 8)")
+        print(f"  {label:<21} median rounds per step {med:g} ({_met(med <= 3)} <= 3 at k 8)")
     if meta["max_num_seqs"]:
         print_prediction(rows, predict(meta, d))
 

@@ -126,7 +126,8 @@ class AllocatorConfig:
     max_inflight: int = SARA.max_inflight
     """sara: rollouts a prompt has in flight at once, in [0, k] (0 = its plan's own requests)"""
     overprovision: float = SARA.overprovision
-    """sara rounds: each round probes this many times the prompts it needs, >= 1 (fewer rounds)"""
+    """sara: >= 1; rounds probe this many times the prompts they need (fewer rounds); a stream
+    probes for up to this many times the missing groups, tapering as the step fills (fuller)"""
 
 
 SECTIONS = {"grpo": GRPOConfig, "alloc": AllocatorConfig}

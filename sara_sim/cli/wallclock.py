@@ -11,6 +11,7 @@ Round-synchronous collection (``sim/wallclock_run.py``) on a continuous-batching
 
 import math
 
+from ..collect.stream import BOUNDARIES
 from ..core.errors import ParameterError, check_budget, check_choice, check_float, check_int
 from ..core.registry import names, row
 from .common import FORCE_HELP, HISTORY_NAMES, JSON_HELP, _float, _int, _law, dumps
@@ -63,11 +64,9 @@ def check_args(args):
     check_int(args.seed, "--seed", 0)
     check_int(args.pool, "--pool", 1)
     check_choice(args.schedule, "--schedule", ("rounds", "stream"))
-    check_choice(args.boundary, "--boundary", ("carry", "abort"))
+    check_choice(args.boundary, "--boundary", BOUNDARIES)
     check_int(args.max_inflight, "--max-inflight", 0, args.k)
     check_float(args.overprovision, "--overprovision", 1.0, 100.0)
-    if args.schedule == "stream" and args.overprovision != 1.0:
-        raise ParameterError("--overprovision", "over-provisions rounds: use --schedule rounds")
     chosen = [s.strip() for s in args.strategies.split(",") if s.strip()]
     if not chosen:
         raise ParameterError(
@@ -177,7 +176,7 @@ def add_wallclock_command(sub):
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed (0)")
     p.add_argument("--schedule", default="rounds", help="rounds | stream (rounds)")
     p.add_argument("--boundary", default="carry", help="stream: a step's end carries | aborts "
-                   "what is in flight (carry)")  # fmt: skip
+                   "what is in flight | also drops open prompts (fresh) (carry)")  # fmt: skip
     p.add_argument(
         "--max-inflight",
         type=_int("--max-inflight"),
@@ -188,7 +187,9 @@ def add_wallclock_command(sub):
         "--overprovision",
         type=_float("--overprovision"),
         default=1.0,
-        help="rounds: probe quota x this, 1..100 (1: fewer rounds off)",
+        help="probe quota x this, 1..100 (1: off): rounds probe over x the fresh prompts "
+        "(fewer rounds); a stream probes for up to over x the missing groups, tapering as the "
+        "step fills (a fuller engine)",
     )
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)

@@ -31,7 +31,10 @@ The step ends when `groups` groups are committed and complete.  Then (``boundary
 * "abort" — every rollout in flight is aborted at the step's end (no request outlives its policy
   version; its tokens are paid); its prompt keeps the rollouts that returned and is carried
   (so a carried prompt's group may mix two policy versions, as round collection's do); fresh
-  prompts are opened only as the missing groups call for (the round's quota);
+  prompts are opened only as the missing groups call for (the round's quota) — or, with
+  ``rc.overprovision`` = x > 1 (the fill knob), for up to x times the missing groups, tapering
+  as the step fills (``stream_plan._wanted``): more prompts in play keep the engine fuller and
+  shorten the step's tail, at the price of the prompts still open at the step's end;
 * "fresh" (a training loop's: weights change between steps) — as "abort", and every prompt still
   open is dropped too (its returned rollouts count as waste): each group the next step commits
   is sampled from one policy version; complete surplus groups (one version each) are carried.
@@ -89,7 +92,8 @@ class RolloutEngine(Protocol):
 
 def check_stream(col, boundary="carry"):
     """A collector a stream can drive, or a ParameterError naming the flag (before any engine
-    starts): DS's family, or SARA's without a selector, fixed-yield, not over-provisioned."""
+    starts): DS's family, or SARA's without a selector, fixed-yield (``rc.overprovision`` scales
+    the stream's probe quota: ``stream_plan._wanted``)."""
     if boundary not in BOUNDARIES:
         allowed = ", ".join(BOUNDARIES)
         raise ParameterError("--boundary", f"must be one of {allowed}, got {boundary!r}")
@@ -101,8 +105,6 @@ def check_stream(col, boundary="carry"):
         raise ParameterError("--schedule", f"{what}, not {col.name}")
     if col.budget is not None:
         raise ParameterError("--schedule", "stream collects a fixed yield (groups), no budget")
-    if col.rc.overprovision != 1.0:
-        raise ParameterError("overprovision", "over-provisions rounds; a stream has none")
     return "sara"
 
 

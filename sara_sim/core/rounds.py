@@ -80,7 +80,8 @@ class RoundConfig(NamedTuple):
     max_rounds: int
     tau_low: float
     carry: bool = True  # False: end_step drops surplus and open groups, as DS drops its surplus
-    # each round's probe quota x this (>= 1): fewer rounds, surplus carried (docs/design.md §2)
+    # each round's probe quota x this (>= 1): fewer rounds, surplus carried (docs/design.md §2);
+    # a stream's standing quota over-provisioned by it (stream_plan._wanted): a fuller engine
     overprovision: float = 1.0
     max_inflight: int = 0  # rollouts in flight per prompt at once (0: the plan's requests)
 

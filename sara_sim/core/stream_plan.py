@@ -43,11 +43,28 @@ def _stream_request(sm, rc, i, flying):
 
 
 @njit(**NO_REFCOUNT)
+def _wanted(rc, deficit):
+    """The groups the stream's probe quota stands for: the missing ones, plus (over - 1) x them
+    tapered by the share of the step's groups still missing (over = rc.overprovision).  A round's
+    quota is spent once per round, so ``plan_round`` scales the prompts it opens; a stream
+    re-plans at every completion, counting the prompts still undecided (half each), so scaling
+    one completion's quota would add only a prompt or two — a standing target keeps more prompts
+    in play (the engine fuller, the step's tail shorter).  The taper (x over at the step's start,
+    x 1 at its end) keeps few extra prompts open when the step ends, where "abort" / "fresh" pay
+    for them: on the wall-clock model an untapered x2 cost sara 6 % more rollouts per group and
+    a slower wall than the tapered one (benchmarks/stream_fill.py; real/README.md)."""
+    if rc.overprovision == 1.0:  # off by default: the exact-theory streams stay bit-identical
+        return deficit
+    return deficit + (rc.overprovision - 1.0) * deficit * deficit / rc.groups
+
+
+@njit(**NO_REFCOUNT)
 def plan_stream(sm, rc, fly, room, saturate):
     """The streaming driver's plan at one completion (fixed-yield): top-ups of the open slots —
     fills, then continues while groups are missing — into sm.req (at most `room` rollouts;
     slots[j, fly]: slot j's rollouts in flight, a driver field), then the probe quota for fresh
-    prompts (C_WANT), as ``plan_round`` orders a round.  saturate: what is in flight outlives
+    prompts (C_WANT) for the missing groups (``_wanted``: over-provisioned by
+    rc.overprovision), as ``plan_round`` orders a round.  saturate: what is in flight outlives
     the step, so nothing waits and fresh prompts fill every free slot (the surplus is carried).
     False: the step's groups are all in."""
     c, slots = sm.cnt, sm.slots
@@ -69,7 +86,9 @@ def plan_stream(sm, rc, fly, room, saturate):
     for i in range(c[C_OPEN]):  # 2) continues
         if not (slots[i, F_DEL] or slots[i, F_COMM]):
             queue_request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
-    want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont) if deficit > 0 else 0  # 3)
+    want = 0
+    if deficit > 0:  # 3) the quota stands for the missing groups (over-provisioned: _wanted)
+        want = yield_probes(sm.rates, rc.tau_low, _wanted(rc, deficit), n_cont)
     if saturate:
         want = max(want, room)  # each takes >= 1 rollout: the free slots stop the probes
     c[C_WANT], c[C_SKIPS] = want, skip_budget(want)

@@ -110,7 +110,6 @@ VALIDATE_BAD = [
     (["--overprovision", "nan"], "--overprovision"),
     (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
     (["--schedule", "stream", "--allocator", "sara-dps", "--task-size", "8"], "--schedule"),
-    (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
     (["--trainer", "trl", "--schedule", "stream", "--allocator", "uniform"], "--schedule"),
     (["--trainer", "trl", "--schedule", "rows"], "--schedule"),
 ]

@@ -171,6 +171,9 @@ def test_schedule_flags_reach_the_collector():
     assert cfg.alloc.schedule == "stream" and col.rc.max_inflight == 2
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--overprovision", "1.5"])
     assert check_config(run_config(a)).collector.rc.overprovision == 1.5
+    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
+                                   "--overprovision", "2"])  # fmt: skip
+    assert check_config(run_config(a)).collector.rc.overprovision == 2.0  # the stream's fill
 
 
 def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_model, tmp_path,
@@ -223,6 +226,29 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         (["--model", str(tmp_path), "--out", str(tmp_path / "o.json")], "--out: "),
     ]
     (tmp_path / "o.json").write_text("{}")  # a result already written: kept without --overwrite
+    for argv, want in cases:
+        r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
+
+
+def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
+    """benchmarks/step_cost.py: exit 2 and one line naming the flag, before any engine starts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "step_cost.py"
+    model = ["--model", str(tmp_path)]
+    cases = [
+        (["--model", str(tmp_path / "none")], "--model"),
+        ([*model, "--batches", "0,16"], "--batches"),
+        ([*model, "--batches", "a"], "--batches"),
+        ([*model, "--tokens", "1"], "--tokens"),
+        ([*model, "--repeats", "0"], "--repeats"),
+        ([*model, "--task", "nope"], "--task"),
+    ]
     for argv, want in cases:
         r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
         assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)

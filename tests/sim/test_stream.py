@@ -175,7 +175,6 @@ WC = ["wallclock", "--difficulty", "beta:0.5,0.5", "--steps", "2", "--groups", "
         (["--overprovision", "0.5"], "--overprovision"),
         (["--overprovision", "nan"], "--overprovision"),
         (["--schedule", "stream", "--strategies", "uniform"], "--strategies"),
-        (["--schedule", "stream", "--overprovision", "2"], "--overprovision"),
     ],
 )
 def test_bad_stream_input_is_one_line_naming_the_flag(capsys, extra, flag):

