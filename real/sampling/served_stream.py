@@ -89,18 +89,18 @@ class _Group:
 
 class ServedStream(StreamSampler):
     """Streamed rollouts over a `ServerEngine`'s servers. `ignore_eos`: every rollout runs to
-    max_tokens (for measuring an engine, not for training); `stop_token_ids`: a rollout also ends
-    at these tokens (with ignore_eos: rollouts of one group that end at different lengths, for
-    testing an abort of a group that has finished in part)."""
+    max_tokens (for measuring an engine, not for training); `stop`: a rollout also ends at these
+    strings (with ignore_eos: rollouts of one group that end at different lengths, for testing an
+    abort of a group that has finished in part)."""
 
     def __init__(
-        self, engine, max_tokens, temperature=1.0, top_p=1.0, *, ignore_eos=False, stop_token_ids=()
+        self, engine, max_tokens, temperature=1.0, top_p=1.0, *, ignore_eos=False, stop=()
     ):
         import httpx
 
         super().__init__(max_tokens, temperature, top_p)
         self.engine, self.ignore_eos = engine, bool(ignore_eos)
-        self.stop_token_ids = [int(t) for t in stop_token_ids]
+        self.stop = [str(x) for x in stop]
         self.live: dict[int, _Group] = {}  # added, not yet returned by poll nor aborted
         self.group_of: dict[int, int] = {}  # rollout in flight -> its group's first id
         self.left: dict[int, int] = {}  # group's first id -> its rollouts in flight
@@ -269,8 +269,8 @@ class ServedStream(StreamSampler):
         body = completion_body(self.engine.served, g.prompt_ids, n, settings, g.seed, stream=True)
         if self.ignore_eos:
             body["ignore_eos"] = True
-        if self.stop_token_ids:
-            body["stop_token_ids"] = self.stop_token_ids
+        if self.stop:
+            body["stop"] = self.stop
         async with self.http.stream("POST", f"{url}/v1/completions", json=body) as r:
             if r.status_code != 200:
                 await r.aread()

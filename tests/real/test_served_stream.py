@@ -327,14 +327,19 @@ def _stopped(server, quiet: float = 1.0) -> dict:
             return m
 
 
+BUSY = 96  # long rollouts running at once (below the CPU server's 128 sequences)
+
+
 @pytest.mark.real
 @pytest.mark.slow
 def test_an_aborted_group_stops_on_the_server_and_is_counted(server):
-    """Race-free by construction: every rollout runs to max_tokens (ignore_eos), near the served
-    context, so the server cannot finish before the abort — it is sent once the server's own
-    /metrics show all of them running and generating. Then the server runs nothing and its
-    token counter stops, far short of n * max_tokens, and the stream's count (tokens received)
-    is a lower bound of the server's."""
+    """Race-free by construction: BUSY rollouts (two groups and singles) each run to max_tokens
+    (ignore_eos) near the served context — far more decoding than the server does in the time
+    the client takes to see them running and abort (a few rollouts were done in ~3 s: 16 had
+    decoded 88% before the abort landed) — and the abort is sent once the server's own /metrics
+    show all of them running and generating. Then the server runs nothing and its token counter
+    stops, far short of BUSY * max_tokens, and the stream's count (tokens received) is a lower
+    bound of the server's."""
     gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
     long = server.max_model_len - 16  # the prompts are < 16 tokens
     m0 = _metrics(server)
@@ -343,71 +348,75 @@ def test_an_aborted_group_stops_on_the_server_and_is_counted(server):
             short.add(p, 2)
         finished = _drain(short)  # finished rollouts come back whole beside the long ones
         base = _metrics(server)[gen]
-        rids = st.add_group("12+34=", 1, 3) + [st.add("9+9=", 5)]  # a group of 3 and one single
-        mid = _running_and_growing(server, 4)
+        half = (BUSY - 16) // 2
+        rids = st.add_group("12+34=", 1, half) + st.add_group("3*3=", 1, half)
+        rids += [st.add("9+9=", 5 + i) for i in range(16)]
+        mid = _running_and_growing(server, BUSY)
         got = st.abort(rids)
         m1 = _stopped(server)
     served = m1[gen] - base  # what the server generated for the long ones
-    print(f"aborted: stream counted {got} tokens, the server generated {served} of {4 * long}")
+    print(f"aborted: stream counted {got} tokens, the server generated {served} of {BUSY * long}")
     assert all(f.completion.finish_reason in ("stop", "length") for f in finished.values())
     assert short.tokens == sum(f.completion.n_tokens for f in finished.values()) > 0
-    assert base - m0[gen] == short.tokens and mid[running] == 4 and m1[running] == 0
-    assert st.tokens == got and st.aborted == 4 and st.finished == 0
-    assert got <= served < 4 * long / 2  # a lower bound; the server stopped far short
+    assert base - m0[gen] == short.tokens and mid[running] == BUSY and m1[running] == 0
+    assert st.tokens == got and st.aborted == BUSY and st.finished == 0
+    assert got <= served < BUSY * long / 2  # a lower bound; the server stopped far short
 
 
-def _part_finishing_group(server, long: int, n: int = 6) -> tuple[int, int, list[int]]:
-    """A seed and stop token with which a group of n ignore_eos rollouts ends in part early (the
-    token is early in some choices) and in part runs to `long` (absent from the others): found
-    by sampling probe groups (the same seed samples the same choices again)."""
-    for seed in range(100, 110):
+def _part_finishing_group(server, long: int, n: int) -> tuple[int, str, list[int]]:
+    """A seed and stop string with which a group of n ignore_eos rollouts ends in part early
+    (the string is early in their text) and in part runs to `long` (absent from their text),
+    none in between: found by sampling probe groups (the same seed samples the same again)."""
+    for seed in range(100, 120):
         with ServedStream(server, long, ignore_eos=True) as probe:
             probe.add_group("12+34=", seed, n)
-            toks = [
-                f.completion.token_ids for f in sorted(_drain(probe).values(), key=lambda f: f.rid)
-            ]
-        for t in sorted({t for ts in toks for t in ts[:40]}):
-            early = [i for i, ts in enumerate(toks) if t in ts[:40]]
-            never = [i for i, ts in enumerate(toks) if t not in ts]
-            if early and never:
-                return seed, t, never
+            got = _drain(probe)
+        texts = [got[r].completion.text for r in sorted(got)]
+        for size in (2, 3, 4):
+            for stop in sorted({t[at : at + size] for t in texts for at in range(40)}):
+                early = [i for i, t in enumerate(texts) if stop in t[: 40 + size]]
+                never = [i for i, t in enumerate(texts) if stop not in t]
+                if len(stop) == size and early and never and len(early) + len(never) == n:
+                    return seed, stop, never
     raise AssertionError("no probe group split into early and long rollouts")
 
 
 @pytest.mark.real
 @pytest.mark.slow
 def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server):
-    """A group whose rollouts in part finished (a stop token early in them) and in part run on:
-    the finished ones are polled, the rest aborted — the server then decodes none of them
-    (its counter stops far short of what they had left)."""
+    """A group whose rollouts in part finished (a stop string early in them) and in part run
+    on: the finished ones are polled, the rest aborted — the server then decodes none of them.
+    Beside it, a busy group (as above: the server cannot finish before the abort), aborted too;
+    the server's counter stops far short of what they all had left."""
     gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
-    long, n = server.max_model_len - 16, 6
+    long, n = server.max_model_len - 16, 8
     seed, stop, never = _part_finishing_group(server, long, n)
-    with ServedStream(server, long, ignore_eos=True, stop_token_ids=[stop]) as st:
+    busy = BUSY - len(never)
+    with (
+        ServedStream(server, long, ignore_eos=True, stop=[stop]) as st,
+        ServedStream(server, long, ignore_eos=True) as fill,
+    ):
         base = _metrics(server)[gen]
         rids = st.add_group("12+34=", seed, n)
-        mid = _running_and_growing(server, len(never))  # the early ones have ended
+        fillers = fill.add_group("9+9=", 7, busy)
+        mid = _running_and_growing(server, len(never) + busy)  # the early ones have ended
         ended = []
-        while len(ended) < n - len(never):  # poll the finished ones (they stopped at the token)
+        while len(ended) < n - len(never):  # poll the finished ones (they stopped at the string)
             ended += st.poll()
         left = [r for r in rids if r not in {f.rid for f in ended}]
-        got = st.abort(left)
+        got = st.abort(left) + fill.abort(fillers)
         m1 = _stopped(server)
     served = m1[gen] - base
     done = sum(f.completion.n_tokens for f in ended)
-    left_cost = done + len(left) * long
-    print(f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} aborted "
-          f"({got} counted), the server generated {served} of {left_cost}")  # fmt: skip
-    assert sorted(left) == [rids[i] for i in never] and mid[running] == len(never)
-    assert all(
-        f.completion.token_ids[-1] == stop and f.completion.finish_reason == "stop" for f in ended
-    )
-    assert (
-        m1[running] == 0
-        and st.tokens == done + got
-        and (st.finished, st.aborted) == (len(ended), len(left))
-    )
-    assert done + got <= served < done + len(left) * long / 2
+    total = done + BUSY * long
+    print(f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
+          f"aborted ({got} counted), the server generated {served} of {total}")  # fmt: skip
+    assert sorted(left) == [rids[i] for i in never] and mid[running] == len(never) + busy
+    assert all(f.completion.finish_reason == "stop" for f in ended)
+    assert all(f.completion.n_tokens < long // 4 for f in ended)
+    assert m1[running] == 0 and st.tokens + fill.tokens == done + got
+    assert (st.finished, st.aborted, fill.aborted) == (len(ended), len(left), busy)
+    assert done + got <= served < done + BUSY * long / 2
 
 
 @pytest.mark.real
