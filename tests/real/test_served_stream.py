@@ -219,7 +219,8 @@ def test_a_group_is_aborted_whole_and_a_part_finished_one_ends_each_rollout_once
     eng = ServerEngine(fake.url, timeout=5.0)
     st = eng.open_stream(200)
     first, *rest = st.add_group("a", 1, 3)
-    _until(lambda: first in st.done and fake.streamed[1] >= 2 + 2 * 10)
+    part = st.live[first].choices  # the group's choices as the stream has read them
+    _until(lambda: first in st.done and all(len(part[r - first].token_ids) >= 10 for r in rest))
     for part in ([first], [rest[0]], [first, rest[1]]):
         with pytest.raises(ValueError, match="part of a group with"):
             st.abort(part)
@@ -246,11 +247,18 @@ def server(server_url, tiny_dir):
     eng.close()
 
 
+# the module server's sequences at a time; long rollouts an abort test adds: 25 waves of ~1,000
+# decode steps (a wave took ~2.5 s on 2 loaded cores; the client took 3-13 s to abort)
+SEQS, BUSY = 8, 200
+SERVER_ARGS = {"max_num_seqs": SEQS}  # conftest.server_url: queued work the abort tests rely on
+_METRICS = ("generation_tokens_total", "num_requests_running", "num_requests_waiting")
+
+
 def _metrics(eng) -> dict:
     """The server's counters this test reads (summed over label sets)."""
     text = eng.http.get(f"{eng.urls[0]}/metrics").text
     out = {}
-    for name in ("vllm:generation_tokens_total", "vllm:num_requests_running"):
+    for name in (f"vllm:{m}" for m in _METRICS):
         vals = re.findall(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)
         assert vals, f"{name} not in /metrics"
         out[name] = sum(float(v) for v in vals)
@@ -305,21 +313,28 @@ def test_a_group_samples_what_a_round_and_single_adds_sample_on_a_real_server(se
     assert counted == _metrics(server)["vllm:generation_tokens_total"] - before
 
 
-def _running_and_growing(server, n: int, limit: float = 120.0) -> dict:
-    """Wait (by the server's /metrics, not by time) until it runs `n` requests and its token
-    counter has grown since they were all running; its metrics then."""
-    gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
-    _until(lambda: _metrics(server)[running] == n, limit=limit, step=0.02)
+def _busy(server, limit: float = 120.0) -> dict:
+    """Wait (by the server's /metrics, not by time) until it runs SEQS requests with more
+    waiting and its token counter has grown since; its metrics then."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
+
+    def full():
+        m = _metrics(server)
+        return m[running] == SEQS and m[waiting] > 0
+
+    _until(full, limit=limit, step=0.02)
     m = _metrics(server)
     _until(lambda: _metrics(server)[gen] > m[gen], limit=limit, step=0.02)
     return _metrics(server)
 
 
 def _stopped(server, quiet: float = 1.0) -> dict:
-    """Wait until the server runs nothing; its metrics once its token counter has not moved
-    for `quiet` seconds (a state, read repeatedly: not a timed assert)."""
-    gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
-    _until(lambda: _metrics(server)[running] == 0, limit=120.0, step=0.05)
+    """Wait until the server runs nothing and nothing waits; its metrics once its token counter
+    has not moved for `quiet` seconds (a state, read repeatedly: not a timed assert)."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
+    _until(
+        lambda: _metrics(server)[running] == _metrics(server)[waiting] == 0, limit=120.0, step=0.05
+    )
     while True:
         m = _metrics(server)
         time.sleep(quiet)
@@ -327,20 +342,19 @@ def _stopped(server, quiet: float = 1.0) -> dict:
             return m
 
 
-BUSY = 96  # long rollouts running at once (below the CPU server's 128 sequences)
-
-
 @pytest.mark.real
 @pytest.mark.slow
 def test_an_aborted_group_stops_on_the_server_and_is_counted(server):
     """Race-free by construction: BUSY rollouts (two groups and singles) each run to max_tokens
-    (ignore_eos) near the served context — far more decoding than the server does in the time
-    the client takes to see them running and abort (a few rollouts were done in ~3 s: 16 had
-    decoded 88% before the abort landed) — and the abort is sent once the server's own /metrics
-    show all of them running and generating. Then the server runs nothing and its token counter
-    stops, far short of BUSY * max_tokens, and the stream's count (tokens received) is a lower
-    bound of the server's."""
-    gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
+    (ignore_eos) near the served context on a server that runs SEQS of them at a time, so it
+    has BUSY / SEQS waves of ~1,000 decode steps to go — far more than the time the client
+    takes to see them running and abort (with every rollout running at once, the server's API
+    process could not stream the tokens as fast as its engine made them: the client, reading
+    late, aborted after 67 % had been decoded). The abort is sent once the server's /metrics
+    show SEQS running, the rest waiting, and tokens growing. Then nothing runs or waits, the
+    token counter stops far short of BUSY * max_tokens, and the stream's count (tokens
+    received) is a lower bound of the server's."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
     long = server.max_model_len - 16  # the prompts are < 16 tokens
     m0 = _metrics(server)
     with server.open_stream(12) as short, ServedStream(server, long, ignore_eos=True) as st:
@@ -351,14 +365,14 @@ def test_an_aborted_group_stops_on_the_server_and_is_counted(server):
         half = (BUSY - 16) // 2
         rids = st.add_group("12+34=", 1, half) + st.add_group("3*3=", 1, half)
         rids += [st.add("9+9=", 5 + i) for i in range(16)]
-        mid = _running_and_growing(server, BUSY)
+        mid = _busy(server)
         got = st.abort(rids)
         m1 = _stopped(server)
     served = m1[gen] - base  # what the server generated for the long ones
     print(f"aborted: stream counted {got} tokens, the server generated {served} of {BUSY * long}")
     assert all(f.completion.finish_reason in ("stop", "length") for f in finished.values())
     assert short.tokens == sum(f.completion.n_tokens for f in finished.values()) > 0
-    assert base - m0[gen] == short.tokens and mid[running] == BUSY and m1[running] == 0
+    assert base - m0[gen] == short.tokens and mid[running] == SEQS and mid[waiting] > 0
     assert st.tokens == got and st.aborted == BUSY and st.finished == 0
     assert got <= served < BUSY * long / 2  # a lower bound; the server stopped far short
 
@@ -386,37 +400,38 @@ def _part_finishing_group(server, long: int, n: int) -> tuple[int, str, list[int
 def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server):
     """A group whose rollouts in part finished (a stop string early in them) and in part run
     on: the finished ones are polled, the rest aborted — the server then decodes none of them.
-    Beside it, a busy group (as above: the server cannot finish before the abort), aborted too;
-    the server's counter stops far short of what they all had left."""
-    gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
-    long, n = server.max_model_len - 16, 8
+    Behind it, busy rollouts (as above: the server cannot finish before the abort), aborted
+    too; the server's counter stops far short of what they all had left."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
+    long, n = server.max_model_len - 16, SEQS
     seed, stop, never = _part_finishing_group(server, long, n)
-    busy = BUSY - len(never)
+    busy = BUSY - n
     with (
         ServedStream(server, long, ignore_eos=True, stop=[stop]) as st,
         ServedStream(server, long, ignore_eos=True) as fill,
     ):
         base = _metrics(server)[gen]
-        rids = st.add_group("12+34=", seed, n)
+        rids = st.add_group("12+34=", seed, n)  # first come, first scheduled: all of it runs
+        _until(lambda: _metrics(server)[gen] > base, limit=120.0, step=0.02)  # it is decoding
         fillers = fill.add_group("9+9=", 7, busy)
-        mid = _running_and_growing(server, len(never) + busy)  # the early ones have ended
         ended = []
         while len(ended) < n - len(never):  # poll the finished ones (they stopped at the string)
             ended += st.poll()
         left = [r for r in rids if r not in {f.rid for f in ended}]
+        mid = _busy(server)
         got = st.abort(left) + fill.abort(fillers)
         m1 = _stopped(server)
     served = m1[gen] - base
     done = sum(f.completion.n_tokens for f in ended)
-    total = done + BUSY * long
+    total = done + (len(left) + busy) * long
     print(f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
           f"aborted ({got} counted), the server generated {served} of {total}")  # fmt: skip
-    assert sorted(left) == [rids[i] for i in never] and mid[running] == len(never) + busy
+    assert sorted(left) == [rids[i] for i in never] and mid[running] == SEQS and mid[waiting] > 0
     assert all(f.completion.finish_reason == "stop" for f in ended)
     assert all(f.completion.n_tokens < long // 4 for f in ended)
     assert m1[running] == 0 and st.tokens + fill.tokens == done + got
     assert (st.finished, st.aborted, fill.aborted) == (len(ended), len(left), busy)
-    assert done + got <= served < done + BUSY * long / 2
+    assert done + got <= served < total / 2
 
 
 @pytest.mark.real
