@@ -1,13 +1,14 @@
 """Request-level sampling for round-free collection (``schedule="stream"``, issue 20).
 
 A round calls `Sampler.generate` once and waits for its longest rollout (a barrier). A stream
-instead adds one rollout at a time, advances the engine to the next completion and aborts what
-is no longer wanted, so a freed slot goes at once to another rollout:
+instead adds requests as the plan makes them (a rollout, or a group of n), advances the engine
+to the next completion and aborts what is no longer wanted, so a freed slot goes at once to
+another rollout:
 
 * in-process: vLLM's ``LLMEngine`` — ``add_request`` / ``step`` / ``abort_request``;
-* served: one HTTP request per rollout; aborting closes its connection, which the server turns
-  into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its abort
-  counter: docs/vllm_cpu.md).
+* served: one streamed HTTP request per group; aborting closes its connection, which the server
+  turns into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its
+  abort counter: docs/vllm_cpu.md).
 
 Both implement `StreamSampler`; `Sampler.open_stream(...)` returns one. A prompt is text (the
 engine tokenises it) or its token ids (already tokenised and templated, as TRL hands them over):
