@@ -1,9 +1,9 @@
 """One step of round-free collection (``schedule="stream"``, issue 20) on a `StreamSampler`.
 
 `sara_sim.collect.stream`'s driver (the same one the simulator runs) decides; `StreamRollouts` is
-its engine: ``submit`` adds one seeded request per rollout, ``poll`` advances the sampler to its
-next completions and hands them to its host to score and store with their visit (`RolloutStore`,
-as a round does), ``cancel`` aborts a visit's rollouts in flight.
+its engine: ``submit`` adds a visit's planned rollouts as one seeded group request (`add_group`),
+``poll`` advances the sampler to its next completions and hands them to its host to score and store
+with their visit (`RolloutStore`, as a round does), ``cancel`` aborts a visit's rollouts in flight.
 
 Two hosts drive it, each through the same few calls (`StreamHost`): the native loop's
 `RolloutCollector` (text prompts, the task's verifier) and TRL's adapter `real.trl.adapter`
@@ -93,8 +93,9 @@ class StreamRollouts:
         entry = host.entry(Request(pid, n, visit))
         prompt = host.stream_prompt(entry)
         base, j = rollout_seed(host.seed, visit), self.sent.get(visit, 0)
-        for i in range(j, j + n):
-            rid = self.sampler.add(prompt, seed=base + i)
+        # one engine request for the n rollouts (seeds base+j ..): the per-rollout request cost
+        # the served client most of its wall time; `cancel` aborts whole requests, as it must
+        for rid in self.sampler.add_group(prompt, base + j, n):
             self.owner[rid] = visit
             self.by_visit.setdefault(visit, set()).add(rid)
         self.sent[visit] = j + n

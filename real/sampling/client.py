@@ -264,8 +264,9 @@ class ServerEngine(Sampler):
         return res
 
     def open_stream(self, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
-        """A `StreamSampler` over these servers: one streamed request per rollout, aborted by
-        closing its connection (``served_stream.ServedStream``)."""
+        """A `StreamSampler` over these servers: one streamed request per group of rollouts
+        (`add_group`; n choices), aborted by closing its connection
+        (``served_stream.ServedStream``)."""
         self.stream = ServedStream(self, max_tokens, temperature, top_p)
         return self.stream
 

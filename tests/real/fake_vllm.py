@@ -29,7 +29,7 @@ class FakeVLLM:
         self.answered = Counter()  # completion requests answered with 200 per seed
         self.posts = Counter()  # POST requests per path (the push's control calls included)
         self.slow: dict[int, float] = {}  # seed -> seconds per token of a stream that runs to
-        # max_tokens (an abort test's long rollout)
+        # max_tokens (an abort test's long rollout; a group's choice 0 stays short)
         self.torn: set[int] = set()  # seeds whose next stream stops after one token, unfinished
         self.streamed = Counter()  # tokens written to streams per seed (the server's count)
         self.lock = threading.Lock()
@@ -105,11 +105,15 @@ class FakeVLLM:
                     pass
 
             def _sse(self, body, seed):
-                """stream=True: one server-sent chunk per token, as vLLM streams a completion."""
-                toks = expected_tokens(body["prompt"], seed, 0)
+                """stream=True: one server-sent chunk per token, as vLLM streams a completion; the
+                n choices' chunks interleaved (told apart by index), each ending on its own."""
+                n = body.get("n", 1)
+                toks = [expected_tokens(body["prompt"], seed, i) for i in range(n)]
                 delay = fake.slow.get(seed)
-                if delay is not None:
-                    toks = [2 + j % 50 for j in range(body["max_tokens"])]
+                if delay is not None:  # runs to max_tokens; in a group, choice 0 still ends at
+                    # once (a group finished in part)
+                    long = [2 + j % 50 for j in range(body["max_tokens"])]
+                    toks = [long if i or n == 1 else t for i, t in enumerate(toks)]
                 with fake.lock:
                     torn = seed in fake.torn
                     fake.torn.discard(seed)
@@ -118,16 +122,21 @@ class FakeVLLM:
                 self.send_header("Connection", "close")  # the body ends when the socket does
                 self.end_headers()
                 self.close_connection = True
+                steps = 1 if torn else max(len(t) for t in toks)
                 try:
-                    for j, t in enumerate(toks[:1] if torn else toks):
-                        last = j == len(toks) - 1
-                        choice = {"index": 0, "text": chr(48 + t % 10), "token_ids": [t]}
-                        choice |= {"logprobs": {"token_logprobs": [-0.5]}}
-                        choice["finish_reason"] = "stop" if last else None
-                        self.wfile.write(f"data: {json.dumps({'choices': [choice]})}\n\n".encode())
-                        self.wfile.flush()
-                        with fake.lock:
-                            fake.streamed[seed] += 1
+                    for j in range(steps):
+                        for i, ts in enumerate(toks):
+                            if j >= len(ts):
+                                continue
+                            t, last = ts[j], j == len(ts) - 1
+                            choice = {"index": i, "text": chr(48 + t % 10), "token_ids": [t]}
+                            choice |= {"logprobs": {"token_logprobs": [-0.5]}}
+                            choice["finish_reason"] = "stop" if last and not torn else None
+                            chunk = json.dumps({"choices": [choice]})
+                            self.wfile.write(f"data: {chunk}\n\n".encode())
+                            self.wfile.flush()
+                            with fake.lock:
+                                fake.streamed[seed] += 1
                         if delay:
                             time.sleep(delay)
                     if not torn:

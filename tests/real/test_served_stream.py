@@ -13,6 +13,7 @@ import time
 
 import pytest
 from fake_vllm import FakeVLLM, expected_tokens  # beside this file (rootdir import mode)
+from test_stream_real import same_as_round
 
 from real.app.cli import main
 from real.io.runlog import read_metrics
@@ -170,6 +171,71 @@ def test_abort_ends_each_rollout_once_and_counts_what_it_streamed(fake):
     assert eng.outstanding[fake.url] == 0 and st.tokens == got + 2
 
 
+def test_a_group_is_one_request_and_samples_what_single_adds_sample(fake):
+    """add_group(prompt, s, n): ONE request with n choices (the fake sees seed s once), whose
+    rollout i is what a single add seeded s + i samples; a retried group's choices too."""
+    eng = ServerEngine(fake.url, timeout=10.0, retries=2)
+    fake.faults = {300: ["500"]}
+    with eng.open_stream(4) as st:
+        group = st.add_group("a", 100, 3)
+        singles = [st.add("a", 100 + i) for i in range(3)]
+        retried = st.add_group("b", 300, 2)
+        got = _drain(st)
+    assert group == [0, 1, 2] and singles == [3, 4, 5] and retried == [6, 7]
+    for g, one in zip(group, singles, strict=True):
+        assert got[g].completion == got[one].completion
+    ids = eng.prompt_ids("b")
+    assert [got[r].completion.token_ids for r in retried] == [
+        expected_tokens(ids, 300, i) for i in (0, 1)
+    ]
+    assert dict(fake.attempts) == {100: 2, 101: 1, 102: 1, 300: 2}  # group + single; a retry
+    assert st.tokens == 8 * 2 and st.finished == 8 and eng.rollouts[fake.url] == 8
+    assert eng.outstanding[fake.url] == 0 and eng.failures[fake.url] == 1
+    with eng.open_stream(4) as st:
+        for bad in (0, -1, 1.5, True):
+            with pytest.raises(ValueError, match="n must be an int >= 1"):
+                st.add_group("a", 1, bad)
+        assert st.in_flight == 0
+
+
+def test_a_torn_group_is_retried_and_every_streamed_token_counted(fake):
+    fake.torn = {7}  # each choice streams one token, then the connection ends unfinished
+    eng = ServerEngine(fake.url, timeout=10.0, retries=1)
+    with eng.open_stream(4) as st:
+        rids = st.add_group("a", 7, 3)
+        got = _drain(st)
+    ids = eng.prompt_ids("a")
+    assert [got[r].completion.token_ids for r in rids] == [
+        expected_tokens(ids, 7, i) for i in range(3)
+    ]
+    assert st.tokens == 3 * 2 + 3 and fake.attempts[7] == 2
+
+
+def test_a_group_is_aborted_whole_and_a_part_finished_one_ends_each_rollout_once(fake):
+    """The rollouts of a group still in flight are aborted together (one request: closing its
+    connection stops them all); naming only some is a ValueError. A group with a finished
+    choice: that one is polled as usual, the rest aborted, the server stops streaming."""
+    fake.slow = {1: 0.01}  # choices 1, 2 run 200 tokens over ~2 s; choice 0 ends at once
+    eng = ServerEngine(fake.url, timeout=5.0)
+    st = eng.open_stream(200)
+    first, *rest = st.add_group("a", 1, 3)
+    part = st.live[first].choices  # the group's choices as the stream has read them
+    _until(lambda: first in st.done and all(len(part[r - first].token_ids) >= 10 for r in rest))
+    for part in ([first], [rest[0]], [first, rest[1]]):
+        with pytest.raises(ValueError, match="part of a group with"):
+            st.abort(part)
+    (done,) = st.poll()
+    assert done.rid == first and done.completion.finish_reason == "stop"
+    with pytest.raises(ValueError, match="part of a group with 1 more in flight"):
+        st.abort(rest[:1])
+    got = st.abort(rest)
+    assert 2 * 10 <= got < 2 * 200 and st.tokens == got + 2 and st.in_flight == 0
+    sent = _settled(fake.streamed, 1)
+    assert got + 2 <= sent < 2 + 2 * 200  # the server stopped; the stream counted what it read
+    assert (st.finished, st.aborted) == (1, 2) and st.poll() == []
+    assert st.close() == 0 and eng.outstanding[fake.url] == 0
+
+
 # ---------------------------------------------------------------- a real vLLM server
 
 
@@ -181,11 +247,18 @@ def server(server_url, tiny_dir):
     eng.close()
 
 
+# the module server's sequences at a time; long rollouts an abort test adds: 25 waves of ~1,000
+# decode steps (a wave took ~2.5 s on 2 loaded cores; the client took 3-13 s to abort)
+SEQS, BUSY = 8, 200
+SERVER_ARGS = {"max_num_seqs": SEQS}  # conftest.server_url: queued work the abort tests rely on
+_METRICS = ("generation_tokens_total", "num_requests_running", "num_requests_waiting")
+
+
 def _metrics(eng) -> dict:
     """The server's counters this test reads (summed over label sets)."""
     text = eng.http.get(f"{eng.urls[0]}/metrics").text
     out = {}
-    for name in ("vllm:generation_tokens_total", "vllm:num_requests_running"):
+    for name in (f"vllm:{m}" for m in _METRICS):
         vals = re.findall(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)
         assert vals, f"{name} not in /metrics"
         out[name] = sum(float(v) for v in vals)
@@ -220,29 +293,145 @@ def test_a_token_id_prompt_streams_what_its_text_streams_on_a_real_server(server
 
 @pytest.mark.real
 @pytest.mark.slow
-def test_an_aborted_rollout_stops_on_the_server_and_is_counted(server):
-    gen, running = "vllm:generation_tokens_total", "vllm:num_requests_running"
+def test_a_group_samples_what_a_round_and_single_adds_sample_on_a_real_server(server):
+    """add_group(p, s, n) — one request with n choices — samples what the round path's rollouts
+    seeded s..s+n-1 sample and what n single adds sample; every token counted is the server's."""
+    before = _metrics(server)["vllm:generation_tokens_total"]
+    prompts, seeds, n = ["12+34=", "7*8="], [11, 70], 4
+    ref = server.generate(
+        prompts, [n, n], max_tokens=12, seeds=[[s + i for i in range(n)] for s in seeds]
+    )
+    with server.open_stream(12) as st:
+        groups = [st.add_group(p, s, n) for p, s in zip(prompts, seeds, strict=True)]
+        singles = [
+            [st.add(p, s + i) for i in range(n)] for p, s in zip(prompts, seeds, strict=True)
+        ]
+        got = _drain(st)
+    same_as_round(got, groups, singles, ref)
+    counted = st.tokens + sum(c.n_tokens for r in ref for c in r.completions)
+    assert st.tokens == 2 * sum(c.n_tokens for r in ref for c in r.completions)
+    assert counted == _metrics(server)["vllm:generation_tokens_total"] - before
+
+
+def _busy(server, limit: float = 120.0) -> dict:
+    """Wait (by the server's /metrics, not by time) until it runs SEQS requests with more
+    waiting and its token counter has grown since; its metrics then."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
+
+    def full():
+        m = _metrics(server)
+        return m[running] == SEQS and m[waiting] > 0
+
+    _until(full, limit=limit, step=0.02)
+    m = _metrics(server)
+    _until(lambda: _metrics(server)[gen] > m[gen], limit=limit, step=0.02)
+    return _metrics(server)
+
+
+def _stopped(server, quiet: float = 1.0) -> dict:
+    """Wait until the server runs nothing and nothing waits; its metrics once its token counter
+    has not moved for `quiet` seconds (a state, read repeatedly: not a timed assert)."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
+    _until(
+        lambda: _metrics(server)[running] == _metrics(server)[waiting] == 0, limit=120.0, step=0.05
+    )
+    while True:
+        m = _metrics(server)
+        time.sleep(quiet)
+        if _metrics(server)[gen] == m[gen]:
+            return m
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_an_aborted_group_stops_on_the_server_and_is_counted(server):
+    """Race-free by construction: BUSY rollouts (two groups and singles) each run to max_tokens
+    (ignore_eos) near the served context on a server that runs SEQS of them at a time, so it
+    has BUSY / SEQS waves of ~1,000 decode steps to go — far more than the time the client
+    takes to see them running and abort (with every rollout running at once, the server's API
+    process could not stream the tokens as fast as its engine made them: the client, reading
+    late, aborted after 67 % had been decoded). The abort is sent once the server's /metrics
+    show SEQS running, the rest waiting, and tokens growing. Then nothing runs or waits, the
+    token counter stops far short of BUSY * max_tokens, and the stream's count (tokens
+    received) is a lower bound of the server's."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
+    long = server.max_model_len - 16  # the prompts are < 16 tokens
     m0 = _metrics(server)
-    with server.open_stream(12) as short, ServedStream(server, 1000, ignore_eos=True) as st:
-        longs = [st.add("12+34=", sd) for sd in (1, 2)]  # 1000 tokens each unless aborted
+    with server.open_stream(12) as short, ServedStream(server, long, ignore_eos=True) as st:
         for p in ("7*8=", "5+5="):
             short.add(p, 2)
         finished = _drain(short)  # finished rollouts come back whole beside the long ones
-        _until(lambda: all(len(st.live[r].token_ids) >= 5 for r in longs))
-        mid = _metrics(server)
-        got = st.abort(longs)
-        _until(lambda: _metrics(server)[running] == 0, step=0.1)
-        m1 = _metrics(server)
-        time.sleep(1.5)
-        m2 = _metrics(server)
-    served = m1[gen] - m0[gen] - short.tokens  # what the server generated for the long ones
-    print(f"aborted rollouts: stream counted {got} tokens, the server generated {served}")
+        base = _metrics(server)[gen]
+        half = (BUSY - 16) // 2
+        rids = st.add_group("12+34=", 1, half) + st.add_group("3*3=", 1, half)
+        rids += [st.add("9+9=", 5 + i) for i in range(16)]
+        mid = _busy(server)
+        got = st.abort(rids)
+        m1 = _stopped(server)
+    served = m1[gen] - base  # what the server generated for the long ones
+    print(f"aborted: stream counted {got} tokens, the server generated {served} of {BUSY * long}")
     assert all(f.completion.finish_reason in ("stop", "length") for f in finished.values())
     assert short.tokens == sum(f.completion.n_tokens for f in finished.values()) > 0
-    assert mid[running] == 2  # the long ones were running ...
-    assert m2[gen] == m1[gen]  # ... and stopped: nothing more is generated
-    assert st.tokens == got and 10 <= got < 2 * 1000 and st.aborted == 2 and st.finished == 0
-    assert got <= served <= got + 2 * 16  # a lower bound, within a few decode steps a rollout
+    assert base - m0[gen] == short.tokens and mid[running] == SEQS and mid[waiting] > 0
+    assert st.tokens == got and st.aborted == BUSY and st.finished == 0
+    assert got <= served < BUSY * long / 2  # a lower bound; the server stopped far short
+
+
+def _part_finishing_group(server, long: int, n: int) -> tuple[int, str, list[int]]:
+    """A seed and stop string with which a group of n ignore_eos rollouts ends in part early
+    (the string is early in their text) and in part runs to `long` (absent from their text),
+    none in between: found by sampling probe groups (the same seed samples the same again)."""
+    for seed in range(100, 120):
+        with ServedStream(server, long, ignore_eos=True) as probe:
+            probe.add_group("12+34=", seed, n)
+            got = _drain(probe)
+        texts = [got[r].completion.text for r in sorted(got)]
+        for size in (2, 3, 4):
+            for stop in sorted({t[at : at + size] for t in texts for at in range(40)}):
+                early = [i for i, t in enumerate(texts) if stop in t[: 40 + size]]
+                never = [i for i, t in enumerate(texts) if stop not in t]
+                if len(stop) == size and early and never and len(early) + len(never) == n:
+                    return seed, stop, never
+    raise AssertionError("no probe group split into early and long rollouts")
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server):
+    """A group whose rollouts in part finished (a stop string early in them) and in part run
+    on: the finished ones are polled, the rest aborted — the server then decodes none of them.
+    Behind it, busy rollouts (as above: the server cannot finish before the abort), aborted
+    too; the server's counter stops far short of what they all had left."""
+    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
+    long, n = server.max_model_len - 16, SEQS
+    seed, stop, never = _part_finishing_group(server, long, n)
+    busy = BUSY - n
+    with (
+        ServedStream(server, long, ignore_eos=True, stop=[stop]) as st,
+        ServedStream(server, long, ignore_eos=True) as fill,
+    ):
+        base = _metrics(server)[gen]
+        rids = st.add_group("12+34=", seed, n)  # first come, first scheduled: all of it runs
+        _until(lambda: _metrics(server)[gen] > base, limit=120.0, step=0.02)  # it is decoding
+        fillers = fill.add_group("9+9=", 7, busy)
+        ended = []
+        while len(ended) < n - len(never):  # poll the finished ones (they stopped at the string)
+            ended += st.poll()
+        left = [r for r in rids if r not in {f.rid for f in ended}]
+        mid = _busy(server)
+        got = st.abort(left) + fill.abort(fillers)
+        m1 = _stopped(server)
+    served = m1[gen] - base
+    done = sum(f.completion.n_tokens for f in ended)
+    total = done + (len(left) + busy) * long
+    print(f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
+          f"aborted ({got} counted), the server generated {served} of {total}")  # fmt: skip
+    assert sorted(left) == [rids[i] for i in never] and mid[running] == SEQS and mid[waiting] > 0
+    assert all(f.completion.finish_reason == "stop" for f in ended)
+    assert all(f.completion.n_tokens < long // 4 for f in ended)
+    assert m1[running] == 0 and st.tokens + fill.tokens == done + got
+    assert (st.finished, st.aborted, fill.aborted) == (len(ended), len(left), busy)
+    assert done + got <= served < total / 2
 
 
 @pytest.mark.real

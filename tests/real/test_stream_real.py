@@ -1,9 +1,9 @@
 """Round-free collection on the real in-process vLLM engine (issue 20): the request-level stream
-(`Engine.open_stream`: seeded rollouts equal `generate`'s, aborted ones stop and are counted
-once, the round path refuses while a stream runs), the streamed collection step (groups of k
-rollouts of one prompt from one policy version; cancelled rollouts in the step's counts; the
-same per-prompt decisions as rounds given the same per-rollout seeds), and the flags (their
-bad values: tests/real/test_real_cli.py)."""
+(`Engine.open_stream`: seeded rollouts — single or a group in one request — equal `generate`'s,
+aborted ones (a group whole) stop and are counted once, the round path refuses while a stream runs),
+the streamed collection step (groups of k rollouts of one prompt from one policy version; cancelled
+rollouts in the step's counts; the same per-prompt decisions as rounds given the same per-rollout
+seeds), and the flags (their bad values: tests/real/test_real_cli.py)."""
 
 import pytest
 
@@ -75,6 +75,62 @@ def test_an_aborted_rollout_stops_and_its_tokens_count_once(engine):
         assert st.tokens == done + made and st.aborted == len(running)
         assert st.finished + st.aborted == len(ids)
     assert engine.greedy(["1+1="], 4)  # the engine is free again once nothing is in flight
+
+
+def same_as_round(got, groups, singles, ref) -> None:
+    """Each group's rollout i and the single add seeded as it are the round's rollout i (tokens,
+    text, finish; logprobs within 1e-5; the prompt as tokenised). Also used by the served tests."""
+    for g, one, r in zip(groups, singles, ref, strict=True):
+        for i, want in enumerate(r.completions):
+            for rid in (g[i], one[i]):
+                c, fields = got[rid].completion, (want.token_ids, want.text, want.finish_reason)
+                assert (c.token_ids, c.text, c.finish_reason) == fields
+                assert c.logprobs == pytest.approx(want.logprobs, abs=1e-5)
+                assert got[rid].prompt_token_ids == r.prompt_token_ids
+
+
+def test_a_group_streams_what_generate_and_single_adds_sample(engine):
+    """add_group(p, s, n) is ONE engine request with n samples (vLLM's children seeded s + i):
+    each of its rollouts samples what `generate` and a single add seeded s + i sample."""
+    core, n = engine.llm.llm_engine, 4
+    seeds = [[40 + 10 * j + i for i in range(n)] for j in range(len(PROMPTS))]
+    ref = engine.generate(PROMPTS, [n] * len(PROMPTS), max_tokens=24, seeds=seeds)
+    with engine.open_stream(24) as st:
+        groups = [st.add_group(p, s[0], n) for p, s in zip(PROMPTS, seeds, strict=True)]
+        assert core.get_num_unfinished_requests() == len(PROMPTS) * n  # n children each ...
+        assert len(core.output_processor.parent_requests) == len(PROMPTS)  # ... of one request
+        singles = [[st.add(p, sd) for sd in s] for p, s in zip(PROMPTS, seeds, strict=True)]
+        got = {}
+        while st.in_flight:
+            got |= {f.rid: f for f in st.poll()}
+    assert st.finished == 2 * len(PROMPTS) * n and st.aborted == 0
+    same_as_round(got, groups, singles, ref)
+    assert st.tokens == 2 * sum(c.n_tokens for r in ref for c in r.completions)
+
+
+def test_a_part_finished_group_is_aborted_whole_and_stops(engine):
+    """A group whose first rollouts have finished: naming only some of the rest is a
+    ValueError; aborting all of them aborts the request's children still running (by its id),
+    each counted once with what it had made."""
+    core = engine.llm.llm_engine
+    with engine.open_stream(96, temperature=2.0) as st:  # hot: some run on for a while
+        ids = st.add_group("1+1=", 100, 8)
+        finished = {f.rid: f for f in st.poll()}  # the first to finish; the rest run on
+        running = sorted(st.live)
+        assert running and finished, "the group did not finish in part: nothing to test"
+        with pytest.raises(ValueError, match="part of a group with 1 more in flight"):
+            st.abort(running[1:])
+        with pytest.raises(ValueError, match="not in flight"):
+            st.abort([*running, next(iter(finished))])
+        partial = {r: len(st.live[r].token_ids) for r in running}
+        made = st.abort(running)
+        assert made == sum(partial.values()) and core.get_num_unfinished_requests() == 0
+        assert not core.output_processor.parent_requests  # the request is gone whole
+        assert st.poll() == [] and core.step() == []  # it stopped: nothing more comes back
+        done = sum(len(f.completion.token_ids) for f in finished.values())
+        assert st.tokens == done + made and st.aborted == len(running)
+        assert st.finished + st.aborted == len(ids) and st.in_flight == 0
+    assert engine.greedy(["1+1="], 4)  # the engine is free again
 
 
 def _arith(n=512):
