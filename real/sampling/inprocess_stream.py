@@ -22,7 +22,7 @@ has requests of its own running."""
 import itertools
 
 from real.sampling.results import Completion, sampled_logprobs
-from real.sampling.streaming import Finished, StreamSampler, whole_groups
+from real.sampling.streaming import Finished, StreamSampler
 
 _STREAMS = itertools.count()  # request ids "s<stream>-<group's first rollout>": unique on an engine
 
@@ -47,11 +47,8 @@ class InProcessStream(StreamSampler):
         self.engine, engine.stream = engine, self
         self.tag = f"s{next(_STREAMS)}-"
         self.live: dict[int, _Partial] = {}  # rollouts in flight
-        self.group_of: dict[int, int] = {}  # rollout in flight -> its group's first rollout
         self.prompt_ids: dict[int, list[int]] = {}  # group (first rollout) -> prompt as tokenised
-        self.left: dict[int, int] = {}  # group (first rollout) -> its rollouts in flight
         self.internal: dict[int, str] = {}  # group (first rollout) -> vLLM's request id
-        self.next_id = 0
 
     @property
     def in_flight(self) -> int:
@@ -70,17 +67,16 @@ class InProcessStream(StreamSampler):
             seed=seed,
             output_kind=RequestOutputKind.DELTA,
         )
-        first, self.next_id = self.next_id, self.next_id + n
+        first = self.next_id
         if not isinstance(prompt, str):  # token ids: vLLM's TokensPrompt (no tokenising)
             prompt = {"prompt_token_ids": prompt}
         # the engine's own id for the request (the parent of a group): aborting by it drops the
         # parent's record too (by our id, vLLM 0.32 aborts the children but keeps the parent)
         self.internal[first] = self.core.add_request(f"{self.tag}{first}", prompt, sp)
-        for rid in range(first, first + n):
+        rids = self._open_group(n)  # booked once the engine has taken the request
+        for rid in rids:
             self.live[rid] = _Partial()
-            self.group_of[rid] = first
-        self.left[first] = n
-        return list(range(first, first + n))
+        return rids
 
     def poll(self) -> list[Finished]:
         out = []
@@ -102,10 +98,9 @@ class InProcessStream(StreamSampler):
     def _end(self, rid: int) -> _Partial:
         """Forget an ended rollout (and its group's prompt once the group has ended)."""
         part = self.live.pop(rid)
-        first = self.group_of.pop(rid)
-        self.left[first] -= 1
-        if not self.left[first]:
-            del self.left[first], self.internal[first]
+        first, group_ended = self._close(rid)
+        if group_ended:
+            del self.internal[first]
             self.prompt_ids.pop(first, None)
         return part
 
@@ -119,7 +114,7 @@ class InProcessStream(StreamSampler):
         return Finished(rid, prompt_ids, comp)
 
     def abort(self, rids) -> int:
-        groups = whole_groups(rids, self.group_of, self.live)
+        groups = self._whole_groups(rids)
         # the parent's id aborts its children still running (the finished ones have ended)
         self.core.abort_request([self.internal[first] for first in groups], internal=True)
         made = sum(len(self._end(r).token_ids) for rs in groups.values() for r in rs)

@@ -11,8 +11,8 @@ cost (an HTTP request and an SSE stream each) was most of a served stream's wall
 (benchmarks/stream_real_served.out.txt). The requests are asyncio tasks on an event loop
 in a thread of its own; the caller's thread adds, polls and aborts.
 
-Why streamed: aborting a group (whole: `streaming.whole_groups`) cancels its task, which closes its
-connection, and vLLM turns a client disconnect into an abort of the request — its
+Why streamed: aborting a group (whole: `StreamSampler._whole_groups`) cancels its task, which
+closes its connection, and vLLM turns a client disconnect into an abort of the request — its
 `vllm:generation_tokens_total` stops growing and `vllm:num_requests_running` drops (measured,
 tests/real/test_served_stream.py; the abort is not counted in
 `request_success_total{finished_reason="abort"}`). Each streamed chunk carries the new tokens, so
@@ -43,7 +43,7 @@ from real.sampling.served import (
     completion_body,
     server_message,
 )
-from real.sampling.streaming import Finished, StreamSampler, whole_groups
+from real.sampling.streaming import Finished, StreamSampler
 
 
 class _Failed(Exception):
@@ -102,12 +102,10 @@ class ServedStream(StreamSampler):
         self.engine, self.ignore_eos = engine, bool(ignore_eos)
         self.stop = [str(x) for x in stop]
         self.live: dict[int, _Group] = {}  # added, not yet returned by poll nor aborted
-        self.group_of: dict[int, int] = {}  # rollout in flight -> its group's first id
-        self.left: dict[int, int] = {}  # group's first id -> its rollouts in flight
         self.done: dict[int, Finished] = {}  # finished on the server, not yet polled
         self.error: ServerError | None = None
-        self.cv = threading.Condition()  # guards live, done, error
-        self.next_id, self.closed = 0, False
+        self.cv = threading.Condition()  # guards live, done, error and the group books
+        self.closed = False
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -133,13 +131,10 @@ class ServedStream(StreamSampler):
         if self.closed:
             raise ValueError("the stream is closed")
         ids = self.engine.prompt_ids(prompt)  # text tokenised, token ids as given
-        first, self.next_id = self.next_id, self.next_id + n
-        g = _Group(first, ids, seed, [_Choice() for _ in range(n)])
-        rids = list(range(first, first + n))
         with self.cv:
-            for r in rids:
-                self.live[r], self.group_of[r] = g, first
-            self.left[first] = n
+            rids = self._open_group(n)
+            g = _Group(rids[0], ids, seed, [_Choice() for _ in range(n)])
+            self.live.update(dict.fromkeys(rids, g))
         self.loop.call_soon_threadsafe(self._start, g)
         return rids
 
@@ -160,7 +155,7 @@ class ServedStream(StreamSampler):
 
     def abort(self, rids) -> int:
         with self.cv:
-            groups = whole_groups(rids, self.group_of, self.live)
+            groups = self._whole_groups(rids)
         got = self._call(self._abort(groups)) if groups else 0
         self.tokens += got
         self.aborted += sum(len(rs) for rs in groups.values())
@@ -189,11 +184,7 @@ class ServedStream(StreamSampler):
         completion: its failed attempts', and once its group has ended, the group's re-streamed
         ones."""
         g = self.live.pop(rid)
-        del self.group_of[rid]
-        self.left[g.first] -= 1
-        last = not self.left[g.first]
-        if last:
-            del self.left[g.first]
+        _, last = self._close(rid)
         return g.choices[rid - g.first].lost + (g.redone if last else 0)
 
     # ------------------------------------------------------------ on the loop thread

@@ -30,7 +30,6 @@ group requests (a visit's later request is a group of its own).
 
 import abc
 import numbers
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,6 +56,10 @@ class StreamSampler(abc.ABC):
         self.tokens = 0  # completion tokens generated: finished rollouts' and aborted partials
         self.aborted = 0  # rollouts aborted (by `abort` or `close`)
         self.finished = 0  # rollouts returned by `poll`
+        self.next_id = 0  # the next rollout's id
+        # the group books of the samplers that send a group as one request (`_open_group`)
+        self.group_of: dict[int, int] = {}  # rollout in flight -> its group's first id
+        self.left: dict[int, int] = {}  # group's first id -> its rollouts in flight
 
     def add(self, prompt: str | Sequence[int], seed: int | None = None) -> int:
         """Queue one rollout of `prompt` — text, or the prompt's token ids — (seeded if `seed` is
@@ -79,6 +82,43 @@ class StreamSampler(abc.ABC):
         """`add_group` with its arguments checked. Default: n single adds (each its own group)."""
         return [self._add(prompt, None if seed is None else seed + i) for i in range(n)]
 
+    def _open_group(self, n: int) -> list[int]:
+        """Ids for a group of n rollouts sent as one request, booked as in flight."""
+        first = self.next_id
+        self.next_id += n
+        rids = list(range(first, first + n))
+        self.group_of.update(dict.fromkeys(rids, first))
+        self.left[first] = n
+        return rids
+
+    def _close(self, rid: int) -> tuple[int, bool]:
+        """An in-flight rollout ended: (its group's first id, whether that ended the group)."""
+        first = self.group_of.pop(rid)
+        self.left[first] -= 1
+        if self.left[first]:
+            return first, False
+        del self.left[first]
+        return first, True
+
+    def _whole_groups(self, rids) -> dict:
+        """The groups an `abort` of `rids` stops: group -> its ids in `rids`. A ValueError for an
+        id not in flight, a repeated id, or a group named in part (its other rollouts in flight
+        could not go on: the group is one engine request)."""
+        rids = [int(r) for r in rids]
+        gone = [r for r in rids if r not in self.group_of]
+        if gone or len(set(rids)) != len(rids):
+            raise ValueError(f"abort: not in flight (ended, or repeated): {gone or rids}")
+        groups: dict = {}
+        for r in rids:
+            groups.setdefault(self.group_of[r], []).append(r)
+        for g, named in groups.items():
+            if len(named) != self.left[g]:
+                raise ValueError(
+                    f"abort: rollouts {named} are part of a group with {self.left[g] - len(named)} "
+                    "more in flight: abort a group's rollouts in flight together"
+                )
+        return groups
+
     @abc.abstractmethod
     def poll(self) -> list[Finished]:
         """Advance until at least one rollout in flight has finished; return every rollout that
@@ -87,7 +127,7 @@ class StreamSampler(abc.ABC):
     @abc.abstractmethod
     def abort(self, rids) -> int:
         """Stop these rollouts (each must be in flight: an id that finished or was aborted is a
-        ValueError, and so is part of a group's rollouts in flight: `whole_groups`); return the
+        ValueError, and so is part of a group's rollouts in flight: `_whole_groups`); return the
         completion tokens they had generated (added to `tokens`)."""
 
     @property
@@ -119,25 +159,3 @@ def prompt_form(prompt) -> str | list[int]:
     if not ids or bad:
         raise ValueError(f"token-id prompt must be non-empty ints >= 0, got {bad[:3] or 'none'}")
     return [int(t) for t in ids]
-
-
-def whole_groups(rids, group_of: dict, live) -> dict:
-    """The groups an `abort` of `rids` stops: group -> its ids in `rids`. `group_of` maps each
-    rollout id of a sampler to its group, `live` holds the ids in flight. A ValueError for an id
-    not in flight, a repeated id, or a group named in part (its other rollouts in flight could
-    not go on: the group is one engine request)."""
-    rids = [int(r) for r in rids]
-    gone = [r for r in rids if r not in live]
-    if gone or len(set(rids)) != len(rids):
-        raise ValueError(f"abort: not in flight (ended, or repeated): {gone or rids}")
-    groups: dict = {}
-    for r in rids:
-        groups.setdefault(group_of[r], []).append(r)
-    in_flight = Counter(group_of[r] for r in live)
-    for g, named in groups.items():
-        if len(named) != in_flight[g]:
-            raise ValueError(
-                f"abort: rollouts {named} are part of a group with {in_flight[g] - len(named)} "
-                "more in flight: abort a group's rollouts in flight together"
-            )
-    return groups
