@@ -342,3 +342,26 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     assert set(pred) == set(rows) and all(p["wall"] > 0 for p in pred.values())
     err = predict_bench["errors"](rows, pred)
     assert err["ds rounds"] == (1.0, 1.0, 0.0)
+
+
+def test_step_cost_benchmark_measures_each_batch_at_toy_size(engine, capsys):
+    """benchmarks/step_cost.py's measurement end to end on the session engine: every batch size
+    gets a row, each rollout runs exactly --tokens tokens (one prefill step then the decode
+    steps), the largest batch is the reference (ratio 1.00), and the engine is left idle."""
+    import runpy
+    from pathlib import Path
+
+    bench = runpy.run_path(
+        str(Path(__file__).resolve().parents[2] / "benchmarks" / "step_cost.py"),
+        run_name="step_cost",
+    )
+    core = engine.llm.llm_engine
+    first, decode, total = bench["run_batch"](core, ["1+2=", "3+4="], 4, "toy-steps")
+    assert len(decode) >= 3 and first > 0 and total >= first + sum(decode)  # 4 tokens: 1 + 3
+    seqs, rows = bench["measure"](engine, make_task("reasoning", seed=0), [2, 4], 3, 1)
+    assert seqs == core.vllm_config.scheduler_config.max_num_seqs and sorted(rows) == [2, 4]
+    assert all(f > 0 and d > 0 and t >= f for f, d, t in rows.values())
+    assert not core.has_unfinished_requests()
+    bench["table"](seqs, rows, 3)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and out[2].split()[0] == "4" and out[2].split()[-1] == "1.00"
