@@ -62,10 +62,11 @@ def model_of(meta: dict, run: dict):
     return law, Setup(engine, lengths)
 
 
-def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int):
+def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int,
+             inflight: int = 0):  # fmt: skip
     """Mean over seeds of wall / rollouts / tokens per effective group and utilisation of one
-    strategy of the run's shape (streamed: the real loop's boundary)."""
-    kw = {"overprovision": over} if allocator != "ds" else {}
+    strategy of the run's shape (streamed: the real loop's boundary; inflight: max_inflight)."""
+    kw = {"overprovision": over, "max_inflight": inflight} if allocator != "ds" else {}
     if schedule == "stream":
         kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
     got = [
@@ -87,7 +88,7 @@ def predict(meta: dict, run: dict, seeds: int = SEEDS) -> dict:
     law, setup = model_of(meta, run)
     return {
         label: simulate(law, setup, meta, row["allocator"], row["schedule"], row["overprovision"],
-                        seeds)
+                        seeds, row.get("max_inflight", 0))
         for label, row in run["rows"].items()
     }  # fmt: skip
 

