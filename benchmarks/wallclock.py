@@ -194,7 +194,11 @@ def strict(law, setup, args):
 
 
 RESULTS = Path(__file__).resolve().parent / "results"
-REAL = ("stream_real_inprocess.json", "stream_real_served.json")  # committed stream_real --out
+REAL = (  # committed stream_real --out runs
+    "stream_real_inprocess.json",
+    "stream_real_inprocess_64.json",
+    "stream_real_served.json",
+)
 
 
 def real_goals(path):
