@@ -135,13 +135,13 @@ class InProcessStream(StreamSampler):
 
     def _made(self, first: int, rid: int) -> int:
         """Tokens rollout `rid` (of the group starting at `first`) has generated so far: the
-        engine's output processor's count (its outputs come only at the first token and the end),
-        or what it returned if the engine holds no state for it."""
+        engine's output processor's count (its outputs come only at the first token and the end).
+        A rollout in flight always has its state there (`poll` takes every output of a step), so
+        a missing one is a KeyError, not a silent undercount."""
         states, parent = self.core.output_processor.request_states, self.internal[first]
-        state = states.get(f"{rid - first}_{parent}") or states.get(parent)
-        if state is None or state.detokenizer is None:
-            return len(self.live[rid].token_ids)
-        return state.detokenizer.num_output_tokens()
+        # a group of one is the parent itself; of n > 1, child i is "{i}_{parent}"
+        key = parent if parent in states else f"{rid - first}_{parent}"
+        return states[key].detokenizer.num_output_tokens()
 
     def close(self) -> int:
         made = self.abort(list(self.live)) if self.live else 0
