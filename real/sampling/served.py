@@ -89,11 +89,16 @@ def one_line(text, limit: int = 300) -> str:
 
 
 def server_message(r) -> str:
-    """The server's own error of an HTTP answer, on one line: the JSON body's message (vLLM:
+    """The server's own error of an (httpx) HTTP answer, on one line (`error_message`)."""
+    return error_message(r.text, r.headers.get("content-type", ""))
+
+
+def error_message(text: str, content_type: str) -> str:
+    """The server's own error in an answer's body, on one line: the JSON body's message (vLLM:
     `{"error": {"message": ...}}`, FastAPI: `{"detail": ...}`), else the body's text — not an
     HTML page, which is named by its type."""
     try:
-        body = r.json()
+        body = json.loads(text)
     except ValueError:
         body = None
     if isinstance(body, dict):
@@ -102,10 +107,10 @@ def server_message(r) -> str:
             err = err.get("message", err)
         if err:
             return one_line(err)
-    kind = r.headers.get("content-type", "").split(";")[0]
+    kind = content_type.split(";")[0]
     if "html" in kind:
         return f"an HTML page ({kind})"
-    return one_line(r.text) or "an empty body"
+    return one_line(text) or "an empty body"
 
 
 class ServerError(RuntimeError):
@@ -118,12 +123,14 @@ class ServerError(RuntimeError):
 
 def attempt_failure(e: Exception, timeout: float) -> str:
     """Why one completion attempt failed, for its retry and the final error line: a timeout, a
-    transport fault or a torn / malformed answer (the round and stream paths say it alike)."""
+    transport fault or a torn / malformed answer (the round path's httpx and the stream's
+    aiohttp faults say it alike)."""
+    import aiohttp
     import httpx
 
-    if isinstance(e, httpx.TimeoutException):
+    if isinstance(e, (httpx.TimeoutException, TimeoutError)):
         return f"no answer within {timeout:g} s"
-    if isinstance(e, httpx.TransportError):
+    if isinstance(e, (httpx.TransportError, aiohttp.ClientError)):
         return f"connection failed ({type(e).__name__}: {e})"
     return f"malformed answer ({type(e).__name__}: {e})"
 

@@ -9,7 +9,13 @@ a rollout finishes when its choice's finish_reason arrives, and is returned by `
 while the group's other choices go on. One request per group, not per rollout: the client's
 cost (an HTTP request and an SSE stream each) was most of a served stream's wall time
 (benchmarks/stream_real_served.out.txt). The requests are asyncio tasks on an event loop
-in a thread of its own; the caller's thread adds, polls and aborts.
+in a thread of its own, made with aiohttp (the client vLLM's own serving benchmarks use); the
+caller's thread adds, polls and aborts. Not httpx, which the round path uses: its connection pool
+(httpcore 1.0.9) walks every pooled connection, and for each idle one counts the pool again and
+polls its socket, at every request's start and end — quadratic in the connections, and a stream
+holds hundreds. Profiled (py-spy, GIL samples) on the reasoning benchmark, that bookkeeping was
+~60 % of this thread's CPU; with aiohttp sara-auto's client CPU per effective group fell from
+0.053 s to ~0.016 s (real/README.md, served).
 
 Why streamed: aborting a group (whole: `StreamSampler._whole_groups`) cancels its task, which
 closes its connection, and vLLM turns a client disconnect into an abort of the request — its
@@ -46,7 +52,7 @@ from real.sampling.served import (
     attempt_failure,
     choice_tokens,
     completion_body,
-    server_message,
+    error_message,
 )
 from real.sampling.streaming import Finished, StreamSampler
 
@@ -103,7 +109,7 @@ class ServedStream(StreamSampler):
     def __init__(
         self, engine, max_tokens, temperature=1.0, top_p=1.0, *, ignore_eos=False, stop=()
     ):
-        import httpx
+        import aiohttp
 
         super().__init__(max_tokens, temperature, top_p)
         self.engine, self.ignore_eos = engine, bool(ignore_eos)
@@ -118,13 +124,21 @@ class ServedStream(StreamSampler):
         self.thread.start()
 
         async def client():  # built on the loop that uses it
-            # pool=None: a rollout beyond the connection limit waits for one to finish (each
-            # has its own read timeout), instead of failing as if a server had not answered
-            timeout = httpx.Timeout(engine.timeout, connect=engine.connect_timeout, pool=None)
-            return httpx.AsyncClient(
-                timeout=timeout,
-                limits=httpx.Limits(max_connections=engine.concurrency * len(engine.urls)),
-            )
+            # aiohttp, not httpx: httpcore's pool (1.0.9) rescans every pooled connection — and
+            # polls each idle socket — at every request start and end, O(connections^2) with
+            # hundreds in flight; it was most of this thread's CPU (profiled, the module
+            # docstring). connect=None: a rollout beyond the connection limit waits for one to
+            # finish (each has its own read timeout) instead of failing as if a server had not
+            # answered; read_bufsize: a chunk's line may exceed aiohttp's 64 KiB default
+            timeout = aiohttp.ClientTimeout(
+                total=None, connect=None, sock_connect=engine.connect_timeout,
+                sock_read=engine.timeout,
+            )  # fmt: skip
+            limit = engine.concurrency * len(engine.urls)
+            return aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
+                timeout=timeout, read_bufsize=2**20,
+            )  # fmt: skip
 
         self.http = self._call(client())
 
@@ -179,7 +193,7 @@ class ServedStream(StreamSampler):
         with self.cv:
             rids = list(self.live)
         got = self.abort(rids)
-        self._call(self.http.aclose())
+        self._call(self.http.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
@@ -232,7 +246,7 @@ class ServedStream(StreamSampler):
 
     async def _attempts(self, g: _Group) -> None:
         """The round path's retry rule (`ServerEngine._send`) for one streamed group."""
-        import httpx
+        import aiohttp
 
         eng, tried, why, n = self.engine, [], "", len(g.choices)
         for attempt in range(eng.retries + 1):
@@ -241,7 +255,14 @@ class ServedStream(StreamSampler):
                 await self._attempt(url, g)
             except _Failed as e:
                 why = str(e)
-            except (httpx.TransportError, ValueError, KeyError, TypeError, IndexError) as e:
+            except (
+                aiohttp.ClientError,
+                TimeoutError,
+                ValueError,
+                KeyError,
+                TypeError,
+                IndexError,
+            ) as e:
                 why = attempt_failure(e, eng.timeout)
             finally:
                 with eng.lock:
@@ -270,21 +291,25 @@ class ServedStream(StreamSampler):
             body["ignore_eos"] = True
         if self.stop:
             body["stop"] = self.stop
-        async with self.http.stream("POST", f"{url}/v1/completions", json=body) as r:
-            if r.status_code != 200:
-                await r.aread()
-                if r.status_code < 500:  # our request is wrong: retrying cannot help
-                    raise ServerError(
-                        url, f"rejected a request: HTTP {r.status_code} {server_message(r)}"
-                    )
-                raise _Failed(f"HTTP {r.status_code}: {server_message(r)}")
-            async for line in r.aiter_lines():
-                if line.startswith("data: ") and line != "data: [DONE]":
-                    ended = self._take(json.loads(line[6:]), g)
-                    if ended and len(g.ended) == n:  # `_group` hands it once the request is booked
-                        ended, g.last = ended[:-1], ended[-1]
-                    for i in ended:
-                        self._finished(g, i)
+        async with self.http.post(f"{url}/v1/completions", json=body) as r:
+            if r.status != 200:
+                text = await r.text()
+                why = error_message(text, r.headers.get("content-type", ""))
+                if r.status < 500:  # our request is wrong: retrying cannot help
+                    raise ServerError(url, f"rejected a request: HTTP {r.status} {why}")
+                raise _Failed(f"HTTP {r.status}: {why}")
+            try:
+                async for raw in r.content:
+                    line = raw.decode().rstrip("\r\n")
+                    if line.startswith("data: ") and line != "data: [DONE]":
+                        ended = self._take(json.loads(line[6:]), g)
+                        if ended and len(g.ended) == n:  # `_group` hands it once booked
+                            ended, g.last = ended[:-1], ended[-1]
+                        for i in ended:
+                            self._finished(g, i)
+            except BaseException:
+                r.close()  # not back to the pool: the server sees the disconnect and aborts
+                raise
         if g.last is None:
             raise _Failed("the stream ended before the rollout finished")
 

@@ -409,33 +409,56 @@ def _part_finishing_group(server, long: int, n: int) -> tuple[int, str, list[int
     raise AssertionError("no probe group split into early and long rollouts")
 
 
-@pytest.mark.real
-@pytest.mark.slow
-def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server):
-    """A group whose rollouts in part finished (a stop string early in them) and in part run
-    on: the finished ones are polled, the rest aborted — the server then decodes none of them.
-    Behind it, busy rollouts (as above: the server cannot finish before the abort), aborted
-    too; the server's counter stops far short of what they all had left."""
-    gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
-    long, n = server.max_model_len - 16, SEQS
-    seed, stop, never = _part_finishing_group(server, long, n)
-    busy = BUSY - n
+def _abort_part_finished(server, long: int, seed: int, stop: str, never: list[int]):
+    """One try of the test below: the group, its finished choices polled, the rest and busy
+    rollouts behind them aborted. None when the client read the early finish only after a
+    `never` choice had also ended (a loaded machine: the server decodes a choice's ~1,000 tokens
+    in a few seconds, and nothing on the server holds it back) — the state the test is about was
+    not reached; everything is then aborted and the server left idle."""
+    gen, n, busy = "vllm:generation_tokens_total", SEQS, BUSY - SEQS
     with (
         ServedStream(server, long, ignore_eos=True, stop=[stop]) as st,
         ServedStream(server, long, ignore_eos=True) as fill,
     ):
         base = _metrics(server)[gen]
         rids = st.add_group("12+34=", seed, n)  # first come, first scheduled: all of it runs
-        _until(lambda: _metrics(server)[gen] > base, limit=120.0, step=0.02)  # it is decoding
-        fillers = fill.add_group("9+9=", 7, busy)
         ended = []
         while len(ended) < n - len(never):  # poll the finished ones (they stopped at the string)
             ended += st.poll()
+        if any(f.completion.finish_reason != "stop" for f in ended):
+            st.abort([r for r in rids if r in st.live])
+            _stopped(server)
+            return None
+        # added only now: creating their requests loads the server's API process, which must
+        # stream the early finish to us before the never choices end
+        fillers = fill.add_group("9+9=", 7, busy)
         left = [r for r in rids if r not in {f.rid for f in ended}]
         mid = _busy(server)
         got = st.abort(left) + fill.abort(fillers)
         m1 = _stopped(server)
-    served = m1[gen] - base
+        books = (st.tokens + fill.tokens, st.finished, st.aborted, fill.aborted)
+    return rids, ended, left, mid, got, m1[gen] - base, m1, books
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server):
+    """A group whose rollouts in part finished (a stop string early in them) and in part run
+    on: the finished ones are polled, the rest aborted — the server then decodes none of them.
+    Behind it, busy rollouts (as above: the server cannot finish before the abort), aborted
+    too; the server's counter stops far short of what they all had left. The state needs the
+    client to read the early finish while the rest still run; a try that read it late is
+    repeated (at most 3 tries)."""
+    _, running, waiting = (f"vllm:{m}" for m in _METRICS)
+    long, n, busy = server.max_model_len - 16, SEQS, BUSY - SEQS
+    seed, stop, never = _part_finishing_group(server, long, n)
+    for attempt in range(3):
+        out = _abort_part_finished(server, long, seed, stop, never)
+        if out is not None:
+            break
+        print(f"try {attempt}: the early finish was read after a long choice had ended")
+    assert out is not None, "3 tries: the client never read the early finish in time"
+    rids, ended, left, mid, got, served, m1, books = out
     done = sum(f.completion.n_tokens for f in ended)
     total = done + (len(left) + busy) * long
     print(f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
@@ -443,8 +466,7 @@ def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server)
     assert sorted(left) == [rids[i] for i in never] and mid[running] == SEQS and mid[waiting] > 0
     assert all(f.completion.finish_reason == "stop" for f in ended)
     assert all(f.completion.n_tokens < long // 4 for f in ended)
-    assert m1[running] == 0 and st.tokens + fill.tokens == done + got
-    assert (st.finished, st.aborted, fill.aborted) == (len(ended), len(left), busy)
+    assert m1[running] == 0 and books == (done + got, len(ended), len(left), busy)
     assert done + got <= served < total / 2
 
 
