@@ -22,9 +22,12 @@ in it when in-process), rollouts and tokens per effective group, the effective f
 groups returned, median rounds per step (streamed: engine waits), engine iterations per step
 (in-process: ``LLMEngine.step`` calls; what a small engine's wall follows), rollouts cancelled in
 flight; then each one's ratio to DS in rounds, measured in this run (med/DS: of the median step's
-wall per effective group, which a burst of another job on the shared cores moves less); the wall
-ratios paired by step, with bootstrap intervals (``paired.py``: step s of every strategy ran
-within seconds of the others', so a pair shares the machine's load); then the wall-clock model's
+wall per effective group, which a burst of another job on the shared cores moves less); the
+engine's books per effective group (``EngineBooks``: requests, rollouts per request, and CPU
+seconds — the client's and, with ``--serve``, the server's API process and engine core — with
+the cores they kept busy); the wall ratios paired by step, with bootstrap intervals
+(``paired.py``: step s of every strategy ran within seconds of the others', so a pair shares
+the machine's load); then the wall-clock model's
 prediction of each wall ratio and its error (``stream_predict.py``). ``--strategies`` runs a
 subset (comma-separated labels; DS by rounds, the reference, always runs).
 
@@ -35,7 +38,6 @@ outcome.
 """
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -65,7 +67,8 @@ STRATEGIES = [  # (label, allocator, schedule, overprovision, eager)
     ("ds stream", "ds", "stream", 1.0, False),
 ]
 SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
-TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste", "iterations")
+TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste")
+BOOKS = ("iterations", "requests", "api_cpu", "core_cpu")  # EngineBooks' (served: the last two)
 
 
 class Run:
@@ -87,22 +90,24 @@ class Run:
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
         self.inflight = inflight
         self.stream = PromptStream(task, seed=args.seed)
-        self.tot = dict.fromkeys(TOTALS, 0)
+        self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
 
-    def step(self, counted: bool, iterations=None) -> None:
-        it0 = iterations[0] if iterations else 0
+    def step(self, counted: bool, books=None) -> None:
+        before = books.read() if books else {}
         t0, c0 = time.perf_counter(), time.process_time()
         b = self.rc.collect(self.stream)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        its = iterations[0] - it0 if iterations else 0
+        after = books.read() if books else {}
         if not counted:
             return
         res, tot = b.result, self.tot
         for key, x in zip(TOTALS, (wall, cpu, res.rollouts, b.tokens, res.n_effective,
-                                   len(b.groups), b.cancelled, res.waste, its)):  # fmt: skip
+                                   len(b.groups), b.cancelled, res.waste)):  # fmt: skip
             tot[key] += x
+        for key in after:
+            tot[key] = tot.get(key, 0) + after[key] - before[key]
         self.rounds.append(res.rounds)
         self.step_wall.append(wall)
         self.step_eff.append(res.n_effective)
@@ -180,6 +185,32 @@ def table(rows) -> None:
               f"{_r(ratio(t, ds, 'rollouts')):>8}{_r(ratio(t, ds, 'tokens')):>7}")  # fmt: skip
 
 
+def books_table(rows) -> None:
+    """The engine's books per effective group (runs from before these were kept: skipped):
+    requests, rollouts per request, and CPU seconds — the client's (this process), and with
+    --serve the server's API process and engine core — with the cores they kept busy (CPU /
+    wall: at most the machine's cores, which client and server share)."""
+    if not all("requests" in t for t in rows.values()):
+        return
+    served = all("api_cpu" in t for t in rows.values())
+    head = f"{'strategy':<22}{'req/eff':>8}{'roll/req':>9}{'client cpu/eff':>15}"
+    print(
+        "\n"
+        + head
+        + (f"{'api cpu/eff':>12}{'core cpu/eff':>13}{'busy cores':>11}" if served else "")
+    )
+    for label, t in rows.items():
+        eff = t["eff"]
+        line = (f"{label:<22}{_per(t['requests'], eff, '.2f'):>8}"
+                f"{_per(t['rollouts'], t['requests'], '.2f'):>9}"
+                f"{_per(t['cpu'], eff, '.4f'):>15}")  # fmt: skip
+        if served:
+            busy = t["cpu"] + t["api_cpu"] + t["core_cpu"]
+            line += (f"{_per(t['api_cpu'], eff, '.4f'):>12}{_per(t['core_cpu'], eff, '.4f'):>13}"
+                     f"{_per(busy, t['wall'], '.2f'):>11}")  # fmt: skip
+        print(line)
+
+
 def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="HF-format model directory")
@@ -216,35 +247,74 @@ def chosen(arg):
     return [s for s in STRATEGIES if s[0] == "ds rounds" or s[0] in want]
 
 
-@contextlib.contextmanager
-def iteration_counter(engine):
-    """A one-item list counting the in-process engine's iterations (``LLMEngine.step`` calls:
-    rounds' ``generate`` and streams' ``poll`` both step it) while in the block, or None
-    (served: the iterations are the server's)."""
-    llm = getattr(engine, "llm", None)
-    if llm is None:
-        yield None
-        return
-    core, count = llm.llm_engine, [0]
-    step = core.step
+class EngineBooks:
+    """What the engine did, read around each step (`read`: a dict of running totals):
+    ``iterations`` (in-process: ``LLMEngine.step`` calls — rounds' ``generate`` and streams'
+    ``poll`` both step it; served: 0, the server's are not seen here), ``requests`` (in-process:
+    ``LLMEngine.add_request`` calls — a round's seeded rollouts go one each, a stream's group as
+    one of n; served: the client's HTTP completion requests, retries included) and, with
+    ``--serve``, the server's CPU seconds: ``api_cpu`` its API-server process (HTTP, JSON,
+    detokenising, streaming chunks), ``core_cpu`` its child processes (the engine core)."""
 
-    def counted():
-        count[0] += 1
-        return step()
+    def __init__(self, engine, server_pid=None):
+        self.engine, self.count = engine, {"iterations": 0, "requests": 0}
+        self.server = None
+        if server_pid is not None:
+            import psutil
 
-    core.step = counted  # the instance's attribute: every caller looks it up per call
+            self.server = psutil.Process(server_pid)
+        llm = getattr(engine, "llm", None)
+        self.core = llm.llm_engine if llm is not None else None
+
+    def __enter__(self):
+        core, count = self.core, self.count
+        if core is None:
+            return self
+        step, add = core.step, core.add_request
+
+        def counted_step():
+            count["iterations"] += 1
+            return step()
+
+        def counted_add(*a, **kw):
+            count["requests"] += 1
+            return add(*a, **kw)
+
+        # the instance's attributes: every caller looks them up per call
+        core.step, core.add_request = counted_step, counted_add
+        return self
+
+    def __exit__(self, *exc):
+        if self.core is not None:
+            del self.core.step, self.core.add_request  # the class's methods again
+
+    def read(self) -> dict:
+        out = dict(self.count)
+        if self.core is None:  # served: the client's own count
+            out["requests"] = sum(self.engine.requests.values())
+        if self.server is not None:
+            out["api_cpu"] = _cpu(self.server)
+            out["core_cpu"] = sum(_cpu(c) for c in self.server.children(recursive=True))
+        return out
+
+
+def _cpu(proc) -> float:
+    """A process's user + system CPU seconds (0 once it is gone)."""
+    import psutil
+
     try:
-        yield count
-    finally:
-        del core.step  # the class's method again
+        t = proc.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return t.user + t.system
 
 
-def measure(engine, task, args) -> dict:
+def measure(engine, task, args, server_pid=None) -> dict:
     runs = [Run(engine, task, args, *s) for s in chosen(getattr(args, "strategies", None))]
-    with iteration_counter(engine) as iterations:
+    with EngineBooks(engine, server_pid) as books:
         for step in range(args.warmup + args.steps):
             for run in runs:  # in turn: load changes fall on every strategy alike
-                run.step(step >= args.warmup, iterations)
+                run.step(step >= args.warmup, books)
     ds = next(r for r in runs if r.label == "ds rounds")
     law = {"prompts": ds.prompts, "lengths": ds.lengths}
     return {"rows": {r.label: r.summary() for r in runs}, "law": law}
@@ -262,8 +332,8 @@ def main(argv=None):
     task = make_task(args.task, seed=0)
     args.max_tokens = args.max_tokens or task.max_tokens
     load0 = os.getloadavg()
-    with engine_for(args) as (engine, seqs):
-        run = measure(engine, task, args)
+    with engine_for(args) as (engine, seqs, pid):
+        run = measure(engine, task, args, pid)
     load1 = os.getloadavg()
     served = args.serve or args.engine_url
     meta = {**{k: v for k, v in vars(args).items() if k not in ("out", "overwrite")},
@@ -288,6 +358,7 @@ def report(meta, run) -> None:
     print("load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
           "on {} cores".format(*lo, meta["cpus"]))  # fmt: skip
     table(run["rows"])
+    books_table(run["rows"])
     print_paired(run["rows"])
     if meta["max_num_seqs"]:
         print_prediction(run["rows"], predict(meta, run))
@@ -296,7 +367,8 @@ def report(meta, run) -> None:
 
 
 class engine_for:
-    """The run's engine: in-process, started server (stopped on exit, by its pid), or URLs."""
+    """The run's engine, its max_num_seqs (None: not known) and its server's pid (--serve):
+    in-process, started server (stopped on exit, by its pid), or URLs."""
 
     def __init__(self, args):
         self.args, self.proc = args, None
@@ -309,7 +381,7 @@ class engine_for:
         a = self.args
         if not (a.serve or a.engine_url):
             eng = Engine(a.model, seed=0)
-            return eng, eng.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs
+            return eng, eng.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs, None
         url = a.engine_url
         if a.serve:  # the in-process engine's max_num_seqs (a CPU server's default is 128)
             port = free_port()
@@ -318,7 +390,7 @@ class engine_for:
             wait_ready(url, self.proc)
         # a stream holds up to groups x k rollouts in flight, one connection each
         eng = ServerEngine(url, model=a.model, concurrency=max(128, a.groups * a.k))
-        return eng, SERVED_SEQS if a.serve else None
+        return eng, SERVED_SEQS if a.serve else None, self.proc and self.proc.pid
 
     def __exit__(self, *exc):
         if self.proc is not None:

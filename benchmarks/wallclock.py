@@ -198,6 +198,7 @@ REAL = (  # committed stream_real --out runs
     "stream_real_inprocess.json",
     "stream_real_inprocess_64.json",
     "stream_real_served.json",
+    "stream_real_served_64.json",
 )
 
 
@@ -228,6 +229,10 @@ def real_goals(path):
         roll = per[label]["rollouts"] / per["ds rounds"]["rollouts"]
         cpu = per[label]["cpu"] / per["ds rounds"]["cpu"]
         who = "client CPU" if meta["serve"] or meta["engine_url"] else "CPU"  # not the server's
+        if "api_cpu" in rows[label] and "api_cpu" in ds:  # --serve: the server's CPU was read
+            every = [sum(t[k] for k in ("cpu", "api_cpu", "core_cpu")) / t["eff"]
+                     for t in (rows[label], ds)]  # fmt: skip
+            who = f"all CPU {every[0] / every[1]:.3f}x, client CPU"
         frac = rows[label]["eff"] / rows[label]["groups"]
         dss = per.get("ds stream")
         vs = "-" if dss is None else format(per[label]["wall"] / dss["wall"], ".3f")

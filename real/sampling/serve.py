@@ -55,7 +55,13 @@ def server_command(
 def server_env() -> dict:
     env = dict(os.environ)
     env["VLLM_SERVER_DEV_MODE"] = "1"  # /collective_rpc (reload_weights) and /reset_prefix_cache
-    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"  # the server's engine core is its own process
+    # 0: the engine core (still its own process: the API server always runs it apart) runs the
+    # model itself, as vLLM does on a GPU. With 1 vLLM's CPU platform moves the model into a
+    # third, worker process, and the engine core spins (sched_yield) waiting for each step's
+    # result: ~36 % of its samples (py-spy), CPU taken from the worker, the API server and the
+    # client on the shared cores — served engine CPU per effective group 0.19-0.21 s -> 0.10-0.12
+    # (benchmarks/stream_real.py, real/README.md)
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     return env
 

@@ -4,6 +4,7 @@ at once and stopped by process group), the same samples as the in-process engine
 `validate --engine-url` with resume, `audit` round-tripping through `sara-sim`; a fake server in
 fake_vllm.py covers the fault paths only (hang, 500, dropped connection, 400, server down)."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -462,10 +463,19 @@ def test_audit_in_process_engine_from_the_documented_command(tiny_dir, engine, t
 
 @pytest.mark.real
 def test_the_server_and_its_engine_core_share_one_process_group(servers):
-    """Why the tests stop servers by process group: the engine core is a second process."""
+    """Why the tests stop servers by process group: the engine core is a second process. And it
+    runs the model itself (`serve.server_env`): no third, worker process, whose engine core
+    would spin waiting for it on the shared cores."""
     for proc in servers["procs"]:
         members = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True)
-        assert len(members.stdout.split()) >= 2, members
+        pids = members.stdout.split()
+        assert len(pids) >= 2, members
+        names = []
+        for pid in pids:
+            with contextlib.suppress(FileNotFoundError):  # a helper may have exited since
+                names.append(Path(f"/proc/{pid}/comm").read_text().strip())
+        assert "VLLM::EngineCor" in names, names  # the kernel keeps 15 characters of a name
+        assert not any(n.startswith("VLLM::Worker") for n in names), names
 
 
 @pytest.mark.real

@@ -351,7 +351,7 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     args = argparse.Namespace(k=4, groups=2, steps=2, warmup=0, seed=0, max_tokens=16)
     core = engine.llm.llm_engine
     run = real_bench["measure"](engine, _arith(), args)
-    assert "step" not in vars(core)  # the iteration counter is taken off the engine again
+    assert not {"step", "add_request"} & set(vars(core))  # the counters are taken off again
     rows = run["rows"]
     assert list(rows) == [label for label, *_ in real_bench["STRATEGIES"]]
     for label, t in rows.items():
@@ -363,6 +363,15 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
         assert t["iterations"] >= t["tokens"] / t["rollouts"], label
         assert t["tokens"] <= t["iterations"] * core.vllm_config.scheduler_config.max_num_seqs
         assert len(t["step_wall"]) == len(t["step_eff"]) == 2, label
+        # engine requests: a round sends each seeded rollout alone, a stream a visit's planned
+        # rollouts as one request (DS: the whole group)
+        if t["schedule"] == "rounds":
+            assert t["requests"] == t["rollouts"], label
+        elif t["allocator"] == "ds":
+            assert t["requests"] * 4 == t["rollouts"], label
+        else:
+            assert 0 < t["requests"] < t["rollouts"], label
+        assert "api_cpu" not in t  # the server's CPU: --serve only
     assert (
         rows["sara stream eager"]["max_inflight"] == 4 and rows["sara stream"]["max_inflight"] == 0
     )
@@ -375,6 +384,10 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     real_bench["table"](rows)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 + len(rows) and out[1].split()[:2] == ["ds", "rounds"]
+    real_bench["books_table"](rows)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "" and len(out) == 2 + len(rows), out
+    assert out[2].split()[:4] == ["ds", "rounds", out[2].split()[2], "1.00"]  # 1 rollout/request
     meta = {"k": 4, "groups": 2, "steps": 1, "max_num_seqs": 256}
     pred = predict_bench["predict"](meta, run, seeds=1)
     assert set(pred) == set(rows) and all(p["wall"] > 0 for p in pred.values())
