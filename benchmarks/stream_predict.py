@@ -12,7 +12,11 @@ loop's "fresh" boundary — against the engine model with
 * the run's own length law: the token lengths of DS's rollouts, drawn by outcome (empirical).
 
 The prediction is the mean over `SEEDS` simulated runs (the expected ratio, not one draw); the
-error is predicted minus measured wall ratio to DS by rounds, per strategy.
+error is predicted minus measured wall ratio to DS by rounds, per strategy. Beside it, engine
+requests per effective group, measured (``stream_real.py``'s books, where the run has them) and
+predicted: the model sends one request per planned (prompt, n), as a served round and every
+stream do; the in-process round path sends one engine request per seeded rollout, so there the
+measured count is the rollouts'.
 
 What the model leaves out (so what its error contains): Python time per engine event (the
 stream's poll loop, request adds, reward checks, the collector's decisions — the model's
@@ -64,8 +68,9 @@ def model_of(meta: dict, run: dict):
 
 def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int,
              inflight: int = 0):  # fmt: skip
-    """Mean over seeds of wall / rollouts / tokens per effective group and utilisation of one
-    strategy of the run's shape (streamed: the real loop's boundary; inflight: max_inflight)."""
+    """Mean over seeds of wall / rollouts / tokens / requests per effective group and
+    utilisation of one strategy of the run's shape (streamed: the real loop's boundary;
+    inflight: max_inflight)."""
     kw = {"overprovision": over, "max_inflight": inflight} if allocator != "ds" else {}
     if schedule == "stream":
         kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
@@ -79,6 +84,7 @@ def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float,
         for key, col in (("wall", "wall_per_effective_group_s"),
                          ("rollouts", "rollouts_per_effective_group"),
                          ("tokens", "tokens_per_effective_group"),
+                         ("requests", "requests_per_effective_group"),
                          ("util", "time_utilisation"))
     }  # fmt: skip
 
@@ -117,7 +123,8 @@ def print_prediction(rows: dict, pred: dict) -> None:
     print(f"\nwall-clock model (cpu-tiny preset, this run's laws, mean of {SEEDS} simulated runs)"
           " vs measured, ratios to DS by rounds")  # fmt: skip
     print(f"{'strategy':<22}{'wall/eff s':>11}{'pred s':>8}{'wall/DS':>8}{'pred':>6}{'error':>7}"
-          f"{'roll/DS':>8}{'pred':>6}{'tok/DS':>7}{'pred':>6}{'util':>6}")  # fmt: skip
+          f"{'roll/DS':>8}{'pred':>6}{'tok/DS':>7}{'pred':>6}{'req/eff':>8}{'pred':>6}"
+          f"{'util':>6}")  # fmt: skip
     ds = rows["ds rounds"]
     for label, t in rows.items():
         p, (meas, pr, e) = pred[label], err[label]
@@ -127,7 +134,9 @@ def print_prediction(rows: dict, pred: dict) -> None:
               f"{_f((t['rollouts'] / eff) / (ds['rollouts'] / ds['eff']) if eff else None):>8}"
               f"{p['rollouts'] / pds['rollouts']:>6.2f}"
               f"{_f((t['tokens'] / eff) / (ds['tokens'] / ds['eff']) if eff else None):>7}"
-              f"{p['tokens'] / pds['tokens']:>6.2f}{p['util']:>6.2f}")  # fmt: skip
+              f"{p['tokens'] / pds['tokens']:>6.2f}"
+              f"{_f(t['requests'] / eff if eff and t.get('requests') else None):>8}"
+              f"{p['requests']:>6.2f}{p['util']:>6.2f}")  # fmt: skip
     es = [abs(e) for _, _, e in err.values() if e is not None]
     if es:
         mean = statistics.fmean(es)

@@ -199,6 +199,8 @@ REAL = (  # committed stream_real --out runs
     "stream_real_inprocess_64.json",
     "stream_real_served.json",
     "stream_real_served_64.json",
+    "stream_real_served_whole.json",  # streams send each planned request whole (rc.whole)
+    "stream_real_served_whole_64.json",
 )
 
 

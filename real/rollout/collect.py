@@ -197,8 +197,9 @@ class RolloutCollector:
         )
 
     # ---------------------------------------------------------------- a stream's host
-    def stream_prompt(self, entry: dict) -> str:
-        return entry["problem"].prompt
+    def stream_prompt(self, entry: dict) -> str | list[int]:
+        # a fill: the token ids the engine returned with the probe (not tokenised again)
+        return entry["prompt_ids"] or entry["problem"].prompt
 
     def open_stream(self):
         return self.engine.open_stream(self.max_tokens, self.temperature, self.top_p)

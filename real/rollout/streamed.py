@@ -82,6 +82,7 @@ class StreamRollouts:
         self.owner: dict[int, int] = {}  # rollout id -> visit
         self.by_visit: dict[int, set] = {}  # visit -> its rollout ids in flight
         self.sent: dict[int, int] = {}  # visit -> rollouts sent (the next one's seed index)
+        self.base: dict[int, int] = {}  # visit -> rollout_seed (a fill reuses its probe's)
         self.cost = StreamCost()
 
     @property
@@ -92,7 +93,9 @@ class StreamRollouts:
         host, t0 = self.host, time.perf_counter()
         entry = host.entry(Request(pid, n, visit))
         prompt = host.stream_prompt(entry)
-        base, j = rollout_seed(host.seed, visit), self.sent.get(visit, 0)
+        if visit not in self.base:  # numpy's seeding costs ~0.2 ms: once a visit, not a request
+            self.base[visit] = rollout_seed(host.seed, visit)
+        base, j = self.base[visit], self.sent.get(visit, 0)
         # one engine request for the n rollouts (seeds base+j ..): the per-rollout request cost
         # the served client most of its wall time; `cancel` aborts whole requests, as it must
         for rid in self.sampler.add_group(prompt, base + j, n):
@@ -145,6 +148,7 @@ class StreamRollouts:
             self.by_visit.clear()
         held = driver.held_visits()
         self.sent = {v: n for v, n in self.sent.items() if v in held}
+        self.base = {v: b for v, b in self.base.items() if v in held}
         return res
 
 

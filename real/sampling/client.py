@@ -21,7 +21,8 @@ round with the same seeds (a `--resume` replays the same seeds) reuses it instea
 Kept results are dropped when new weights are pushed.
 
 Streams: `open_stream` gives the request-level interface of round-free collection
-(``served_stream.ServedStream``): one request per rollout, placed by the same rule and counters.
+(``served_stream.ServedStream``): one streamed request per planned request of n rollouts (a
+group), placed by the same rule and counters.
 
 Weights: `push_weights` has every server reload a safetensors snapshot of the policy, undone on
 every server if one fails (``push.WeightPush``)."""

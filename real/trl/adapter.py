@@ -28,12 +28,12 @@ ones would); HF `generate` is seeded per round.
 
 Schedules (`schedule=`): "rounds" (the default) runs the collector round by round, one batched
 generation call a round; "stream" (ds and the SARA collectors without a selector; a vLLM backend)
-drives the same collector round-free through the one stream driver
-(`sara_sim.collect.stream` via `real.rollout.streamed`, as `sara-real --schedule stream` does):
-one seeded request per rollout with TRL's token-id prompt, an abandoned prompt's rollouts aborted
-in flight (their tokens counted), and the step ended by the "fresh" boundary — nothing in flight
-and no open prompt outlives the weights pushed before the next call, so every group handed to
-TRL is k rollouts of one prompt from one policy version.
+drives the same collector round-free through the one stream driver (`sara_sim.collect.stream` via
+`real.rollout.streamed`, as `sara-real --schedule stream` does): one seeded engine request per
+planned request (n rollouts) with TRL's token-id prompt, an abandoned prompt's rollouts aborted in
+flight (their tokens counted), and the step ended by the "fresh" boundary — nothing in flight and no
+open prompt outlives the weights pushed before the next call, so every group handed to TRL is k
+rollouts of one prompt from one policy version.
 
 Per call the collector's metrics (rollouts, tokens, effective groups, abandoned, rounds, rollouts
 per effective group, DS waste, carried, cancelled rollouts and their tokens, padded) go to TRL's

@@ -8,7 +8,8 @@ it before each rollout call, TRL's colocated vLLM (`use_vllm=True`,
 `generate` on the trainer's own model (slow, runs anywhere).  All vLLM paths go through
 `Sampler.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
 uninterrupted one would have); `generate` is seeded once per round instead.  A streamed step
-(`open_stream`) samples on the same vLLM engine, one request per rollout."""
+(`open_stream`) samples on the same vLLM engine, one request per planned request
+of n rollouts."""
 
 import os
 from pathlib import Path

@@ -21,9 +21,10 @@ DEFAULT_STRATEGIES = "uniform,ds,sara,sara-auto,sara-history"
 ROLLOUT_LIMIT = 2e7
 KEYS = (
     "strategy", "wall_per_effective_group_s", "wall_ratio_vs_ds", "tokens_per_effective_group",
-    "token_ratio_vs_ds", "rollouts_per_effective_group", "rounds_per_step", "utilisation",
-    "time_utilisation", "median_rounds", "cancelled_per_effective_group", "cancelled_token_share",
-    "steps", "effective_groups", "trace_step", "step_occupancy",
+    "token_ratio_vs_ds", "rollouts_per_effective_group", "requests_per_effective_group",
+    "rounds_per_step", "utilisation", "time_utilisation", "median_rounds",
+    "cancelled_per_effective_group", "cancelled_token_share", "steps", "effective_groups",
+    "trace_step", "step_occupancy",
 )  # fmt: skip
 # what sim/stream.py drives: DS's family, and SARA's collectors without a selector in front
 STREAMED = tuple(
@@ -135,6 +136,7 @@ def table(rows):
         ("tok/eff", "tokens_per_effective_group", ">10", ".0f"),
         ("tok/ds", "token_ratio_vs_ds", ">7", ".3f"),
         ("roll/eff", "rollouts_per_effective_group", ">9", ".2f"),
+        ("req/eff", "requests_per_effective_group", ">8", ".2f"),
         ("rounds", "rounds_per_step", ">7", ".2f"),
         ("canc", "cancelled_token_share", ">6", ".3f"),
         ("util", "utilisation", ">6", ".2f"),

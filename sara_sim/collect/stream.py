@@ -18,9 +18,13 @@ booking through its step interface (``begin_step`` / ``open_prompts`` / ``absorb
    continues of undecided ones while groups are missing, then the probe quota from the running
    commit rate), counting the rollouts already in flight — within the engine's free slots;
 2. opens the fresh prompts through ``open_prompts`` (the collector's stream, plans and skips);
-3. sends the requests (one engine request per rollout), and lands each finished rollout as a
-   one-rollout request through ``absorb`` (the same rule, the same booking); an abandoned
-   prompt's rollouts still in flight are aborted at once (their tokens are paid).
+3. sends each request whole, as one engine request (``rc.whole``: the free slots decide whether
+   a request starts, never its size — a request cut to the slots left would be sent as two, and
+   a served request costs ~13 ms of CPU (client, API server, engine core) whatever its size: as
+   much as ~39 tokens, real/README.md; the engine queues the excess, at most k - 1 rollouts over
+   its slots), and lands each finished rollout as a one-rollout request through ``absorb`` (the
+   same rule, the same booking); an abandoned prompt's rollouts still in flight are aborted at
+   once (their tokens are paid).
 
 The step ends when `groups` groups are committed and complete.  Then (``boundary``):
 
@@ -115,6 +119,7 @@ class StreamSara:
         check_stream(col, boundary)
         if not col.open and not col.rounds.cnt[C_OPEN]:  # fresh (or resumed with nothing open)
             col.rounds = _with_fly(col.rounds)
+        col.rc = col.rc._replace(whole=True)  # requests whole: the engine queues the excess
         self.col, self.live, self.capacity, self.boundary = col, live, capacity, boundary
         self.carry = boundary == "carry" and col.rc.carry  # in flight outlives the step
         self.max_rollouts = col.max_rounds * col.capacity  # as many as max_rounds full rounds

@@ -84,6 +84,9 @@ class RoundConfig(NamedTuple):
     # a stream's standing quota over-provisioned by it (stream_plan._wanted): a fuller engine
     overprovision: float = 1.0
     max_inflight: int = 0  # rollouts in flight per prompt at once (0: the plan's requests)
+    # a request is queued whole while capacity is left, the excess waits in the engine (a
+    # stream's: one engine request per plan request); False: clipped to the capacity (a round's)
+    whole: bool = False
 
 
 def schedule_knobs(params):
@@ -158,11 +161,12 @@ def bounded(rc, want):
 
 
 @njit(**NO_REFCOUNT)
-def queue_request(sm, i, want):
+def queue_request(sm, rc, i, want):
     """Queue up to `want` rollouts for slot i, clipped to the capacity left (a round's, or the
-    room a stream has: ``stream_plan``)."""
+    room a stream has: ``stream_plan``) — or, with rc.whole, all `want` while any is left."""
     c = sm.cnt
-    m = min(want, c[C_CAP] - c[C_USED])
+    left = c[C_CAP] - c[C_USED]
+    m = (want if left > 0 else 0) if rc.whole else min(want, left)
     if m > 0:
         q = c[C_NREQ]
         sm.req[q, 0], sm.req[q, 1] = i, m
@@ -191,7 +195,7 @@ def plan_round(sm, rc):
         if slots[i, F_COMM]:
             n_comm += 1
             reserved += k - slots[i, F_N]
-            queue_request(sm, i, bounded(rc, k - slots[i, F_N]))
+            queue_request(sm, rc, i, bounded(rc, k - slots[i, F_N]))
         else:
             n_cont += 1
     deficit = rc.groups - c[C_GROUPS] - n_comm
@@ -199,7 +203,7 @@ def plan_round(sm, rc):
         return True  # enough groups are certain: in-progress prompts wait
     for i in range(c[C_OPEN]):  # 2) continues
         if not (slots[i, F_DEL] or slots[i, F_COMM]):
-            queue_request(sm, i, bounded(rc, held_request(sm, rc, i)))
+            queue_request(sm, rc, i, bounded(rc, held_request(sm, rc, i)))
     if yield_mode:  # 3) probes: as many as the deficit (or the budget) calls for
         want = yield_probes(sm.rates, rc.tau_low, deficit, n_cont)
         if rc.overprovision != 1.0:  # off by default: the golden rounds stay bit-identical
@@ -241,7 +245,7 @@ def offer(sm, rc, plan):
     slots[j, F_COMM] = 1 if plan[0] == COMMIT else 0
     for t in range(5):
         slots[j, F_PLAN + t] = plan[t]
-    queue_request(sm, j, first)
+    queue_request(sm, rc, j, first)
     c[C_OPEN], c[C_LIVE], c[C_WANT] = j + 1, c[C_LIVE] + 1, c[C_WANT] - 1
     return j
 

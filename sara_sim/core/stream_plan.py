@@ -36,10 +36,11 @@ def _stream_request(sm, rc, i, flying):
     counts returned rollouts only) or, with rc.max_inflight = m, up to m in flight (eager: the
     plan decides at each return and what is then in flight is cancelled)."""
     n = sm.slots[i, F_N]
-    room = rc.k - n - flying  # a group never needs more than k
     if rc.max_inflight > 0:
-        return max(min(rc.max_inflight - flying, room), 0)
-    return max(min(held_request(sm, rc, i) - flying, room), 0)
+        want = rc.max_inflight - flying
+    else:
+        want = held_request(sm, rc, i) - flying
+    return max(min(want, rc.k - n - flying), 0)  # a group never needs more than k
 
 
 @njit(**NO_REFCOUNT)
@@ -61,7 +62,8 @@ def _wanted(rc, deficit):
 @njit(**NO_REFCOUNT)
 def plan_stream(sm, rc, fly, room, saturate):
     """The streaming driver's plan at one completion (fixed-yield): top-ups of the open slots —
-    fills, then continues while groups are missing — into sm.req (at most `room` rollouts;
+    fills, then continues while groups are missing — into sm.req (each whole while any of `room`
+    is left, with rc.whole: ``queue_request``;
     slots[j, fly]: slot j's rollouts in flight, a driver field), then the probe quota for fresh
     prompts (C_WANT) for the missing groups (``_wanted``: over-provisioned by
     rc.overprovision), as ``plan_round`` orders a round.  saturate: what is in flight outlives
@@ -77,7 +79,7 @@ def plan_stream(sm, rc, fly, room, saturate):
             continue
         if slots[i, F_COMM]:
             n_comm += 1
-            queue_request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
+            queue_request(sm, rc, i, _stream_request(sm, rc, i, slots[i, fly]))
         else:
             n_cont += 1
     deficit = rc.groups - c[C_GROUPS] - n_comm
@@ -85,7 +87,7 @@ def plan_stream(sm, rc, fly, room, saturate):
         return True  # enough groups are certain: undecided prompts wait, as in a round
     for i in range(c[C_OPEN]):  # 2) continues
         if not (slots[i, F_DEL] or slots[i, F_COMM]):
-            queue_request(sm, i, _stream_request(sm, rc, i, slots[i, fly]))
+            queue_request(sm, rc, i, _stream_request(sm, rc, i, slots[i, fly]))
     want = 0
     if deficit > 0:  # 3) the quota stands for the missing groups (over-provisioned: _wanted)
         want = yield_probes(sm.rates, rc.tau_low, _wanted(rc, deficit), n_cont)

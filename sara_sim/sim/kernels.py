@@ -143,7 +143,7 @@ class Replicate(NamedTuple):
 @njit(**NO_REFCOUNT)
 def _round_config(cfg):
     return RoundConfig(cfg.k, cfg.groups, cfg.budget, cfg.capacity, cfg.probe, cfg.increment,
-                       cfg.max_rounds, cfg.tau_low, cfg.carry, 1.0, 0)  # fmt: skip
+                       cfg.max_rounds, cfg.tau_low, cfg.carry, 1.0, 0, False)  # fmt: skip
 
 
 @njit(**NO_REFCOUNT)

@@ -27,6 +27,7 @@ class Live:
         self.by_visit = {}  # visit -> its requests in flight
         self.cancelled = 0  # rollouts aborted
         self.cancelled_tokens = 0
+        self.requests = 0  # submits: one engine request each (a served one: an HTTP request)
 
     @property
     def inflight(self):
@@ -34,6 +35,7 @@ class Live:
 
     def submit(self, pid, visit, n):
         outcomes = self.source([Request(pid, n, visit)])[0]
+        self.requests += 1
         mine = self.by_visit.setdefault(visit, set())
         for o, length in zip(outcomes, self.lengths.draw(self.len_rng, outcomes)):
             rid = self.engine.add(length)

@@ -106,9 +106,11 @@ class RoundTimer:
         self.len_rng = np.random.default_rng([seed, 2])
         self.t = 0.0  # when the next round can be submitted
         self.runs = []  # (submit time, EngineRun) per round
+        self.requests = 0  # engine requests sent: one per (prompt, n) of a round
 
     def __call__(self, requests):
         out = self.source(requests)
+        self.requests += len(requests)
         outcomes = np.array([x for r in out for x in r], dtype=np.int64)
         lengths = self.setup.lengths.draw(self.len_rng, outcomes)
         run = run_engine(self.setup.engine, np.full(len(lengths), self.t), lengths)
@@ -152,12 +154,13 @@ def _run_rounds(col, src, setup, seed, steps):
     timer = RoundTimer(src, setup, seed)
     stream, rows, marks, segments = src.stream(), [], [0], []
     for _ in range(steps):
-        t0, first = timer.t, len(timer.runs)
+        t0, first, req0 = timer.t, len(timer.runs), timer.requests
         res = col.collect_step(stream, timer)
         runs = [run for _, run in timer.runs[first:]]
         rows.append(_step_row(res, timer.t - t0, sum(run.busy for run in runs), res.rounds,
                               sum(run.iterations for run in runs),
-                              sum(run.busy_slot_seconds for run in runs)))  # fmt: skip
+                              sum(run.busy_slot_seconds for run in runs),
+                              requests=timer.requests - req0))  # fmt: skip
         segments += [seg for _, run in timer.runs[first:] for seg in run.segments]
         marks.append(len(segments))
         if res.stream_exhausted:
@@ -176,11 +179,11 @@ def _run_stream(col, src, setup, seed, steps, boundary):
     stream, rows, marks = src.stream(), [], [0]
     for _ in range(steps):
         t0, tok0, it0, bss0 = eng.t, eng.tokens, eng.iterations, eng.busy_slot_seconds
-        can0, cantok0 = live.cancelled, live.cancelled_tokens
+        can0, cantok0, req0 = live.cancelled, live.cancelled_tokens, live.requests
         res = drv.collect_step(stream)
         rows.append(_step_row(res, eng.t - t0, eng.tokens - tok0, math.nan, eng.iterations - it0,
                               eng.busy_slot_seconds - bss0, live.cancelled - can0,
-                              live.cancelled_tokens - cantok0))  # fmt: skip
+                              live.cancelled_tokens - cantok0, live.requests - req0))  # fmt: skip
         marks.append(len(eng.segments))
         if res.stream_exhausted:
             break
@@ -193,7 +196,8 @@ def _run_stream(col, src, setup, seed, steps, boundary):
     return rows, eng.segments, marks
 
 
-def _step_row(res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelled_tokens=0):
+def _step_row(res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelled_tokens=0,
+              requests=0):  # fmt: skip
     return {
         "wall_s": wall,
         "rollouts": res.rollouts,
@@ -205,6 +209,7 @@ def _step_row(res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelle
         "busy_slot_seconds": busy,
         "cancelled": cancelled,  # rollouts aborted in flight (in rollouts; tokens in tokens)
         "cancelled_tokens": cancelled_tokens,
+        "requests": requests,  # engine requests (one per planned request of n rollouts)
     }
 
 
@@ -228,6 +233,7 @@ def _summary(strategy, rows, setup, traced):
         "wall_per_effective_group_s": _per(wall, eff),
         "tokens_per_effective_group": _per(tot.get("tokens", 0), eff),
         "rollouts_per_effective_group": _per(tot.get("rollouts", 0), eff),
+        "requests_per_effective_group": _per(tot.get("requests", 0), eff),
         "rounds_per_step": _per(tot.get("rounds", 0), len(rows)),
         "median_rounds": float(np.median([r["rounds"] for r in rows])) if rows else math.nan,
         "cancelled_per_effective_group": _per(tot.get("cancelled", 0), eff),

