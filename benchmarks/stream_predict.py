@@ -67,11 +67,13 @@ def model_of(meta: dict, run: dict):
 
 
 def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int,
-             inflight: int = 0):  # fmt: skip
+             inflight: int = 0, cost: float = 0.0):  # fmt: skip
     """Mean over seeds of wall / rollouts / tokens / requests per effective group and
     utilisation of one strategy of the run's shape (streamed: the real loop's boundary;
-    inflight: max_inflight)."""
+    inflight: max_inflight; cost: sara-auto's request_cost)."""
     kw = {"overprovision": over, "max_inflight": inflight} if allocator != "ds" else {}
+    if cost:
+        kw["request_cost"] = cost
     if schedule == "stream":
         kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
     got = [
@@ -94,7 +96,7 @@ def predict(meta: dict, run: dict, seeds: int = SEEDS) -> dict:
     law, setup = model_of(meta, run)
     return {
         label: simulate(law, setup, meta, row["allocator"], row["schedule"], row["overprovision"],
-                        seeds, row.get("max_inflight", 0))
+                        seeds, row.get("max_inflight", 0), row.get("request_cost", 0.0))
         for label, row in run["rows"].items()
     }  # fmt: skip
 

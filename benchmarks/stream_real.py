@@ -50,21 +50,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import real.base.env  # noqa: E402,F401  (before torch / vllm)
 from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
 
-STRATEGIES = [  # (label, allocator, schedule, overprovision, eager)
-    ("ds rounds", "ds", "rounds", 1.0, False),
-    ("sara rounds", "sara", "rounds", 1.0, False),
-    ("sara rounds x1.5", "sara", "rounds", 1.5, False),
-    ("sara rounds x2", "sara", "rounds", 2.0, False),
-    ("sara-auto rounds", "sara-auto", "rounds", 1.0, False),
-    ("sara stream", "sara", "stream", 1.0, False),
-    ("sara stream x1.5", "sara", "stream", 1.5, False),  # the fill knob: probes for 1.5x the groups
-    ("sara stream x2", "sara", "stream", 2.0, False),
-    ("sara-auto stream", "sara-auto", "stream", 1.0, False),
-    ("sara-auto stream x1.5", "sara-auto", "stream", 1.5, False),
-    ("sara-auto stream x2", "sara-auto", "stream", 2.0, False),
-    ("sara stream eager", "sara", "stream", 1.0, True),  # max_inflight k: all at once (below)
-    ("sara-auto stream eager", "sara-auto", "stream", 1.0, True),
-    ("ds stream", "ds", "stream", 1.0, False),
+STRATEGIES = [  # (label, allocator, schedule, overprovision, eager, request_cost)
+    ("ds rounds", "ds", "rounds", 1.0, False, 0.0),
+    ("sara rounds", "sara", "rounds", 1.0, False, 0.0),
+    ("sara rounds x1.5", "sara", "rounds", 1.5, False, 0.0),
+    ("sara rounds x2", "sara", "rounds", 2.0, False, 0.0),
+    ("sara-auto rounds", "sara-auto", "rounds", 1.0, False, 0.0),
+    ("sara stream", "sara", "stream", 1.0, False, 0.0),
+    ("sara stream x1.5", "sara", "stream", 1.5, False, 0.0),  # fill knob: probes for 1.5x groups
+    ("sara stream x2", "sara", "stream", 2.0, False, 0.0),
+    ("sara-auto stream", "sara-auto", "stream", 1.0, False, 0.0),
+    ("sara-auto stream x1.5", "sara-auto", "stream", 1.5, False, 0.0),
+    ("sara-auto stream x2", "sara-auto", "stream", 2.0, False, 0.0),
+    # its plan priced in requests too: c rollouts a request (a served one costs ~2 here)
+    ("sara-auto stream x1.5 c0.5", "sara-auto", "stream", 1.5, False, 0.5),
+    ("sara-auto stream x1.5 c2", "sara-auto", "stream", 1.5, False, 2.0),
+    ("sara stream eager", "sara", "stream", 1.0, True, 0.0),  # max_inflight k: all at once
+    ("sara-auto stream eager", "sara-auto", "stream", 1.0, True, 0.0),
+    ("ds stream", "ds", "stream", 1.0, False, 0.0),
 ]
 SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
 TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste")
@@ -74,7 +77,7 @@ BOOKS = ("iterations", "requests", "api_cpu", "core_cpu")  # EngineBooks' (serve
 class Run:
     """One strategy's collector, prompt stream and totals."""
 
-    def __init__(self, engine, task, args, label, name, schedule, over, eager):
+    def __init__(self, engine, task, args, label, name, schedule, over, eager, cost):
         from real.rollout.collect import RolloutCollector
         from real.tasks import PromptStream
         from sara_sim.collect.allocator import make_collector
@@ -83,12 +86,14 @@ class Run:
         # at each return and an abandoned prompt's rollouts in flight are aborted
         inflight = args.k if eager else 0
         knobs = {"overprovision": over, "max_inflight": inflight} if name != "ds" else {}
+        if cost:
+            knobs["request_cost"] = cost  # sara-auto's plan priced in requests too
         col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed,
                              schedule=schedule, **knobs)  # fmt: skip
         self.rc = RolloutCollector(engine, task, col, args.k, seed=args.seed,
                                    max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
-        self.inflight = inflight
+        self.inflight, self.cost = inflight, cost
         self.stream = PromptStream(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
@@ -118,7 +123,7 @@ class Run:
     def summary(self) -> dict:
         return {**self.tot, "median_rounds": statistics.median(self.rounds),
                 "allocator": self.name, "schedule": self.schedule, "overprovision": self.over,
-                "max_inflight": self.inflight,
+                "max_inflight": self.inflight, "request_cost": self.cost,
                 "step_wall": self.step_wall, "step_eff": self.step_eff}  # fmt: skip
 
 

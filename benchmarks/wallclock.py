@@ -201,6 +201,8 @@ REAL = (  # committed stream_real --out runs
     "stream_real_served_64.json",
     "stream_real_served_whole.json",  # streams send each planned request whole (rc.whole)
     "stream_real_served_whole_64.json",
+    "stream_real_served_priced.json",  # sara-auto's plan priced in requests (request_cost)
+    "stream_real_served_priced_64.json",
 )
 
 
@@ -239,7 +241,7 @@ def real_goals(path):
         dss = per.get("ds stream")
         vs = "-" if dss is None else format(per[label]["wall"] / dss["wall"], ".3f")
         pair = paired_ratio(rows[label], ds)  # per-step pairs: the run's noise, as an interval
-        print(f"  {label:<21} wall {wall:.3f}x DS by rounds, paired {fmt(pair)} "
+        print(f"  {label:<26} wall {wall:.3f}x DS by rounds, paired {fmt(pair)} "
               f"({verdict(pair, 0.85)} <= 0.85; {vs}x DS streamed; {who} {cpu:.3f}x), "
               f"rollouts {roll:.3f}x "
               f"({_met(roll <= 0.80)} <= 0.80), effective fraction {frac:.2f} "

@@ -128,6 +128,9 @@ class AllocatorConfig:
     overprovision: float = SARA.overprovision
     """sara: >= 1; rounds probe this many times the prompts they need (fewer rounds); a stream
     probes for up to this many times the missing groups, tapering as the step fills (fuller)"""
+    request_cost: float = SARA.request_cost
+    """sara-auto: a request's price in rollouts, >= 0; its plan minimises rollouts + this x
+    requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
 
 
 SECTIONS = {"grpo": GRPOConfig, "alloc": AllocatorConfig}

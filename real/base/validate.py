@@ -126,6 +126,7 @@ def check_alloc(a, k: int) -> None:
     check_choice(a.schedule, "--schedule", ("rounds", "stream"))
     check_int(a.max_inflight, "--max-inflight", 0, k)
     check_float(a.overprovision, "--overprovision", 1.0)
+    check_float(a.request_cost, "--request-cost", 0.0)  # sara-auto's only: build_collector
 
 
 def check_ints(obj, **lowest) -> None:

@@ -2,7 +2,7 @@
 
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
     sara-sim theory  --difficulty history:deepscaler --epoch 0 --k 8 --tau-low 0.3
-    sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--json]
+    sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--request-cost 2] [--json]
     (simulate, compare, verify, bench: the simulator, cli_sim.py; replay: cli_replay.py;
      wallclock: cli/wallclock.py)
 
@@ -37,6 +37,7 @@ from .wallclock import add_wallclock_command
 # best_tau evaluates ~2k plans of O(k) each (k = 1000: ~0.6 s).
 THEORY_WORK_LIMIT = 5e6
 OPTIMAL_WORK_LIMIT = 2e8  # k^2: k ~ 14000, about two minutes
+PRICED_PLANS_LIMIT = 2e7  # --request-cost: k^2 plans held at once, ~1.3 GiB at k ~ 4500
 
 
 def cmd_theory(args):
@@ -71,8 +72,10 @@ def cmd_optimal(args):
     law = _law(args)
     work = float(args.k) ** 2  # best_tau: ~2k tau pieces, each an O(k) exact evaluation
     check_budget(work, OPTIMAL_WORK_LIMIT, "--k", "best-tau search work (k^2)", args.force)
+    if args.request_cost > 0:
+        check_budget(work, PRICED_PLANS_LIMIT, "--k", "request-priced plans (k^2)", args.force)
     belief = BetaLaw(*args.prior) if args.prior else None
-    res = bayes_optimal(law, args.k, belief)
+    res = bayes_optimal(law, args.k, belief, request_cost=args.request_cost)
     tau_prior = args.prior or (1.0, 1.0)
     tau, tau_cost, (lo, hi) = best_tau(law, args.k, tau_prior, progress=not args.json)
     out = {
@@ -93,6 +96,10 @@ def cmd_optimal(args):
         "rollouts_per_prompt": res["rollouts_per_prompt"],
         "p_false_abandon": res["p_false_abandon"],
         "plan": res["plan"],
+        "request_cost": res["request_cost"],
+        "requests_per_prompt": res["requests_per_prompt"],
+        "priced_cost_per_effective_group": res["priced_cost_per_effective_group"],
+        "ds_priced_cost_per_effective_group": res["ds_priced_cost_per_effective_group"],
     }
     _emit(args, out, f"Bayes-optimal stopping — {law}, k={args.k}")
 
@@ -117,6 +124,13 @@ def build_parser():
     p.set_defaults(func=cmd_theory)
     p = sub.add_parser("optimal", help="Bayes-optimal stopping vs the best single tau_low")
     add_law_args(p)
+    p.add_argument(
+        "--request-cost",
+        type=_float("--request-cost"),
+        default=0.0,
+        help="a request's price in rollouts, >= 0: the plan minimises rollouts + this x "
+        "requests (its stages) per effective group (0: rollouts only)",
+    )
     p.set_defaults(func=cmd_optimal)
     p = sub.add_parser("figures", help="regenerate every theory / simulation figure (paper_figs)")
     p.add_argument("--out", required=True, help="folder for NAME.png / .csv / .txt")

@@ -68,6 +68,7 @@ def check_args(args):
     check_choice(args.boundary, "--boundary", BOUNDARIES)
     check_int(args.max_inflight, "--max-inflight", 0, args.k)
     check_float(args.overprovision, "--overprovision", 1.0, 100.0)
+    check_float(args.request_cost, "--request-cost", 0.0)
     chosen = [s.strip() for s in args.strategies.split(",") if s.strip()]
     if not chosen:
         raise ParameterError(
@@ -92,10 +93,11 @@ def cmd_wallclock(args):
 
     law, setup, chosen = check_args(args)
     knobs = {"overprovision": args.overprovision, "max_inflight": args.max_inflight}
+    priced = {"sara-auto": {"request_cost": args.request_cost}}  # the one plan with a price
     res = [
         run_strategy(law, s, setup, k=args.k, groups=args.groups, steps=args.steps,
                      seed=args.seed, pool=args.pool, schedule=args.schedule,
-                     boundary=args.boundary, **knobs)
+                     boundary=args.boundary, **knobs, **priced.get(s, {}))
         for s in chosen
     ]  # fmt: skip
     rows = [{key: r[key] for key in KEYS} for r in ratios_to_ds(res)]
@@ -104,6 +106,7 @@ def cmd_wallclock(args):
         "steps": args.steps, "seed": args.seed, "engine": setup.engine._asdict(),
         "lengths": _lengths_text(setup.lengths), "decision_s": setup.decision_s,
         "schedule": args.schedule, "boundary": args.boundary, **knobs,
+        "request_cost": args.request_cost,
     }  # fmt: skip
     if args.json:
         print(dumps({**inputs, "rows": rows}))
@@ -192,6 +195,13 @@ def add_wallclock_command(sub):
         help="probe quota x this, 1..100 (1: off): rounds probe over x the fresh prompts "
         "(fewer rounds); a stream probes for up to over x the missing groups, tapering as the "
         "step fills (a fuller engine)",
+    )
+    p.add_argument(
+        "--request-cost",
+        type=_float("--request-cost"),
+        default=0.0,
+        help="sara-auto: a request's price in rollouts, >= 0 (0: rollouts only): its plan "
+        "minimises rollouts + this x requests per effective group",
     )
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)

@@ -114,10 +114,11 @@ class SaraCollector(_Base):
         needs `history` and `epoch_size`, sara-mopps / sara-dps also a `selector`."""
         super().__init__(name, k, groups, budget, seed)
         p = SaraParams() if params is None else params
-        cfg = checked_settings(p, self.k, self.groups, self.budget)
+        cfg = checked_settings(name, p, self.k, self.groups, self.budget)
         self.params = p
         self.tau_low, self.tau_high, self.prior, self.capacity = cfg[:4]
         self.probe, self.increment, self.max_rounds, self.eb_window, self.rule = cfg[4:9]
+        self.request_cost = cfg.request_cost  # sara-auto: a request's price in rollouts
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
@@ -140,7 +141,7 @@ class SaraCollector(_Base):
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
-        self.plan = prior_plan(self.name, self.k, self.tau_low, self.tau_high, self.prior)
+        self.plan = self._prior_plan(self.prior)
         self._check_plan()
 
     # --- the prior / plan ----------------------------------------------------------------------
@@ -153,8 +154,11 @@ class SaraCollector(_Base):
         if self.informed is not None:
             self.informed.pop_prior = fitted
         else:
-            self.plan = prior_plan(self.name, self.k, self.tau_low, self.tau_high, fitted)
+            self.plan = self._prior_plan(fitted)
         self._check_plan()
+
+    def _prior_plan(self, prior):
+        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior, self.request_cost)
 
     def _check_plan(self):
         if self.informed is None:

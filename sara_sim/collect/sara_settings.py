@@ -10,6 +10,7 @@ import numpy as np
 from ..core.beta import p_eff_jit
 from ..core.difficulty import fit_beta_binomial
 from ..core.errors import ParameterError, check_int, check_prior, check_schedule, check_unit
+from ..core.optimal import check_request_cost
 from ..core.policy import NO_TAU_HIGH, plan_can_commit
 from ..core.registry import SaraParams
 from ..core.rounds import schedule_knobs
@@ -53,12 +54,13 @@ class Settings(NamedTuple):
     eb_window: int
     rule: str
     knobs: tuple  # (overprovision, max_inflight): ``rounds.schedule_knobs``
+    request_cost: float  # sara-auto's price of a request, in rollouts (``optimal.py``)
 
 
-def checked_settings(p, k, groups, budget):
-    """`p` (a ``registry.SaraParams``) checked field by field: one ParameterError naming the
-    first bad one.  `groups` / `budget`: the collector's; without `p.capacity` a round holds
-    groups x k rollouts (times the over-provisioning) or the budget."""
+def checked_settings(name, p, k, groups, budget):
+    """`p` (a ``registry.SaraParams``) of strategy `name` checked field by field: one
+    ParameterError naming the first bad one.  `groups` / `budget`: the collector's; without
+    `p.capacity` a round holds groups x k rollouts (times the over-provisioning) or the budget."""
     if not isinstance(p, SaraParams):
         raise ParameterError("params", f"must be a registry.SaraParams, got {p!r}")
     max_rounds = check_int(p.max_rounds, "max_rounds", 1)
@@ -77,9 +79,11 @@ def checked_settings(p, k, groups, budget):
     eb_window = check_int(p.eb_window, "eb_window", 1)
     if not isinstance(p.rule, str) or p.rule not in ("tau", "price"):
         raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
+    request_cost = check_request_cost(name, p.request_cost, probe, increment)
     return Settings(
-        tau_low, tau_high, prior, capacity, probe, increment, max_rounds, eb_window, p.rule, knobs
-    )
+        tau_low, tau_high, prior, capacity, probe, increment, max_rounds, eb_window, p.rule, knobs,
+        request_cost,
+    )  # fmt: skip
 
 
 def fitted_prior(window, prior):

@@ -8,8 +8,25 @@ k - n - 1 fills are paid and lam is earned; abandoning is worth 0.  Dinkelbach's
 lam <- E[rollouts] / E[effective] of that policy converges to the optimal ratio lam*.  The result is
 a plan (``policy.py``) with side-specific abandonment points, evaluated exactly by ``theory``.
 
+Priced in requests too (``request_cost`` = c rollouts a request, docs/design.md §5): an engine
+pays per request as well as per rollout (on a served toy with 20-token traces a request costs
+about two rollouts), and a plan's requests are its stages under the auto schedule — the probe,
+a continue on the farther side, a fill once mixed (``theory.plan_law``'s rounds_per_prompt).  Any
+sequential policy stops each side once, so the plans [0, 1, e_fail, 1, e_pass] (e in 1..k; k:
+never abandoned) are every policy; ``plan_family`` gives their E[rollouts], E[requests] and
+P(effective) exactly, and the cheapest (rollouts + c requests) / effective is the optimum.  At
+c = 0 it is the backward induction's plan (a test holds them equal); as c grows it tends to DS's
+(one request of k: the fewest requests per effective group).
+
 >>> from sara_sim.core.difficulty import BetaLaw
->>> res = bayes_optimal(BetaLaw(0.2, 0.8), 8)
+>>> res = bayes_optimal(BetaLaw(0.2, 0.8), 8, request_cost=1.0)   # a request = one rollout
+>>> res["plan"], round(res["requests_per_prompt"], 2)   # probe 2 (was 1): fewer prompts a group
+([0, 1, 2, 1, 8], 1.28)
+>>> [round(res[f"{x}priced_cost_per_effective_group"], 2) for x in ("", "ds_")]   # vs DS's
+[20.74, 22.61]
+>>> bayes_optimal(BetaLaw(0.2, 0.8), 8, request_cost=2.0)["plan"]   # two rollouts: DS's plan
+[0, 1, 8, 1, 8]
+>>> res = bayes_optimal(BetaLaw(0.2, 0.8), 8)   # rollouts only (the paper's price)
 >>> res["abandon_after_fail"], res["abandon_after_pass"]   # one fail is enough; passes: never
 (1, None)
 >>> round(res["cost_per_effective_group"], 2), round(res["ds_cost_per_effective_group"], 2)
@@ -84,26 +101,93 @@ def price_plan(q, k, lam, allow_skip):
     return plan, r0, e0
 
 
-def prior_plan(name, k, tau_low, tau_high, prior):
+def prior_plan(name, k, tau_low, tau_high, prior, request_cost=0.0):
     """The plan a SARA strategy gives every prompt under the Beta `prior` (a, b): sara-auto the
-    Bayes-optimal plan for it, the others the tau rule (``policy.threshold_plan``).  Shared by the
-    collector and the simulator so that both derive a plan from a fitted prior the same way."""
+    Bayes-optimal plan for it (priced at `request_cost` rollouts a request), the others the tau
+    rule (``policy.threshold_plan``).  Shared by the collector and the simulator so that both
+    derive a plan from a fitted prior the same way."""
     if name == "sara-auto":
-        return np.asarray(bayes_optimal(BetaLaw(*prior), k)["plan"], np.int64)
+        res = bayes_optimal(BetaLaw(*prior), k, request_cost=request_cost)
+        return np.asarray(res["plan"], np.int64)
     return threshold_plan(k, tau_low, tau_high, prior[0], prior[1])
 
 
-def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200):
-    """Optimal plan for `belief` (default: the law itself), evaluated exactly under `law`."""
+def check_request_cost(name, request_cost, probe=0, increment=0, flag="request_cost"):
+    """A request's price in rollouts: >= 0, and only for sara-auto's plan, whose requests are
+    the auto schedule's stages (probe = increment = 0); the tau rule has no price."""
+    c = check_float(request_cost, flag, 0.0)
+    if c > 0 and name != "sara-auto":
+        raise ParameterError(flag, f"prices sara-auto's plan only (0 for {name}), got {c:g}")
+    if c > 0 and (probe or increment):
+        raise ParameterError(flag, "prices the auto schedule's requests: needs probe 0, "
+                             f"increment 0 (got {probe}, {increment})")  # fmt: skip
+    return c
+
+
+def plan_family(belief, k):
+    """(rollouts, requests, effective): E[rollouts], E[requests] and P(effective) per prompt of
+    every plan [0, 1, e_fail, 1, e_pass] under the auto schedule, exactly; arrays indexed
+    [e_fail - 1, e_pass - 1].  The probe goes to m = min(e_fail, e_pass), a continue to the
+    farther side's stop, a fill once mixed short of k (``theory.plan_law``'s terms, all plans at
+    once: a test holds each entry equal to plan_law's).
+
+    >>> r, q, e = plan_family(BetaLaw(1, 1), 4)
+    >>> float(r[3, 3]), float(q[3, 3]), round(float(e[3, 3]), 4)   # DS: one request of 4
+    (4.0, 1.0, 0.6)
+    """
+    n = np.arange(k + 1)
+    side = np.stack([np.exp(belief.log_moment(0, n)), np.exp(belief.log_moment(n, 0))])
+    p_full = full_group_law(belief, k)
+    p_mixed = float(max(1.0 - p_full[0] - p_full[k], 0.0)) if can_mix(p_full) else 0.0
+    stop = np.arange(1, k + 1)
+    ends = np.meshgrid(stop, stop, indexing="ij")  # e_fail, e_pass
+    m = np.minimum(*ends)
+    rollouts, effective = np.full(m.shape, float(k)), np.full(m.shape, p_mixed)
+    mixed_probe = np.where(m > 1, np.maximum(1.0 - side[FAIL, m] - side[PASS, m], 0.0), 0.0)
+    requests = 1.0 + np.where(m < k, mixed_probe, 0.0)  # the probe; a fill if it mixed
+    for s, e in zip((FAIL, PASS), ends):
+        through = side[s, e]  # P(all of the first e on this side)
+        abandons = e < k
+        rollouts -= np.where(abandons, through * (k - e), 0.0)
+        if p_mixed > 0:  # abandoned, yet the k would have mixed
+            effective -= np.where(abandons, np.maximum(through - side[s, k], 0.0), 0.0)
+        further = side[s, m] + np.where(abandons, side[s, m] - through, 0.0)  # continue, fill
+        requests += np.where(e > m, further, 0.0)
+    never = (ends[0] == 1) & (ends[1] == 1)  # both sides stop at one rollout: never mixed
+    effective = np.where(never, 0.0, np.maximum(effective, 0.0))
+    return rollouts, requests, effective
+
+
+def _request_priced(belief, k, request_cost):
+    """The plan of least (rollouts + request_cost x requests) / effective over ``plan_family``
+    (ties: fewer rollouts, then the earlier stops)."""
+    rollouts, requests, effective = plan_family(belief, k)
+    price = np.full(rollouts.shape, np.inf)
+    ok = effective > 0
+    price[ok] = (rollouts[ok] + request_cost * requests[ok]) / effective[ok]
+    best = price.min()
+    tied = np.flatnonzero(price.ravel() <= best * (1.0 + 1e-12))
+    i = tied[np.argmin(rollouts.ravel()[tied])]  # the first of the least
+    e_fail, e_pass = np.unravel_index(i, price.shape)
+    return np.array([CONTINUE, 1, e_fail + 1, 1, e_pass + 1], np.int64), float(best)
+
+
+def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200, request_cost=0.0):
+    """Optimal plan for `belief` (default: the law itself), evaluated exactly under `law`;
+    request_cost > 0 prices each request at that many rollouts (module docstring)."""
     check_law(law, "--difficulty")
     k = check_k(k, "--k")
     belief = law if belief is None else check_law(belief, "belief")
     tol = check_float(tol, "tol", 0.0, lo_open=True)
     max_iter = check_int(max_iter, "max_iter", 1)
-    q = _predictive(belief, k)
+    request_cost = check_float(request_cost, "--request-cost", 0.0)
     p_mixed = 1.0 - math.exp(belief.log_moment(0, k)) - math.exp(belief.log_moment(k, 0))
     if not (p_mixed > 0 and can_mix(full_group_law(belief, k))):  # > 0 may be a float residue
         raise ParameterError("--difficulty", "the law gives no mixed groups at this k")
+    if request_cost > 0:
+        plan, lam = _request_priced(belief, k, request_cost)
+        return _result(law, k, plan, lam, request_cost)
+    q = _predictive(belief, k)
     # start just above the DS cost (the never-abandon policy) so that ties do not abandon it
     lam = k / p_mixed * (1.0 + 1e-9)
     plan = None
@@ -117,7 +201,23 @@ def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200):
         lam = min(lam, new_lam)
         if done or converged:
             break
+    return _result(law, k, plan, lam, 0.0)
+
+
+def _result(law, k, plan, lam, request_cost):
+    """plan_law's exact quantities of `plan`, its belief's price lam, and the request terms."""
     res = plan_law(law, k, plan)
     res["plan"] = [int(x) for x in plan]
     res["belief_cost_per_effective_group"] = lam
+    res["request_cost"] = request_cost
+    res["requests_per_prompt"] = res["rounds_per_prompt"]  # one request per stage reached
+    res["priced_cost_per_effective_group"] = _priced(
+        res["rollouts_per_prompt"], res["requests_per_prompt"], res["p_effective"], request_cost
+    )
+    res["ds_priced_cost_per_effective_group"] = _priced(k, 1.0, res["p_mixed"], request_cost)
     return res
+
+
+def _priced(rollouts, requests, effective, request_cost):
+    """(rollouts + request_cost x requests) per effective group; None when none is effective."""
+    return (rollouts + request_cost * requests) / effective if effective > 0 else None

@@ -58,6 +58,9 @@ class SaraParams:
     # rollouts a prompt has in flight at once (a round's or a stream's, collect/stream.py);
     # 0: its plan's own requests (ours: issue 20)
     max_inflight: int = 0
+    # sara-auto: a request's price in rollouts; its plan minimises (rollouts + request_cost x
+    # requests) per effective group (optimal.py; 0: rollouts only, the paper's price; ours)
+    request_cost: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ ROWS = (
         fixed_budget=("kernel", "collector"), sim_defaults=dict(_EB),
         sources="docs/design.md §3; eb_window 4 (ours)"),
     Row("sara-auto", "sara", "Bayes-optimal plan, EB prior", _ALL, "sara",
-        fixed_budget=("kernel", "collector"), sim_defaults=dict(_EB),
+        fixed_budget=("kernel", "collector"), sim_defaults={**_EB, "request_cost": 0.0},
         sources="docs/design.md §3 (optimal.bayes_optimal)"),
     Row("sara-history", "sara-history", "per-prompt informed prior (informed.py)", _ALL, "sara",
         needs_history=True, fixed_budget=("collector",), sim_defaults={**_EB, **_INFORMED},
@@ -217,7 +220,7 @@ def collector_params(name, params=None, **knobs):
     >>> collector_params("sara", tau_low=0.3, gen_batch_size=8)
     SaraParams(tau_low=0.3, tau_high=None, prior=(1.0, 1.0), capacity=None, probe=0, \
 increment=0, eb_window=4, max_rounds=100, rule='tau', carry=True, overprovision=1.0, \
-max_inflight=0)
+max_inflight=0, request_cost=0.0)
     """
     known = {f.name for cls in set(PARAMS.values()) for f in fields(cls)}
     for key in knobs:

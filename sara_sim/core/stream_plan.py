@@ -34,10 +34,17 @@ from .schedule import R_ROLLOUTS, skip_budget, yield_probes
 def _stream_request(sm, rc, i, flying):
     """Rollouts to add to slot i's `flying` in flight: up to its plan's request (``held_request``
     counts returned rollouts only) or, with rc.max_inflight = m, up to m in flight (eager: the
-    plan decides at each return and what is then in flight is cancelled)."""
+    plan decides at each return and what is then in flight is cancelled).  An undecided prompt
+    asks for its next stage (a continue) only once its last stage has returned, as a round does:
+    asked for at the first returns of an all-pass probe, a continue would be a request too many
+    whenever a later return mixed the prompt (its fill then a third request), so each stage is
+    one request and E[requests] is exact theory's (``theory.plan_law``'s rounds_per_prompt).  A
+    committed prompt's fill goes at once, for what the plan still lacks."""
     n = sm.slots[i, F_N]
     if rc.max_inflight > 0:
         want = rc.max_inflight - flying
+    elif flying > 0 and not sm.slots[i, F_COMM]:
+        return 0
     else:
         want = held_request(sm, rc, i) - flying
     return max(min(want, rc.k - n - flying), 0)  # a group never needs more than k

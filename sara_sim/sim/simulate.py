@@ -215,7 +215,10 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     from ..core.policy import next_request
 
     k, replicates, steps, prm = run.k, run.replicates, run.steps, run.prm
-    planner = SaraPlanner(run.strategy, k, replicates, run.tau_low, run.tau_high, run.prior, prm)
+    planner = SaraPlanner(
+        run.strategy, k, replicates, run.tau_low, run.tau_high, run.prior, prm,
+        (run.probe, run.increment),
+    )  # fmt: skip
     probe_p = planner.probe(prm, run.probe)
     first = int(next_request(0, 0, k, planner.plans[0], probe_p, run.increment))
     maxo = slots * (run.cap // max(first, 1)) + 64  # open prompts: ~ one round of probes

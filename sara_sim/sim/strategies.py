@@ -53,7 +53,7 @@ import numpy as np
 from ..core.difficulty import fit_beta_binomial
 from ..core.eb_fit import fit_weighted
 from ..core.errors import ParameterError, check_float, check_int, check_prior
-from ..core.optimal import prior_plan
+from ..core.optimal import check_request_cost, prior_plan
 from ..core.policy import CONTINUE, NO_TAU_HIGH
 from ..core.registry import ROWS, names, row
 from . import peers
@@ -231,8 +231,11 @@ class SaraPlanner:
     sara / speed keep one plan; sara-eb / sara-auto refit the prior on the last eb_window steps'
     drawn outcomes before each step (keeping the last plan while nothing was decided)."""
 
-    def __init__(self, name, k, replicates, tau_low, tau_high, prior, params):
+    def __init__(self, name, k, replicates, tau_low, tau_high, prior, params, schedule=(0, 0)):
+        """schedule: (probe, increment) of the run (a priced request needs the auto one)."""
         self.name, self.k = name, k
+        cost = params.get("request_cost", 0.0)
+        self.request_cost = check_request_cost(name, cost, *schedule, flag="--request-cost")
         self.tau_low = tau_low
         self.tau_high = NO_TAU_HIGH if tau_high is None else tau_high
         self.prior = tuple(prior)
@@ -275,7 +278,7 @@ class SaraPlanner:
         return int(params["n_init"]) if self.name == "speed" else probe
 
     def _make_plan(self, prior):
-        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior)
+        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior, self.request_cost)
 
     def begin_step(self):
         if not self.adaptive:

@@ -108,6 +108,9 @@ VALIDATE_BAD = [
     (["--max-inflight", "-1"], "--max-inflight"),
     (["--overprovision", "0.5"], "--overprovision"),
     (["--overprovision", "nan"], "--overprovision"),
+    (["--request-cost", "-1"], "--request-cost"),
+    (["--request-cost", "1"], "--request-cost"),  # sara's tau rule has no price: sara-auto's
+    (["--allocator", "sara-auto", "--request-cost", "1", "--probe", "2"], "--request-cost"),
     (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
     (["--schedule", "stream", "--allocator", "sara-dps", "--task-size", "8"], "--schedule"),
     (["--trainer", "trl", "--schedule", "stream", "--allocator", "uniform"], "--schedule"),

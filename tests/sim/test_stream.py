@@ -100,6 +100,38 @@ def test_rollouts_per_prompt_match_exact_theory(schedule, max_inflight):
     assert len(x) > 1500 and abs(x.mean() - want) < 4 * se, (x.mean(), want, se)
 
 
+class CountedLive(Live):
+    """Live that counts the requests each prompt was sent."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.per_prompt = {}
+
+    def submit(self, pid, visit, n):
+        self.per_prompt[pid] = self.per_prompt.get(pid, 0) + 1
+        super().submit(pid, visit, n)
+
+
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (0.4, 1.0)])  # plans [0,1,6,1,6], [0,1,3,1,6]
+def test_requests_per_prompt_match_exact_theory(prior):
+    """A stream sends each stage of a plan as one request (the probe, a continue, a fill): the
+    mean requests per prompt decided in the first 25 of 30 steps (their fills long sent) is
+    exact theory's E[requests] (``plan_law``'s rounds_per_prompt), within 4 standard errors.
+    The second plan's sides stop apart: a probe of 3, then a continue to 6 on the pass side."""
+    law, step, decided = BetaLaw(0.7, 0.9), [0], []
+    src = OutcomeSource(law, 5, pool=50000)
+    col = make_collector("sara", k=8, groups=40, seed=5, tau_low=0.3, prior=prior)
+    col.observer = lambda d: decided.append((d.prompt_id, step[0]))
+    live = CountedLive(SETUP, src, 5)
+    drv, stream = stream_driver(col, live, SETUP.engine.max_num_seqs, "carry"), src.stream()
+    for step[0] in range(30):
+        drv.collect_step(stream)
+    x = np.array([live.per_prompt[pid] for pid, at in decided if at < 25], float)
+    want = plan_law(law, 8, col.plan)["rounds_per_prompt"]
+    se = x.std(ddof=1) / math.sqrt(len(x))
+    assert len(x) > 1000 and abs(x.mean() - want) < 4 * se, (x.mean(), want, se)
+
+
 def test_eager_inflight_overshoots_and_pays_its_aborts():
     """max_inflight 8: an abandoned prompt's rollouts in flight are aborted (paid for)."""
     law = parse_law("beta:0.3,0.3")

@@ -185,6 +185,8 @@ def _with(flag, value):
         (_with("--steps", "0"), "--steps"),
         (_with("--groups", "0"), "--groups"),
         (_with("--pool", "0"), "--pool"),
+        (_with("--request-cost", "-1"), "--request-cost"),
+        (_with("--request-cost", "nan"), "--request-cost"),
         (_with("--k", "1"), "--k"),
         (_with("--difficulty", "beta:-1,1"), "--difficulty"),
         ([*_with("--steps", "100000"), "--groups", "1000"], "--steps"),  # too big: refused
@@ -207,6 +209,22 @@ def test_undefined_numbers_are_null_in_json(capsys):
     assert main(_with("--difficulty", "point:1")) == 0
     row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("uniform"))
     assert row.split()[1:6] == ["-"] * 5  # wall/eff, wall/ds, tok/eff, tok/ds, roll/eff
+
+
+@pytest.mark.parametrize("schedule", ["rounds", "stream"])
+def test_a_request_priced_high_sends_sara_autos_groups_whole(capsys, schedule):
+    """--request-cost prices sara-auto's requests: priced far above a rollout, its plan is DS's
+    (one request of k a prompt: rollouts per request = k), priced 0 it probes first (fewer)."""
+    argv = ["wallclock", "--difficulty", "beta:0.3,0.3", "--k", "8", "--groups", "8", "--steps",
+            "4", "--strategies", "sara-auto", "--schedule", schedule, "--json"]  # fmt: skip
+    per = {}
+    for cost in ("0", "1e6"):
+        assert main([*argv, "--request-cost", cost]) == 0
+        got = json.loads(capsys.readouterr().out)
+        row = next(r for r in got["rows"] if r["strategy"] == "sara-auto")
+        per[cost] = row["rollouts_per_effective_group"] / row["requests_per_effective_group"]
+        assert got["request_cost"] == float(cost)
+    assert per["1e6"] == pytest.approx(8.0) and per["0"] < 7.0, per
 
 
 def test_recorded_lengths_through_the_cli(capsys, tmp_path):
