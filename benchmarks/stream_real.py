@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # stream_predict, paired: run or runpy
 
 import real.base.env  # noqa: E402,F401  (before torch / vllm)
 from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
@@ -65,6 +66,9 @@ STRATEGIES = [  # (label, allocator, schedule, overprovision, eager, request_cos
     # its plan priced in requests too: c rollouts a request (a served one costs ~2 here)
     ("sara-auto stream x1.5 c0.5", "sara-auto", "stream", 1.5, False, 0.5),
     ("sara-auto stream x1.5 c2", "sara-auto", "stream", 1.5, False, 2.0),
+    # the served model's pick (cpu-tiny-served, a 4-seed grid like served_calibrate.py's):
+    # the least predicted wall with rollouts <= 0.80x DS's and a margin on them
+    ("sara-auto stream x2 c1", "sara-auto", "stream", 2.0, False, 1.0),
     ("sara stream eager", "sara", "stream", 1.0, True, 0.0),  # max_inflight k: all at once
     ("sara-auto stream eager", "sara-auto", "stream", 1.0, True, 0.0),
     ("ds stream", "ds", "stream", 1.0, False, 0.0),
@@ -78,6 +82,8 @@ class Run:
     """One strategy's collector, prompt stream and totals."""
 
     def __init__(self, engine, task, args, label, name, schedule, over, eager, cost):
+        from stream_predict import knobs
+
         from real.rollout.collect import RolloutCollector
         from real.tasks import PromptStream
         from sara_sim.collect.allocator import make_collector
@@ -85,11 +91,8 @@ class Run:
         # eager: a prompt's k rollouts go out at once (max_inflight k), the rule still decides
         # at each return and an abandoned prompt's rollouts in flight are aborted
         inflight = args.k if eager else 0
-        knobs = {"overprovision": over, "max_inflight": inflight} if name != "ds" else {}
-        if cost:
-            knobs["request_cost"] = cost  # sara-auto's plan priced in requests too
         col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed,
-                             schedule=schedule, **knobs)  # fmt: skip
+                             schedule=schedule, **knobs(name, over, inflight, cost))  # fmt: skip
         self.rc = RolloutCollector(engine, task, col, args.k, seed=args.seed,
                                    max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
@@ -354,7 +357,7 @@ def main(argv=None):
 
 def report(meta, run) -> None:
     from paired import print_paired
-    from stream_predict import predict, print_prediction
+    from stream_predict import predict, preset_of, print_prediction
 
     print(f"task {meta['task']}, k {meta['k']}, {meta['groups']} effective groups per step, "
           f"{meta['steps']} steps (+{meta['warmup']} warm-up), max_tokens {meta['max_tokens']}, "
@@ -366,7 +369,7 @@ def report(meta, run) -> None:
     books_table(run["rows"])
     print_paired(run["rows"])
     if meta["max_num_seqs"]:
-        print_prediction(run["rows"], predict(meta, run))
+        print_prediction(run["rows"], predict(meta, run), preset_of(meta))
     else:  # --engine-url: the servers' slots are theirs to set, unknown here
         print("(no prediction: the servers' max_num_seqs is not known here)")
 

@@ -203,13 +203,14 @@ REAL = (  # committed stream_real --out runs
     "stream_real_served_whole_64.json",
     "stream_real_served_priced.json",  # sara-auto's plan priced in requests (request_cost)
     "stream_real_served_priced_64.json",
+    "stream_real_served_model_pick_128.json",  # the served model's pick (cpu-tiny-served)
 )
 
 
 def real_goals(path):
     """Section 6 for one committed stream_real run: the goals, and the model's prediction."""
     from paired import fmt, paired_ratio, verdict
-    from stream_predict import predict, print_prediction
+    from stream_predict import predict, preset_of, print_prediction
 
     if not Path(path).is_file():
         print(f"\n6. real goals: {path} not found (benchmarks/stream_real.py --out writes it)")
@@ -250,7 +251,7 @@ def real_goals(path):
         med = rows[label]["median_rounds"]
         print(f"  {label:<21} median rounds per step {med:g} ({_met(med <= 3)} <= 3 at k 8)")
     if meta["max_num_seqs"]:
-        print_prediction(rows, predict(meta, d))
+        print_prediction(rows, predict(meta, d), preset_of(meta))
 
 
 def _met(ok):

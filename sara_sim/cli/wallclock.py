@@ -1,9 +1,10 @@
 """`sara-sim wallclock`: the strategies' wall time per effective group on the engine model.
 
     sara-sim wallclock --difficulty history:deepscaler --epoch 0-52 --k 8 \\
-        [--strategies uniform,ds,sara,sara-auto,sara-history] [--preset gpu|cpu-tiny]
-        [--a S --b S --c S --max-num-seqs N] [--len-pass 2000 --len-fail 3500 --len-cv 0.5 |
-        --lengths history.csv] [--decision-s 0] [--groups 64] [--steps 20] [--seed 0] [--json]
+        [--strategies uniform,ds,sara,sara-auto,sara-history]
+        [--preset gpu|cpu-tiny|cpu-tiny-served] [--a S --b S --c S --d S --max-num-seqs N]
+        [--len-pass 2000 --len-fail 3500 --len-cv 0.5 | --lengths history.csv]
+        [--decision-s S] [--groups 64] [--steps 20] [--seed 0] [--json]
 
 Round-synchronous collection (``sim/wallclock_run.py``) on a continuous-batching engine model
 (``sim/wallclock.py``); ratios to ds in one run.  Every input is checked before anything runs.
@@ -46,7 +47,7 @@ def _setup(args):
     cfg = EngineConfig(
         *(
             preset.engine[i] if getattr(args, f) is None else getattr(args, f)
-            for i, f in enumerate(("a", "b", "c", "max_num_seqs"))
+            for i, f in enumerate(("a", "b", "c", "max_num_seqs", "d"))
         )
     )
     cfg = check_config(cfg)
@@ -54,7 +55,8 @@ def _setup(args):
         lengths = read_lengths(args.lengths, "--lengths")
     else:
         lengths = lognormal_lengths(args.len_pass, args.len_fail, args.len_cv)
-    return Setup(cfg, lengths, check_float(args.decision_s, "--decision-s", 0.0))
+    decision = preset.decision_s if args.decision_s is None else args.decision_s
+    return Setup(cfg, lengths, check_float(decision, "--decision-s", 0.0))
 
 
 def check_args(args):
@@ -115,7 +117,8 @@ def cmd_wallclock(args):
     how = "round-synchronous" if args.schedule == "rounds" else f"streamed ({args.boundary})"
     print(f"wall clock, {how} — {law}, k={args.k}, {args.groups} groups/step")
     print(f"engine: a={e.a:.4g} s, b={e.b:.4g} s/seq, c={e.c:.4g} s/admitted, "
-          f"max_num_seqs={e.max_num_seqs}; lengths {inputs['lengths']}")  # fmt: skip
+          f"d={e.d:.4g} s/request, max_num_seqs={e.max_num_seqs}, decision "
+          f"{setup.decision_s:.4g} s/round; lengths {inputs['lengths']}")  # fmt: skip
     print(table(rows))
     print("engine occupancy over one step (running / max_num_seqs, 10 equal time slices):")
     for r in rows:
@@ -165,16 +168,23 @@ def add_wallclock_command(sub):
     p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
     p.add_argument("--k", type=_int("--k"), default=8, help="group size (8)")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES, help=DEFAULT_STRATEGIES)
-    p.add_argument("--preset", default="gpu", help="engine preset: gpu | cpu-tiny (gpu)")
-    for flag, what in (("a", "s per iteration"), ("b", "s per running sequence per iteration"),
-                       ("c", "s per admitted request (prefill)")):  # fmt: skip
+    p.add_argument("--preset", default="gpu",
+                   help="engine preset: gpu | cpu-tiny | cpu-tiny-served (gpu)")  # fmt: skip
+    for flag, what in (
+        ("a", "s per iteration"),
+        ("b", "s per running sequence per iteration"),
+        ("c", "s per admitted sequence (prefill)"),
+        ("d", "s per client request (a prompt's n rollouts sent at once)"),
+    ):
         p.add_argument(f"--{flag}", type=_float(f"--{flag}"), default=None, help=f"{what} >= 0")
     p.add_argument("--max-num-seqs", type=_int("--max-num-seqs"), default=None, help=">= 1")
     p.add_argument("--len-pass", type=_float("--len-pass"), default=2000.0, help="mean tokens")
     p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="mean tokens")
     p.add_argument("--len-cv", type=_float("--len-cv"), default=0.5, help="lognormal cv >= 0")
     p.add_argument("--lengths", default=None, help="sara-real audit history.csv: recorded lengths")
-    p.add_argument("--decision-s", type=_float("--decision-s"), default=0.0, help="s per round")
+    p.add_argument("--decision-s", type=_float("--decision-s"), default=None,
+                   help="s the engine idles at each round barrier >= 0 (default: the "
+                   "preset's)")  # fmt: skip
     p.add_argument("--groups", type=_int("--groups"), default=64, help="effective groups/step")
     p.add_argument("--steps", type=_int("--steps"), default=20, help="steps per strategy (20)")
     p.add_argument("--pool", type=_int("--pool"), default=1024, help="rate laws: prompts (1024)")

@@ -1,12 +1,14 @@
 """The wall-clock engine model (``wallclock.py``) driven live: add, abort, run to the next
 completion — what a streaming collector asks of vLLM (add_request / step / abort_request).
 
-Same engine as ``run_engine``: an iteration costs a + b * running + c * admitted, at most
-max_num_seqs sequences run, waiting requests are admitted first-in first-out at the next
-iteration, a request of L tokens occupies L consecutive iterations.  Requests are added or
-aborted only between events (the driver reacts to a completion), so between two events the
-running set is constant and a block of iterations costs m * (a + b * running) in closed form:
-for requests added together the times equal ``run_engine``'s (tests/sim/test_stream.py).
+Same engine as ``run_engine``: an iteration costs a + b * running + c * admitted + d * opened,
+at most max_num_seqs sequences run, waiting requests are admitted first-in first-out at the next
+iteration, a request of L tokens occupies L consecutive iterations; a request added with
+``opens=False`` continues the client request of the one before it (no second ``d``).  Requests
+are added or aborted only between events (the driver reacts to a completion), so between two
+events the running set is constant and a block of iterations costs m * (a + b * running) in
+closed form: for requests added together the times equal ``run_engine``'s
+(tests/sim/test_stream.py).
 
 An aborted request has generated one token per iteration it ran: that is its cost (``tokens``).
 
@@ -34,6 +36,7 @@ class LiveEngine:
         self.t = 0.0  # end of the last iteration run [s]
         self.iterations = 0
         self.length = []  # tokens of each request
+        self.opens = []  # whether it opens a client request (its d is paid when it is admitted)
         self.waiting = {}  # request -> None, in arrival order (FIFO)
         self.running = {}  # request -> the iteration it was admitted in
         self.heap = []  # (its last iteration, request); aborted entries are dropped lazily
@@ -46,11 +49,12 @@ class LiveEngine:
     def inflight(self):
         return len(self.waiting) + len(self.running)
 
-    def add(self, length):
+    def add(self, length, opens=True):
         """Queue a request of `length` >= 1 tokens; it enters the next iteration with a free
         slot.  Returns its id."""
         rid = len(self.length)
         self.length.append(max(int(length), 1))
+        self.opens.append(bool(opens))
         self.waiting[rid] = None
         return rid
 
@@ -65,21 +69,21 @@ class LiveEngine:
     def step(self):
         """Run to the next completion: returns the requests that finished at ``t`` (several end
         together when their last iterations coincide); [] when nothing is queued or running."""
-        a, b, c, cap = self.cfg
-        adm = 0
+        a, b, c, cap, d = self.cfg
+        adm = opened = 0
         while self.waiting and len(self.running) < cap:
             rid = next(iter(self.waiting))
             del self.waiting[rid]
             self.running[rid] = self.iterations
             heapq.heappush(self.heap, (self.iterations + self.length[rid] - 1, rid))
-            adm += 1
+            adm, opened = adm + 1, opened + self.opens[rid]
         if not self.running:
             return []
         while self.heap[0][1] not in self.running:  # aborted
             heapq.heappop(self.heap)
         r = len(self.running)
         m = self.heap[0][0] - self.iterations + 1  # iterations through the next completion
-        dur = m * (a + b * r) + c * adm
+        dur = m * (a + b * r) + c * adm + d * opened
         self.segments.append((self.t, self.t + dur, r))
         self.busy_slot_seconds += dur * r
         self.t += dur

@@ -37,8 +37,8 @@ class Live:
         outcomes = self.source([Request(pid, n, visit)])[0]
         self.requests += 1
         mine = self.by_visit.setdefault(visit, set())
-        for o, length in zip(outcomes, self.lengths.draw(self.len_rng, outcomes)):
-            rid = self.engine.add(length)
+        for i, (o, length) in enumerate(zip(outcomes, self.lengths.draw(self.len_rng, outcomes))):
+            rid = self.engine.add(length, opens=i == 0)  # one client request of n
             self.meta[rid] = (visit, o)
             mine.add(rid)
 

@@ -2,20 +2,27 @@
 
 **The engine.** Up to ``max_num_seqs`` sequences decode together.  One engine iteration costs
 
-    a + b * running + c * admitted     [seconds]
+    a + b * running + c * admitted + d * opened     [seconds]
 
 where `running` counts the sequences in the iteration (every one advances one token) and
-`admitted` the requests that enter it: their prefill (``c`` per request, at the preset's prompt
-length — prefill per prompt token is folded into ``c``) is done in that iteration, which also
-yields their first token, as vLLM's scheduler does.  A request of L tokens therefore occupies L
-consecutive iterations.  Waiting requests are admitted first-in first-out (by submit time, then
-by index) at the first iteration that starts at or after their submit time with a free slot; a
-slot freed by a finished request is refilled at the next iteration.
+`admitted` the sequences (engine requests, one rollout each) that enter it: their prefill (``c``
+each, at the preset's prompt length — prefill per prompt token is folded into ``c``) is done in
+that iteration, which also yields their first token, as vLLM's scheduler does.  `opened` counts
+the client requests whose first sequence enters it: a client request is the n rollouts of one
+prompt sent together (one HTTP request to a server), and ``d`` is its own cost — the client's,
+the API server's and the scheduler's Python per request, which on a machine whose cores the
+engine shares (a served CPU engine) runs instead of the engine (0 where it overlaps, as beside a
+GPU).  A sequence of L tokens occupies L consecutive iterations.  Waiting sequences are
+admitted first-in first-out (by submit time, then by index) at the first iteration that starts at
+or after their submit time with a free slot; a slot freed by a finished sequence is refilled at
+the next iteration.
 
 **Exact by construction.** Between two events (a completion, or an arrival while a slot is free)
 the running set does not change, so m iterations cost m * (a + b * running) in closed form; the
 loop jumps from event to event (O(requests * log requests), never per token).  A request's
-completion time is the end of its last iteration.
+completion time is the end of its last iteration.  Which sequences run in which iteration never
+depends on the costs (a later arrival aside), so a run's wall time is linear in them:
+a * iterations + b * slot-iterations + c * sequences + d * client requests (tested).
 
 **Submit times** are the extension point: rounds (``wallclock_run.py``) submit a round's requests
 together once the previous round has finished; a streaming schedule submits each request when
@@ -28,6 +35,9 @@ its prompt's schedule asks for it.
 >>> run = run_engine(cfg, [0.0, 0.0, 0.0], [2, 2, 2])   # 3 requests, 2 slots: 2 waves
 >>> [float(x) for x in run.finish], float(run.utilisation)   # 2*2 + 2*2 = 8; 8 + 2*1.5 + 2
 ([8.0, 8.0, 13.0], 0.75)
+>>> two = cfg._replace(d=0.25)   # the same 3 sequences as 2 client requests (2 + 1): +0.25 each
+>>> [float(x) for x in run_engine(two, [0.0] * 3, [2] * 3, opens=[1, 0, 1]).finish]
+[8.25, 8.25, 13.5]
 """
 
 import heapq
@@ -41,12 +51,14 @@ from ..core.errors import ParameterError, check_float, check_int
 
 
 class EngineConfig(NamedTuple):
-    """Iteration cost a + b * running + c * admitted [s]; at most max_num_seqs running."""
+    """Iteration cost a + b * running + c * admitted + d * opened [s]; at most max_num_seqs
+    running."""
 
-    a: float
-    b: float
-    c: float
+    a: float  # s per iteration
+    b: float  # s per running sequence per iteration
+    c: float  # s per admitted sequence (its prefill)
     max_num_seqs: int
+    d: float = 0.0  # s per client request opened (n sequences of one prompt sent together)
 
 
 class EngineRun(NamedTuple):
@@ -68,15 +80,16 @@ class EngineRun(NamedTuple):
 
 
 def check_config(cfg, prefix="--"):
-    """Every engine number is finite, a and b and c >= 0, a + b > 0 (an iteration takes time),
+    """Every engine number is finite, a, b, c and d >= 0, a + b > 0 (an iteration takes time),
     max_num_seqs >= 1 — each named as the flag that sets it."""
     a = check_float(cfg.a, f"{prefix}a", 0.0)
     b = check_float(cfg.b, f"{prefix}b", 0.0)
     c = check_float(cfg.c, f"{prefix}c", 0.0)
+    d = check_float(cfg.d, f"{prefix}d", 0.0)
     if not a + b > 0:
         raise ParameterError(f"{prefix}a", "a + b must be > 0 (an iteration takes time)")
     seqs = check_int(cfg.max_num_seqs, f"{prefix}max-num-seqs", 1)
-    return EngineConfig(a, b, c, seqs)
+    return EngineConfig(a, b, c, seqs, d)
 
 
 def _arrival_iterations(t_end_first, s, dt):
@@ -87,16 +100,19 @@ def _arrival_iterations(t_end_first, s, dt):
     return 1 + math.ceil((s - t_end_first) / dt)
 
 
-def run_engine(cfg: EngineConfig, submit, length) -> EngineRun:
-    """Run requests (submit time [s], length [tokens >= 1]) through the engine; see the module
-    docstring for the semantics.  Event-driven: one loop pass per event."""
+def run_engine(cfg: EngineConfig, submit, length, opens=None) -> EngineRun:
+    """Run sequences (submit time [s], length [tokens >= 1]) through the engine; `opens` marks
+    the first sequence of each client request (default: each sequence is its own).  See the
+    module docstring for the semantics.  Event-driven: one loop pass per event."""
     submit = np.asarray(submit, dtype=np.float64).reshape(-1)
     length = np.asarray(length, dtype=np.int64).reshape(-1)
-    if len(submit) != len(length):
-        raise ParameterError("length", f"{len(length)} lengths for {len(submit)} submit times")
+    opens = np.ones(len(length), bool) if opens is None else np.asarray(opens, bool).reshape(-1)
+    if len(submit) != len(length) or len(opens) != len(length):
+        raise ParameterError("length", f"{len(length)} lengths for {len(submit)} submit times "
+                             f"and {len(opens)} request marks")  # fmt: skip
     if len(length) and (length.min() < 1 or not np.isfinite(submit).all()):
         raise ParameterError("length", "every request needs >= 1 token and a finite submit time")
-    a, b, c, cap = check_config(cfg, "")  # a + b > 0: every block of iterations takes time
+    a, b, c, cap, d = check_config(cfg, "")  # a + b > 0: every block of iterations takes time
     n = len(submit)
     order = np.argsort(submit, kind="stable")
     start, finish = np.full(n, np.nan), np.full(n, np.nan)
@@ -106,18 +122,19 @@ def run_engine(cfg: EngineConfig, submit, length) -> EngineRun:
     while q < n or heap:
         if not heap and submit[order[q]] > t:
             t = float(submit[order[q]])  # idle until the next arrival
-        adm = 0
+        adm = opened = 0
         while q < n and len(heap) < cap and submit[order[q]] <= t:
             i = int(order[q])
             heapq.heappush(heap, (it + int(length[i]) - 1, i))
             start[i] = t
-            q, adm = q + 1, adm + 1
+            q, adm, opened = q + 1, adm + 1, opened + bool(opens[i])
         r = len(heap)
         dt = a + b * r
+        once = c * adm + d * opened  # the admitting iteration's prefills and requests
         m = heap[0][0] - it + 1  # iterations through the next completion
         if q < n and r < cap:  # a later arrival could take a free slot before that
-            m = min(m, _arrival_iterations(t + c * adm + dt, float(submit[order[q]]), dt))
-        dur = m * dt + c * adm
+            m = min(m, _arrival_iterations(t + once + dt, float(submit[order[q]]), dt))
+        dur = m * dt + once
         segs.append((t, t + dur, r))
         t += dur
         it += m
@@ -231,6 +248,7 @@ def read_lengths(source, param="--lengths"):
 class Preset(NamedTuple):
     engine: EngineConfig
     source: str  # where its numbers come from
+    decision_s: float = 0.0  # s the engine idles at each round barrier (Setup.decision_s)
 
 
 # gpu: a roofline estimate (lower bounds, not a measurement) for DeepSeek-R1-Distill-Qwen-1.5B
@@ -255,7 +273,17 @@ _GPU = EngineConfig(a=1.06e-3, b=12.8e-6, c=0.54e-3, max_num_seqs=1024)
 # (output committed: benchmarks/results/wallclock_calibration.json / .txt, R^2 0.58 on 2 shared,
 # loaded cores: the load is in the fit).
 _CPU_TINY = EngineConfig(a=5.42e-3, b=2.33e-4, c=4.80e-4, max_num_seqs=128)
+# cpu-tiny-served: cpu-tiny's engine as one `vllm serve` on the same 2 cores as its client, plus
+# d per client request and an idle time per round barrier — the least-squares fit of
+# benchmarks/served_calibrate.py to the wall ratios of the six committed served runs of
+# benchmarks/stream_real.py (output: benchmarks/served_calibrate.out.txt; a request = ~1.4
+# rollouts there; error of the wall ratio 0.066 -> 0.031 in-sample, and on the unloaded priced
+# run, held out of a fit on the four runs before it, 0.057 -> 0.010).
+_CPU_TINY_SERVED = _CPU_TINY._replace(d=8.36e-3)
 PRESETS = {
     "cpu-tiny": Preset(_CPU_TINY, "benchmarks/results/wallclock_calibration.json"),
+    "cpu-tiny-served": Preset(
+        _CPU_TINY_SERVED, "benchmarks/results/served_calibration.json", decision_s=0.176
+    ),
     "gpu": Preset(_GPU, "roofline from public H100 SXM and model-card figures (wallclock.py)"),
 }

@@ -113,7 +113,8 @@ class RoundTimer:
         self.requests += len(requests)
         outcomes = np.array([x for r in out for x in r], dtype=np.int64)
         lengths = self.setup.lengths.draw(self.len_rng, outcomes)
-        run = run_engine(self.setup.engine, np.full(len(lengths), self.t), lengths)
+        opens = [i == 0 for r in out for i in range(len(r))]  # one client request per (prompt, n)
+        run = run_engine(self.setup.engine, np.full(len(lengths), self.t), lengths, opens)
         self.runs.append((self.t, run))
         self.t = (run.end if len(lengths) else self.t) + self.setup.decision_s
         return out

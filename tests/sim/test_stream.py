@@ -23,12 +23,13 @@ SETUP = Setup(EngineConfig(0.01, 0.001, 0.02, 48), lognormal_lengths(200, 350, 0
 @pytest.mark.parametrize("seed", range(5))
 def test_the_live_engine_times_requests_added_together_as_run_engine(seed):
     rng = np.random.default_rng(seed)
-    cfg = EngineConfig(0.5, 0.25, 1.5, int(rng.integers(1, 6)))
+    cfg = EngineConfig(0.5, 0.25, 1.5, int(rng.integers(1, 6)), 0.75)
     lengths = rng.integers(1, 12, size=int(rng.integers(1, 20)))
-    ref = run_engine(cfg, np.zeros(len(lengths)), lengths)
+    opens = rng.integers(0, 2, size=len(lengths)).astype(bool)  # client requests of several
+    ref = run_engine(cfg, np.zeros(len(lengths)), lengths, opens)
     eng, finish = LiveEngine(cfg), {}
-    for n in lengths:
-        eng.add(n)
+    for n, first in zip(lengths, opens):
+        eng.add(n, opens=first)
     while done := eng.step():
         finish.update({rid: eng.t for rid in done})
     assert [finish[i] for i in range(len(lengths))] == list(ref.finish)

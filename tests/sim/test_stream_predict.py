@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -77,3 +78,27 @@ def test_wallclock_section_6_reads_every_streamed_row_knobs_included(tmp_path, c
     assert "0.500x DS streamed" in lines["sara stream x2"]
     assert "ds stream" not in lines  # DS is the reference, not a goal row
     assert "sara stream x2" in out.split("calibration error")[0].split("wall-clock model")[1]
+
+
+def test_the_served_fit_recovers_known_request_and_barrier_costs():
+    """benchmarks/served_calibrate.py: wall ratios made from known (d, decision_s) by the linear
+    identity the simulator holds (tests/sim/test_wallclock.py) give those costs back; without
+    them (measured = the cpu-tiny prediction) the fit is (0, 0)."""
+    import served_calibrate as sc
+
+    rng = np.random.default_rng(1)
+    comps = {}
+    for run in ("a.json", "b.json"):
+        rows = {"ds rounds": {"W": 0.15, "R": 3.0, "N": 0.095, "measured": 1.0}}
+        for i in range(4):
+            rows[f"s{i}"] = {"W": float(rng.uniform(0.1, 0.14)), "R": float(rng.uniform(2, 7)),
+                             "N": 0.0 if i % 2 else 0.08}  # fmt: skip
+        comps[run] = rows
+    for d, s in ((0.008, 0.18), (0.0, 0.0)):
+        for rows in comps.values():
+            truth = sc.predicted(rows, d, s)
+            for label, row in rows.items():
+                row["measured"] = truth[label]
+        got = sc.fit(comps, list(comps))
+        assert got == (pytest.approx(d, abs=1e-5), pytest.approx(s, abs=1e-4))  # 0.1 % of them
+        assert sc.error(comps, list(comps), *got)["max"] < 1e-4

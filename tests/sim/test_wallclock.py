@@ -74,9 +74,9 @@ def test_the_engine_refuses_what_it_cannot_time():
     assert math.isnan(empty.utilisation)
 
 
-def reference(cfg, submit, length):
+def reference(cfg, submit, length, opens):
     """Token by token, iteration by iteration: the slow definition run_engine must equal."""
-    a, b, c, cap = cfg
+    a, b, c, cap, d = cfg
     order = sorted(range(len(submit)), key=lambda i: (submit[i], i))
     left, finish, t, running = dict(), [None] * len(submit), 0.0, []
     while order or running:
@@ -87,7 +87,7 @@ def reference(cfg, submit, length):
             order.remove(i)
             left[i] = length[i]
         running += adm
-        t += a + b * len(running) + c * len(adm)
+        t += a + b * len(running) + c * len(adm) + d * sum(opens[i] for i in adm)
         for i in running:
             left[i] -= 1
         for i in [i for i in running if left[i] == 0]:
@@ -101,10 +101,13 @@ def test_event_loop_equals_the_per_iteration_reference(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 25))
     # dyadic costs and integer submit times: every sum is exact in floating point
-    cfg = EngineConfig(*(rng.integers(0, 5, 3) / 8 + [0.25, 0, 0]), int(rng.integers(1, 7)))
+    cfg = EngineConfig(*(rng.integers(0, 5, 3) / 8 + [0.25, 0, 0]), int(rng.integers(1, 7)),
+                       float(rng.integers(0, 5)) / 8)  # fmt: skip
     submit = [float(x) for x in rng.integers(0, 12, n)]
     length = [int(x) for x in rng.integers(1, 9, n)]
-    assert list(run_engine(cfg, submit, length).finish) == reference(cfg, submit, length)
+    opens = [bool(x) for x in rng.integers(0, 2, n)]
+    got = run_engine(cfg, submit, length, opens).finish
+    assert list(got) == reference(cfg, submit, length, opens)
 
 
 def test_the_round_barrier():
@@ -147,11 +150,44 @@ def test_tokens_and_rounds_add_up_and_undefined_is_nan():
     assert never["effective_groups"] == 0 and math.isnan(never["wall_per_effective_group_s"])
 
 
+@pytest.mark.parametrize("schedule", ["rounds", "stream"])
+@pytest.mark.parametrize("name", ["ds", "sara", "sara-auto"])
+def test_wall_time_is_linear_in_the_request_and_barrier_costs(schedule, name):
+    """Which sequences run in which iteration does not depend on the costs, so a run with a
+    per-request cost d and a barrier time s takes exactly d x requests + s x rounds longer:
+    the identity served_calibrate.py fits the served preset by."""
+    law = parse_law("beta:0.4,0.6")
+    base = Setup(EngineConfig(0.01, 0.001, 0.02, 24), lognormal_lengths(9, 15, 0.5))
+    priced = base._replace(engine=base.engine._replace(d=0.125), decision_s=0.375)
+    kw = {"schedule": schedule, "k": 8, "groups": 6, "steps": 5, "seed": 3}
+    if schedule == "stream":
+        kw["boundary"] = "fresh"
+    r0, r1 = (run_strategy(law, name, s, **kw) for s in (base, priced))
+    for key in ("tokens", "rollouts", "requests", "effective", "iterations"):
+        assert [x[key] for x in r0["per_step"]] == [x[key] for x in r1["per_step"]], key
+    for x0, x1 in zip(r0["per_step"], r1["per_step"]):
+        barriers = 0 if schedule == "stream" else x0["rounds"]
+        extra = 0.125 * x0["requests"] + 0.375 * barriers
+        assert x0["requests"] > 0 and x1["wall_s"] == pytest.approx(x0["wall_s"] + extra, 1e-12)
+
+
 def test_cpu_tiny_preset_is_the_committed_calibration():
     got = json.loads((REPO / "benchmarks/results/wallclock_calibration.json").read_text())
     eng = PRESETS["cpu-tiny"].engine
     for key, val in (("a_s", eng.a), ("b_s_per_seq", eng.b), ("c_s_per_admitted", eng.c)):
         assert val == pytest.approx(got[key], rel=0.01), key
+    assert eng.d == 0.0 and PRESETS["cpu-tiny"].decision_s == 0.0  # in-process: measured apart
+
+
+def test_cpu_tiny_served_preset_is_the_committed_served_fit():
+    """The served preset is cpu-tiny's engine plus the fit of benchmarks/served_calibrate.py."""
+    got = json.loads((REPO / "benchmarks/results/served_calibration.json").read_text())
+    served, tiny = PRESETS["cpu-tiny-served"], PRESETS["cpu-tiny"]
+    assert served.engine._replace(d=0.0) == tiny.engine
+    assert served.engine.d == pytest.approx(got["d_s_per_request"], rel=0.01)
+    assert served.decision_s == pytest.approx(got["decision_s_per_round"], rel=0.01)
+    # the fit lowered the in-sample error (a fit that did not would be no calibration)
+    assert got["error_fitted"]["mean"] < got["error_cpu_tiny"]["mean"]
 
 
 WC = ["wallclock", "--difficulty", "beta:1,1", "--k", "4", "--groups", "4", "--steps", "2"]
@@ -171,6 +207,7 @@ def _with(flag, value):
         *[(_with("--a", v), "--a") for v in ("-1", "nan", "inf", "x")],
         (_with("--b", "-0.5"), "--b"),
         (_with("--c", "nan"), "--c"),
+        *[(_with("--d", v), "--d") for v in ("-0.1", "nan")],
         ([*_with("--a", "0"), "--b", "0"], "--a"),
         *[(_with("--max-num-seqs", v), "--max-num-seqs") for v in ("0", "2.5", "-3")],
         (_with("--preset", "tpu"), "--preset"),
