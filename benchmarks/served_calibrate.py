@@ -44,7 +44,7 @@ from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stream_predict import model_of, simulate  # noqa: E402
+from stream_predict import errors, model_of, predict, simulate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVED = (  # committed stream_real --serve runs with the engine's books, oldest first
@@ -64,22 +64,19 @@ PLANS += [("sara", x, 0.0) for x in (1.5, 2.0, 3.0)]
 def components(path: Path, seeds: int) -> dict:
     """{label: W, R, N and the measured wall ratio} of one run (cpu-tiny: d = decision_s = 0)."""
     d = json.loads(path.read_text())
-    meta, rows = d["meta"], d["rows"]
-    law, setup = model_of(meta, d, "cpu-tiny")
-    ds = rows["ds rounds"]
-    out = {}
-    for label, row in rows.items():
-        p = simulate(law, setup, meta, row["allocator"], row["schedule"], row["overprovision"],
-                     seeds, row.get("max_inflight", 0), row.get("request_cost", 0.0))  # fmt: skip
-        ok = row["eff"] and ds["eff"]
-        out[label] = {
-            "W": p["wall"],
+    rows = d["rows"]
+    pred = predict(d["meta"], d, seeds, "cpu-tiny")
+    measured = errors(rows, pred)  # label: (measured ratio, ...)
+    return {
+        label: {
+            "W": pred[label]["wall"],
             "R": row["requests"] / row["eff"] if row["eff"] else math.nan,
-            "N": p["rounds"],
-            "rollouts": p["rollouts"],
-            "measured": (row["wall"] / row["eff"]) / (ds["wall"] / ds["eff"]) if ok else None,
+            "N": pred[label]["rounds"],
+            "rollouts": pred[label]["rollouts"],
+            "measured": measured[label][0],
         }
-    return out
+        for label, row in rows.items()
+    }
 
 
 def predicted(comp: dict, d: float, s: float) -> dict:
