@@ -177,7 +177,7 @@ def check_args(a) -> list:
     """Every argument and every (k, seed) compare's folder, before any engine starts."""
     from real.app.compare import check_compare
     from real.base.config import SEED_MAX
-    from sara_sim.core.errors import ParameterError, check_choice, check_int
+    from sara_sim.core.errors import check_choice, check_int
 
     allocators = _list(a.allocators, "--allocators", str)
     ks = _list(a.k, "--k", int)
@@ -185,13 +185,7 @@ def check_args(a) -> list:
     for s in seeds:
         check_int(s, "--seeds", 0, SEED_MAX)
     check_int(a.audit, "--audit", 0)
-    if a.resume and a.overwrite:
-        raise ParameterError("--resume", "--resume and --overwrite exclude each other")
-    if a.model and a.test_model:
-        raise ParameterError("--test-model", "give --model or --test-model, not both")
-    out = Path(a.out)
-    if (out / "learning.csv").exists() and not (a.resume or a.overwrite):
-        raise ParameterError("--out", f"{out} already holds a benchmark; --resume or --overwrite")
+    check_folder(a, Path(a.out) / "learning.csv")
     check_choice(a.task, "--task", tuple(START))
     if a.model is None:
         from real.models.tiny import default_dir
@@ -210,6 +204,19 @@ def check_args(a) -> list:
                 check_compare(replace(cfg, model=None) if _unbuilt(a.model) else cfg, allocators)
             plan.append((cfg, allocators, a.resume and done))
     return plan
+
+
+def check_folder(a, used: Path) -> None:
+    """--resume and --overwrite exclude each other, so do --model and --test-model, and a --out
+    that already holds a benchmark (`used` exists) needs one of --resume / --overwrite."""
+    from sara_sim.core.errors import ParameterError
+
+    if a.resume and a.overwrite:
+        raise ParameterError("--resume", "--resume and --overwrite exclude each other")
+    if a.model and a.test_model:
+        raise ParameterError("--test-model", "give --model or --test-model, not both")
+    if used.exists() and not (a.resume or a.overwrite):
+        raise ParameterError("--out", f"{a.out} already holds a benchmark; --resume or --overwrite")
 
 
 # Settings that change how a run is watched or where it lives, not what it computes.

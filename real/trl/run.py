@@ -74,8 +74,15 @@ def _reward(task, guard):
 def _grpo_args(cfg, out: Path, max_tokens: int):
     from trl import GRPOConfig
 
+    return GRPOConfig(**grpo_fields(cfg, out, max_tokens))
+
+
+def grpo_fields(cfg, out: Path, max_tokens: int) -> dict:
+    """The GRPOConfig fields of a run (the mapping in this module's docstring), as plain values:
+    what `_grpo_args` builds TRL's config from, and what benchmarks/cgrpo_compare.py hands to a
+    GRPOConfig subclass of another TRL release so both sides train with the same settings."""
     g = cfg.grpo
-    return GRPOConfig(
+    return dict(
         output_dir=str(out / "trl"),
         num_generations=cfg.k,
         per_device_train_batch_size=cfg.k * cfg.groups // g.minibatches,
