@@ -14,10 +14,13 @@ batches hold saturated groups too.
 Every run starts from the same model (default: the graded tiny model of
 benchmarks/trl_learning.py) with the same Config as trl_learning.py's runs (task arithmetic,
 pool of 512 problems, 32 groups of k 8 per step, 30 steps, lr 1e-3, 2 optimizer steps per
-collection step, constant lr; `real.trl.run.grpo_fields`), one seed at a time, strategies:
+collection step, constant lr; `real.trl.run.grpo_fields`; --task reasoning: the scratchpad task
+and its tiny model, as real_learning.py's), one seed at a time, strategies:
 
   ds, sara  TRL 1.16's GRPOTrainer + our `SaraRollout` (main venv): 32 effective groups per step
             (ds: DAPO dynamic sampling; sara: our default rule), replacements drawn from the pool
+  uniform   TRL 1.16's GRPOTrainer + SaraRollout("uniform"): 32 prompts x k per step, which is
+            what TRL does by itself (as the next row, on the other TRL release)
   grpo      TRL 1.14's GRPOTrainer as it is (the peer's venv): 32 prompts x k per step
   cgrpo     trl-cgrpo's CGRPOTrainer (the peer's venv): 32 prompts per step, group width k =
             max(--budgets), the README's calibration (200 problems, recalibrate every 50
@@ -38,10 +41,14 @@ rollouts counted; the row "cgrpo, calibration not counted" leaves them out), eff
 are not all equal), held-out pass@1 after the steps; each also as a ratio to ds, per seed, with
 the geometric mean and the 90 % t-interval on the logs over seeds (`-`: undefined).
 Writes OUT/runs/<strategy>-seed<S>/{spec.json,result.json,model/}, OUT/evals.json,
-OUT/results.json (every run's totals) and OUT/table.md (also printed); the committed
-benchmarks/results/cgrpo_compare.json and benchmarks/cgrpo_compare.out.txt are copies.
+OUT/results.json (every run's totals) and OUT/table.md (also printed). Committed:
+benchmarks/results/cgrpo_compare_{arithmetic,arithmetic_lr3e-4,reasoning}.json (copies of three
+runs' OUT/results.json) and benchmarks/cgrpo_compare.out.txt (their tables).
 A killed benchmark continues with --resume (finished runs whose spec is unchanged are kept);
---overwrite starts over; --table remakes the table from OUT/results.json."""
+--overwrite starts over; --table prints the table of OUT/results.json, or of a committed copy:
+
+    .venv/bin/python benchmarks/cgrpo_compare.py --table \\
+        --out benchmarks/results/cgrpo_compare_arithmetic.json"""
 
 import argparse
 import json
@@ -60,7 +67,7 @@ sys.path.insert(0, str(ROOT))
 import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-OURS = ("ds", "sara")  # our adapter in the main venv
+OURS = ("ds", "sara", "uniform")  # our adapter in the main venv
 PEER = ("grpo", "cgrpo")  # the peer's venv
 STRATEGIES = OURS + PEER
 TASKS = ("arithmetic", "reasoning")  # the peer's answer extractor: the task's own parse
@@ -93,7 +100,9 @@ def parse(argv):
     ap.add_argument("--out", default="runs/cgrpo_compare")
     ap.add_argument("--resume", action="store_true", help="keep finished runs of the same spec")
     ap.add_argument("--overwrite", action="store_true", help="start over in a used --out")
-    ap.add_argument("--table", action="store_true", help="only remake the table of OUT")
+    ap.add_argument(
+        "--table", action="store_true", help="only the table of OUT (or of a results JSON file)"
+    )
     return ap.parse_args(argv)
 
 
@@ -191,26 +200,37 @@ def our_run(strategy: str, cfg, model_dir: Path, out: Path) -> dict:
 
 
 def run_one(strategy, cfg, plan, a, model_dir: Path, out: Path) -> dict:
-    """A run's result: kept from an earlier benchmark when its spec is the same (--resume)."""
+    """A run's result: kept from an earlier benchmark when its spec is the same (--resume).
+    OUT/spec.json is written only beside a finished result (both replaced whole), so a killed
+    run leaves the last finished one and its spec as they were."""
     spec = {
         "strategy": strategy, "config": asdict(cfg), "model": str(model_dir), "out": str(out),
         "cgrpo": {"budgets": plan["budgets"], "calibration": a.calibration,
                   "recalibrate_every": a.recalibrate_every},
     }  # fmt: skip
+    spec = json.loads(json.dumps(spec))  # as read back (tuples are lists)
     spec_path, result_path = out / "spec.json", out / "result.json"
-    if a.resume and result_path.exists() and json.loads(spec_path.read_text()) == spec:
+    kept = spec_path.exists() and result_path.exists()
+    if a.resume and kept and json.loads(spec_path.read_text()) == spec:
         return json.loads(result_path.read_text())
     out.mkdir(parents=True, exist_ok=True)
-    result_path.unlink(missing_ok=True)
-    spec_path.write_text(json.dumps(spec, indent=1))
+    pending = out / "spec.pending.json"  # what the peer's side reads
+    _write(pending, spec)
     print(f"{strategy} seed {cfg.seed}", file=sys.stderr, flush=True)
     if strategy in OURS:
-        result = our_run(strategy, cfg, model_dir, out)
-        result_path.write_text(json.dumps(result, indent=1))
+        _write(result_path, our_run(strategy, cfg, model_dir, out))
     else:
-        side = [a.cgrpo_python, str(ROOT / "benchmarks/cgrpo_side.py"), str(spec_path)]
-        subprocess.run(side, check=True)
+        side = [a.cgrpo_python, str(ROOT / "benchmarks/cgrpo_side.py"), str(pending)]
+        subprocess.run(side, check=True)  # writes OUT/result.json whole at its end
+    pending.replace(spec_path)
     return json.loads(result_path.read_text())
+
+
+def _write(path: Path, data) -> None:
+    """JSON written whole or not at all."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
 
 
 def evaluate_all(a, runs: list[dict], model_dir: Path, out: Path) -> dict:
@@ -239,7 +259,7 @@ def evaluate_all(a, runs: list[dict], model_dir: Path, out: Path) -> dict:
             model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
             engine.push_weights(model)
             evals[name] = evaluate(engine, task, cfg, tag=tag).accuracy
-            path.write_text(json.dumps(evals, indent=1))
+            _write(path, evals)
     return evals
 
 
@@ -378,9 +398,13 @@ def main(argv=None) -> int:
     out = Path(a.out)
     if not a.table:
         bench(a, plan, out, argv)
-    doc = json.loads((out / "results.json").read_text())
-    text = report(doc)
-    (out / "table.md").write_text(text + "\n")
+    source = out if out.suffix == ".json" else out / "results.json"  # a committed copy, or OUT
+    if not source.exists():
+        print(f"cgrpo_compare: error: --out: {source} does not exist", file=sys.stderr)
+        return 2
+    text = report(json.loads(source.read_text()))
+    if source.parent == out:
+        (out / "table.md").write_text(text + "\n")
     print(text)
     return 0
 
@@ -418,7 +442,7 @@ def bench(a, plan, out: Path, argv) -> None:
             "groups": a.groups,
             "k": a.k,
             "lr": a.lr,
-            "task": "arithmetic",
+            "task": a.task,
             "task_size": a.task_size,
             "eval": f"{a.eval_problems} x {a.eval_samples}",
             "budgets": plan["budgets"],
@@ -433,7 +457,7 @@ def bench(a, plan, out: Path, argv) -> None:
         "runs": runs,
         "cgrpo_logged": {r["name"]: r["cgrpo"]["logged"] for r in results if "cgrpo" in r},
     }
-    (out / "results.json").write_text(json.dumps(doc, indent=1))
+    _write(out / "results.json", doc)
 
 
 def report(doc: dict) -> str:
@@ -446,6 +470,7 @@ def report(doc: dict) -> str:
         f"{s['calibration']} problems every {s['recalibrate_every']} optimizer steps",
         f"# ours: {json.dumps(pkgs['ours'])}; peer: {json.dumps(pkgs['peer'])}",
         f"# wall {doc['wall_s']} s",
+        *([f"# note: {doc['note']}"] if "note" in doc else []),
         "",
         "mean over seeds (ratio to ds: geometric mean of per-seed ratios [90 % t-interval]):",
         table(doc["runs"]),

@@ -103,3 +103,14 @@ def test_the_peer_side_books_padded_rows_out_and_spread_groups_in():
                     "real_rows": 8, "budgets": {"2": 2, "4": 1},
                     "reward_mean": 5 / 8}  # over the real rows  # fmt: skip
     assert books.open == {"rollouts": 0, "tokens": 0, "calls": 0}
+
+
+def test_the_committed_tables_are_printed_from_the_committed_results(tmp_path, capsys):
+    committed = (BENCH / "cgrpo_compare.out.txt").read_text()
+    for name in ("arithmetic", "arithmetic_lr3e-4", "reasoning"):
+        source = BENCH / f"results/cgrpo_compare_{name}.json"
+        assert cc.main(["--table", "--out", str(source)]) == 0
+        printed = capsys.readouterr().out.strip()
+        assert "| cgrpo, calibration not counted |" in printed and printed in committed
+    assert cc.main(["--table", "--out", str(tmp_path / "none.json")]) == 2
+    assert "none.json does not exist" in capsys.readouterr().err
