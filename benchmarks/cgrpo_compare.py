@@ -180,7 +180,7 @@ def our_run(strategy: str, cfg, model_dir: Path, out: Path) -> dict:
     fields = grpo_fields(cfg, out, cfg.max_tokens or task.max_tokens) | {"save_strategy": "no"}
     args = GRPOConfig(**fields)
     collector = build_collector(
-        strategy, cfg.alloc, k=cfg.k, groups=cfg.groups, seed=cfg.seed, epoch_size=task.size
+        strategy, cfg.knobs, k=cfg.k, groups=cfg.groups, seed=cfg.seed, epoch_size=task.size
     )
     sara = SaraRollout(
         args, ds, [_reward(task, RewardGuard(task.reward))], strategy, collector=collector
