@@ -24,7 +24,13 @@ FILE = "sara_state.pkl"
 
 
 class SaraCheckpoint(CheckpointCallback):
-    """Writes SARA's state into every checkpoint verl saves."""
+    """Writes SARA's state into every checkpoint verl saves.  verl builds it first of all, in the
+    trainer's constructor: the settings are checked here too, before any model loads."""
+
+    def __init__(self, config=None):
+        CheckpointCallback.__init__(self, config)
+        if config is not None:
+            check_config(config)
 
     def on_save(self, trainer, global_step, checkpoint_dir, async_save=False, **kwargs):
         import ray
