@@ -1,5 +1,6 @@
 """Shared fixtures: the real outcome histories are the ones shipped in sara_sim/data."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,8 @@ def tmpfs(tmp_path):
         yield disks
     finally:
         disks.unmount_all()
+
+
+# verl's tests run in verl's own environment (scripts/test.sh: .venv-verl/bin/python -m pytest
+# tests/verl); the main environment has no verl and never imports it
+collect_ignore = [] if importlib.util.find_spec("verl") else ["verl"]

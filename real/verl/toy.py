@@ -125,16 +125,20 @@ def sara_lines(strategy: str = "sara"):
 TOY_LINES = ["+trainer.v1.sampler.sampler_kwargs.poll_interval=0.1"]  # a 2-core box: no 2 s naps
 
 
-def start_ray(tmp_dir):
+def start_ray(tmp_dir=None):
     """A local Ray for the tests: 6 logical CPUs (each actor reserves one to be placed:
     TransferQueue's controller and storage unit, two agent-loop workers, one reward worker; this
-    machine has 2 cores, Ray would see 2 and hang waiting)."""
+    machine has 2 cores, Ray would see 2 and hang waiting).  Its folder: `tmp_dir`, else
+    $RAY_TMPDIR, else a fresh short one in /tmp (Ray's socket paths must stay under 108 bytes)."""
+    import tempfile
+
     import ray
 
     os.environ["RAY_OVERRIDE_RESOURCES"] = '{"CPU":6}'
-    os.makedirs(tmp_dir, exist_ok=True)
+    folder = tmp_dir or os.environ.get("RAY_TMPDIR") or tempfile.mkdtemp(prefix="sara-ray-")
+    os.makedirs(folder, exist_ok=True)
     ray.init(
-        num_cpus=6, include_dashboard=False, _temp_dir=os.path.abspath(tmp_dir),
+        num_cpus=6, include_dashboard=False, _temp_dir=os.path.abspath(folder),
         runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}},
     )  # fmt: skip
 
@@ -142,7 +146,7 @@ def start_ray(tmp_dir):
 class CollectTrainer:
     """verl's sync trainer up to what needs a GPU, driving real collection (module docstring)."""
 
-    def __init__(self, config, url: str, model: str):
+    def __init__(self, config, url: str, model: str, resume_from=None):
         import transfer_queue as tq
         from omegaconf import open_dict
         from verl.experimental.reward_loop.reward_loop import RewardLoopManager
@@ -160,6 +164,8 @@ class CollectTrainer:
         trainer.__init__(config)  # verl's: replay buffer (ours, checked), checkpoint callback
         trainer._init_tokenizer()
         trainer._init_dataloader()
+        if resume_from is not None:
+            self.resume(resume_from)
         trainer.reward_loop_manager = RewardLoopManager(config=config)
         client = ServerClient(config, url, model)
         trainer.get_llm_client = lambda: client
@@ -190,15 +196,26 @@ class CollectTrainer:
         return metrics, groups
 
     def save(self, folder):
-        """What verl's ``_save_checkpoint`` does that concerns SARA: the folder, the tracker file,
-        and the checkpoint callback."""
+        """What verl's ``_save_checkpoint`` does beside the model: the folder, the dataloader's
+        state, the tracker file, then the checkpoint callback."""
+        import torch
+
         t = self.trainer
         path = os.path.join(folder, f"global_step_{t.global_steps}")
         os.makedirs(path, exist_ok=True)
+        torch.save(t.train_dataloader.state_dict(), os.path.join(path, "data.pt"))
         with open(os.path.join(folder, "latest_checkpointed_iteration.txt"), "w") as f:
             f.write(str(t.global_steps))
         t.checkpoint_callback.on_save(trainer=t, global_step=t.global_steps, checkpoint_dir=path)
         return path
+
+    def resume(self, path):
+        """What verl's ``_load_checkpoint`` does beside the model: the step and the dataloader."""
+        import torch
+
+        t = self.trainer
+        t.global_steps = int(path.rstrip("/").split("global_step_")[-1])
+        t.train_dataloader.load_state_dict(torch.load(os.path.join(path, "data.pt")))
 
 
 def stop_ray():

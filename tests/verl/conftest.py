@@ -49,11 +49,11 @@ def server_url(tiny_dir, tmp_path_factory):
 
 
 @pytest.fixture
-def ray_session(tmp_path):
+def ray_session():
     """A local Ray (and TransferQueue, once a trainer starts it), shut down after the test."""
     from real.verl import toy
 
-    toy.start_ray(tmp_path / "ray")
+    toy.start_ray()
     try:
         yield
     finally:
