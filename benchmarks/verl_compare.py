@@ -15,8 +15,9 @@ fixed model):
   TransferQueue, the agent-loop manager from the config key) for `--steps` steps of
   `--groups` groups of k = 8, strategy ds (verl's DAPO filter) then sara (the one switch); the
   numbers are the sara/ metrics verl logs;
-* our loop: `sara-real validate --engine-url URL --schedule stream --lr 0` (the stream driver, the
-  same collectors) for ds and sara with the same k, groups and steps.
+* our loop: `sara-real validate --engine-url URL --schedule stream --lr 1e-12` (the stream
+  driver, the same collectors; a learning rate too small to move fp32 weights) for ds and sara
+  with the same k, groups and steps.
 
 Printed and written to `--out` (default benchmarks/verl_compare.out.txt, refused when it exists
 without --overwrite): per loop and strategy the totals, rollouts and tokens per effective group,
@@ -65,8 +66,11 @@ def verl_side(strategy, model, data, url, steps, groups):
 def own_side(strategy, url, steps, groups, pool, out_dir):
     folder = out_dir / f"own-{strategy}"
     args = ["validate", "--engine-url", url, "--allocator", strategy, "--schedule", "stream"]
-    args += ["--k", str(K), "--groups", str(groups), "--steps", str(steps), "--lr", "0"]
-    args += ["--task-size", str(pool), "--task-seed", "0", "--seed", "0", "--eval-every", "0"]
+    # lr 1e-12: the loop must take a GRPO step, but the weights (fp32) do not move, as on verl's
+    # side, which cannot train here; held-out evaluation once, at the end
+    args += ["--k", str(K), "--groups", str(groups), "--steps", str(steps), "--lr", "1e-12"]
+    args += ["--task-size", str(pool), "--task-seed", "0", "--seed", "0"]
+    args += ["--eval-every", str(steps)]
     args += ["--out", str(folder), "--overwrite"]
     t0 = time.perf_counter()
     main_env(*args, check=True, capture_output=True, text=True)
