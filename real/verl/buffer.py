@@ -36,6 +36,9 @@ class SaraReplayBuffer(ReplayBuffer):
     ):  # fmt: skip
         cfg = root_config(sampler_kwargs)
         self.settings = check_config(cfg)
+        self._state = None
+        if refill_fn is not None:
+            refill_fn = self._checked(refill_fn)
         groups = cfg.algorithm.filter_groups
         ds = not self.settings.is_sara
         ReplayBuffer.__init__(
@@ -47,13 +50,27 @@ class SaraReplayBuffer(ReplayBuffer):
             max_inflight_gen_batches=int(groups.max_inflight_gen_batches) if ds else 1,
             sync_refill_failed_groups=True,
         )  # fmt: skip
-        self._state = None
+
+    def state(self):
+        if self._state is None:
+            self._state = state_actor(self.settings, create=False)
+        return self._state
+
+    def _checked(self, refill_fn):
+        """verl's refill, refused once SARA's shared state has failed: the failed prompts would
+        otherwise be refilled for ever, each failing the same way."""
+
+        def refill(n):
+            error = ray.get(self.state().failed.remote())
+            if error is not None:
+                raise RuntimeError(f"SARA's state failed ({error}); stopping instead of refilling")
+            return refill_fn(n)
+
+        return refill
 
     def sample(self, global_steps, partition_id, batch_size):
         batch, metrics = ReplayBuffer.sample(self, global_steps, partition_id, batch_size)
         if partition_id == "train":
-            if self._state is None:
-                self._state = state_actor(self.settings, create=False)
             uids = sorted({key.split("_")[0] for key in batch.keys})
-            metrics.update(ray.get(self._state.step_metrics.remote(global_steps, uids)))
+            metrics.update(ray.get(self.state().step_metrics.remote(global_steps, uids)))
         return batch, metrics

@@ -18,6 +18,8 @@ what was sent.  A prompt's next request goes once its last one has returned, as 
 driver sends an undecided prompt's stages (``max_inflight`` 0), so its decisions and rollouts
 are the sequential rule's."""
 
+import copy
+import functools
 from collections import defaultdict
 
 import numpy as np
@@ -46,6 +48,21 @@ CONTINUE, FINISHED, FAILED = "continue", "finished", "failure"  # a prompt's ver
 STATE_VERSION = 1
 
 
+def _recorded(method):
+    """A failure inside the shared state is kept (``error``) for the replay buffer to raise: a
+    prompt whose decision failed travels as a failure and would be refilled, again and again."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            self.error = f"{method.__name__}: {e!r}"
+            raise
+
+    return wrapper
+
+
 def make_collector_for(s):
     """The run's collector (``SaraSettings`` s): k = rollout.n, groups = train_batch_size."""
     return build_collector(
@@ -69,10 +86,12 @@ class SaraState:
         self.mixed = {}  # uid -> was its group mixed (finished prompts not yet in a batch)
         self.decided = None  # the observer's last Decided
         self.restored_from = None
+        self.error = None  # the first failure inside the state (see _recorded)
         if self.col is not None:
             self.col.observer = self._observe
 
     # ------------------------------------------------------------------ one prompt
+    @_recorded
     def open(self, uid: str, index: int, step: int) -> tuple[int, int]:
         """A fresh prompt (verl's uid, its dataset index) in verl step `step`: (visit, rollouts of
         its first request); 0 rollouts: skipped before any rollout (sara-history)."""
@@ -94,6 +113,7 @@ class SaraState:
         self.res.rollouts += n
         return col.visit_seq, n
 
+    @_recorded
     def absorb(self, visit: int, step: int, rewards: list, tokens: int) -> tuple[str, int]:
         """Rewards (0/1) of the visit's last request and its tokens: (verdict, rollouts of its next
         request).  Verdicts: CONTINUE (send the next request), FINISHED (a complete mixed group:
@@ -180,6 +200,7 @@ class SaraState:
         }
 
     def load_state_dict(self, state: dict, where: str = "") -> None:
+        state = copy.deepcopy(state)  # arrays that came through Ray's object store are read-only
         mine = (self.s.strategy, self.s.k, self.s.groups)
         saved = (state["strategy"], state["k"], state["groups"])
         if saved != mine:
@@ -200,6 +221,10 @@ class SaraState:
 
     def restored(self):
         return self.restored_from
+
+    def failed(self):
+        """The first failure inside the state, or None."""
+        return self.error
 
     # ------------------------------------------------------------------ helpers
     def _at_step(self, step: int) -> None:
