@@ -1,6 +1,6 @@
 """Shared fixtures: the real outcome histories are the ones shipped in sara_sim/data."""
 
-import importlib.util
+import importlib.metadata
 from pathlib import Path
 
 import pytest
@@ -61,4 +61,12 @@ def tmpfs(tmp_path):
 
 # verl's tests run in verl's own environment (scripts/test.sh: .venv-verl/bin/python -m pytest
 # tests/verl); the main environment has no verl and never imports it
-collect_ignore = [] if importlib.util.find_spec("verl") else ["verl"]
+def _has_verl() -> bool:
+    try:
+        importlib.metadata.version("verl")  # the distribution (tests/verl is a "verl" folder too)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+collect_ignore = [] if _has_verl() else ["verl"]
