@@ -32,7 +32,7 @@ class FakeServer:
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if owner.answered >= owner.good and owner.fault == "dies":
-                    threading.Thread(target=owner.httpd.shutdown).start()
+                    threading.Thread(target=owner.close).start()
                     self.close_connection = True
                     return  # no answer: the connection drops, then nothing listens
                 ok = owner.answered < owner.good
@@ -50,6 +50,7 @@ class FakeServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self):
+        """Stop serving and close the listening socket: connections are refused from then on."""
         self.httpd.shutdown()
         self.httpd.server_close()
 
