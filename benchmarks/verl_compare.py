@@ -49,6 +49,7 @@ def verl_side(strategy, model, data, url, steps, groups):
     cfg = toy.verl_config(model, data, lines)
     toy.start_ray()
     tot = {"rollouts": 0, "tokens": 0, "effective_groups": 0, "abandoned": 0, "prompts": 0}
+    tot |= {"saturated": 0, "lost": 0}
     try:
         tr = toy.CollectTrainer(cfg, url, model)
         t0 = time.perf_counter()
@@ -74,14 +75,12 @@ def own_side(strategy, url, steps, groups, pool, out_dir):
     args += ["--out", str(folder), "--overwrite"]
     t0 = time.perf_counter()
     main_env(*args, check=True, capture_output=True, text=True)
-    s = json.loads((folder / "summary.json").read_text())
-    s = s.get("train", s)
-    return {
-        "rollouts": s["rollouts"],
-        "tokens": s["tokens"],
-        "effective_groups": s["effective_groups"],
-        "wall_s": time.perf_counter() - t0,
-    }
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if "rollouts" in r]
+    keys = ("rollouts", "tokens", "effective_groups", "abandoned", "waste", "cancelled", "carried")
+    out = {key: sum(r.get(key) or 0 for r in rows) for key in keys}
+    out["wall_s"] = time.perf_counter() - t0
+    return out
 
 
 def per_group(t):
@@ -167,6 +166,25 @@ def render(results, a, model):
         "",
         f"gap (verl - own) in SARA's ratio to DS: rollouts {fmt(gap_r, 3)}, tokens {fmt(gap_t, 3)}"
         f" (goal: |gap| <= 0.03 in rollouts: {met})",
+        "",
+        "Where the rollouts went (the schedules differ; the per-prompt rule is the same):",
+    ]
+    for loop in ("verl", "own"):
+        for strategy in ("ds", "sara"):
+            t = results[(loop, strategy)]
+            lines.append(f"- {loop} {strategy}: " + ", ".join(f"{k} {v}" for k, v in t.items()
+                                                              if k != "wall_s"))  # fmt: skip
+    v, o = results[("verl", "sara")], results[("own", "sara")]
+    decided_own = o["rollouts"] - o["waste"] - o["cancelled"]
+    commits_v = v["effective_groups"]
+    commits_o = o["effective_groups"] + o["carried"]
+    rate_v = commits_v / (commits_v + v["abandoned"] + v["saturated"])
+    rate_o = commits_o / (commits_o + o["abandoned"])
+    lines += [
+        f"- SARA's commit rate per decided prompt: verl {rate_v:.3f}, own {rate_o:.3f}",
+        f"- own SARA without the rollouts its step ends drop or cancel ('fresh' boundary): "
+        f"{fmt(decided_own / o['effective_groups'])} per effective group (verl's flow drops none: "
+        f"{fmt(v['rollouts'] / v['effective_groups'])})",
     ]
     return "\n".join(lines) + "\n"
 
