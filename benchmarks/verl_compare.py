@@ -66,7 +66,7 @@ def verl_side(strategy, model, data, url, steps, groups):
 
 def own_side(strategy, url, steps, groups, pool, out_dir):
     folder = out_dir / f"own-{strategy}"
-    args = ["validate", "--engine-url", url, "--allocator", strategy, "--schedule", "stream"]
+    args = ["validate", "--engine-url", url, "--strategy", strategy, "--schedule", "stream"]
     # lr 1e-12: the loop must take a GRPO step, but the weights (fp32) do not move, as on verl's
     # side, which cannot train here; held-out evaluation once, at the end
     args += ["--k", str(K), "--groups", str(groups), "--steps", str(steps), "--lr", "1e-12"]

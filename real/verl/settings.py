@@ -5,7 +5,7 @@ buffer, read by the manager from the same config), so one Hydra line picks the s
 
     +trainer.v1.sampler.sampler_kwargs.strategy=sara     # or ds: verl's own DAPO filter
 
-Every other key is optional: a ``real.base.config.AllocatorConfig`` field (tau_low, prior, probe,
+Every other key is optional: a ``real.base.config.StrategyConfig`` field (tau_low, prior, probe,
 eb_window, rho, ...), ``threshold`` (a rollout passes iff its reward >= threshold; 1.0 fits 0/1
 and DAPO's -1/+1 rewards), ``epoch_size`` (sara-history: the train set's size), ``seed``,
 ``fresh`` (resume without SARA's saved state, starting it afresh), ``state_name`` (the Ray
@@ -17,7 +17,7 @@ it in the trainer's constructor, before any model, worker or server exists."""
 from dataclasses import dataclass, field, fields
 from importlib import metadata
 
-from real.base.config import AllocatorConfig
+from real.base.config import StrategyConfig
 from sara_sim.core.errors import ParameterError
 
 VERL_PINNED = ("0.9.1",)  # the verl releases whose private contract tests/verl checks
@@ -28,7 +28,7 @@ CHECKPOINT = "real.verl.SaraCheckpoint"
 SARA_STRATEGIES = ("sara", "sara-eb", "sara-auto", "sara-history")
 STRATEGIES = ("ds", *SARA_STRATEGIES)
 OWN = ("strategy", "threshold", "epoch_size", "seed", "fresh", "state_name", "poll_interval")
-OPTIONS = tuple(f.name for f in fields(AllocatorConfig) if f.name != "schedule")
+OPTIONS = tuple(f.name for f in fields(StrategyConfig) if f.name != "schedule")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class SaraSettings:
     fresh: bool = False
     state_name: str = "sara_state"
     poll_interval: float = 2.0  # seconds between the replay buffer's looks at TransferQueue
-    options: dict = field(default_factory=dict)  # AllocatorConfig fields given
+    options: dict = field(default_factory=dict)  # StrategyConfig fields given
 
     @property
     def is_sara(self) -> bool:

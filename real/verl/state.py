@@ -24,7 +24,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from real.base.config import AllocatorConfig, build_collector
+from real.base.config import StrategyConfig, build_collector
 from sara_sim.collect.collect_base import Request
 from sara_sim.core.policy import ABANDON, COMMIT
 from sara_sim.core.rounds import (
@@ -66,7 +66,7 @@ def _recorded(method):
 def make_collector_for(s):
     """The run's collector (``SaraSettings`` s): k = rollout.n, groups = train_batch_size."""
     return build_collector(
-        s.strategy, AllocatorConfig(**s.options, schedule="stream"), k=s.k, groups=s.groups,
+        s.strategy, StrategyConfig(**s.options, schedule="stream"), k=s.k, groups=s.groups,
         seed=s.seed, epoch_size=s.epoch_size,
     )  # fmt: skip
 

@@ -14,7 +14,7 @@ a round drops at its step's end — a quantity of the schedule, not of the decis
 import numpy as np
 import pytest
 
-from real.base.config import AllocatorConfig
+from real.base.config import StrategyConfig
 from real.verl.settings import SaraSettings
 from real.verl.state import CONTINUE, FAILED, FINISHED, SaraState, make_collector_for
 
@@ -88,11 +88,11 @@ def test_decisions_identical_to_make_collector(strategy):
 
 
 def test_the_reference_is_the_run_collector():
-    """make_collector_for is build_collector with the run's AllocatorConfig: the same collector
+    """make_collector_for is build_collector with the run's StrategyConfig: the same collector
     the native loop and the TRL adapter build for the same settings."""
     from real.base.config import build_collector
 
     s = SaraSettings("sara-auto", K, GROUPS, options={"tau_low": 0.25})
     a = make_collector_for(s)
-    b = build_collector("sara-auto", AllocatorConfig(tau_low=0.25), k=K, groups=GROUPS, seed=0)
+    b = build_collector("sara-auto", StrategyConfig(tau_low=0.25), k=K, groups=GROUPS, seed=0)
     assert (type(a), a.params, list(a.plan)) == (type(b), b.params, list(b.plan))
