@@ -7,45 +7,19 @@ SARA at each tau_low, the best tau_low, the Bayes-optimal stopping policy; the h
 strategies are replayed on the passes (`sara_sim.sim.replay`); intervals are a percentile bootstrap
 over prompts with each plan held fixed.
 
-Tokens: a rollout's expected count of passes and fails under a plan is exact (exchangeability:
-P(the t-th rollout is drawn and passes) = M(1, 0) minus M(1, e) for t beyond an abandonment point
-e of the fail side, ...); tokens = passes x mean passing length + fails x mean failing length,
-the lengths measured by the audit."""
+Tokens: a rollout's expected count of passes and fails under a plan is exact
+(``sara_sim.core.theory.outcome_counts``); tokens = passes x mean passing length + fails x mean
+failing length, the lengths measured by the audit."""
 
 import math
 
 import numpy as np
 
 from sara_sim.core.registry import names
+from sara_sim.core.theory import outcome_counts
 
 TAU_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 INFORMED = names("replay", needs_history=True)
-
-
-def outcome_counts(law, k, res) -> tuple[float, float]:
-    """(E[passing rollouts], E[failing rollouts]) drawn per prompt under a plan's law `res`.
-
-    >>> from sara_sim.core.difficulty import BetaLaw
-    >>> from sara_sim.core.theory import sequential_law
-    >>> law = BetaLaw(1, 1); res = sequential_law(law, 8, 0.3)
-    >>> p, f = outcome_counts(law, 8, res)
-    >>> round(p + f, 6) == round(res["rollouts_per_prompt"], 6), round(p, 6) == round(f, 6)
-    (True, True)
-    """
-
-    def m(i, j):
-        return float(np.exp(law.log_moment(i, j)))
-
-    passes, fails = k * m(1, 0), k * m(0, 1)
-    e = res["abandon_after_fail"]
-    if e is not None:  # all e fails: the k - e rollouts after them are never drawn
-        passes -= (k - e) * m(1, e)
-        fails -= (k - e) * m(0, e + 1)
-    e = res["abandon_after_pass"]
-    if e is not None:
-        passes -= (k - e) * m(e + 1, 0)
-        fails -= (k - e) * m(e, 1)
-    return passes, fails
 
 
 def _ratio(num, den):

@@ -156,6 +156,8 @@ class RolloutCollector:
             self.score(entry, res.completions, res.prompt_token_ids)
             for entry, res in zip(entries, results, strict=True)
         ]
+        for req, res in zip(requests, results, strict=True):  # plans priced in tokens learn
+            self.collector.observe_lengths(req.visit, [c.n_tokens for c in res.completions])
         st.round_s.append(time.perf_counter() - t0)
         return out
 

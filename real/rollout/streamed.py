@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from sara_sim.collect.collect_base import Request
-from sara_sim.collect.stream import stream_driver
+from sara_sim.collect.stream import stream_capacity, stream_driver
 
 BOUNDARY = "fresh"  # no rollout and no open prompt outlives a weight push
 
@@ -41,11 +41,13 @@ def rollout_seed(seed: int, visit: int) -> int:
     return int(np.random.default_rng([seed, 0x57E4, visit]).integers(0, 2**30))
 
 
-def stream_capacity(collector) -> int:
-    """Rollouts in flight at once: a round's (SARA: its capacity; DS: a generation batch)."""
-    if hasattr(collector, "gen_batch_size"):
-        return collector.gen_batch_size * collector.k
-    return collector.capacity
+def engine_slots(engine) -> int | None:
+    """The sequences `engine` runs at once where it knows them (in-process vLLM: its scheduler's
+    max_num_seqs); None for a server behind HTTP (its slots are the server's)."""
+    llm = getattr(engine, "llm", None)
+    if llm is None:
+        return None
+    return int(llm.llm_engine.vllm_config.scheduler_config.max_num_seqs)
 
 
 class StreamHost(Protocol):
@@ -104,11 +106,12 @@ class StreamRollouts:
         self.sent[visit] = j + n
         self.cost.gen_s += time.perf_counter() - t0
 
-    def poll(self) -> list[tuple[int, int]]:
+    def poll(self) -> list[tuple[int, int, int]]:
+        """The next completions: [(visit, reward, tokens)]."""
         t0 = time.perf_counter()
         done = self.sampler.poll()
         self.cost.gen_s += time.perf_counter() - t0
-        visits, landed = [], []
+        visits, landed, lengths = [], [], []
         for f in done:
             visit = self.owner.pop(f.rid)
             self.by_visit[visit].discard(f.rid)
@@ -116,8 +119,9 @@ class StreamRollouts:
             entry["prompt_ids"] = entry["prompt_ids"] or f.prompt_token_ids
             visits.append(visit)
             landed.append((entry, f.completion))
+            lengths.append(len(f.completion.token_ids))
         rewards = self.host.land(landed) if landed else []
-        return list(zip(visits, rewards, strict=True))
+        return list(zip(visits, rewards, lengths, strict=True))
 
     def cancel(self, visit: int) -> int:
         rids = self.by_visit.pop(visit, set())
@@ -154,5 +158,8 @@ class StreamRollouts:
 
 def make_driver(host, collector):
     """The stream driver of `collector` on `host`'s engine (``BOUNDARY``: one policy version a
-    group); a collector a stream cannot drive is a ParameterError naming --schedule."""
-    return stream_driver(collector, StreamRollouts(host), stream_capacity(collector), BOUNDARY)
+    group; in flight: ``stream_capacity``, at most the engine's slots where it knows them); a
+    collector a stream cannot drive is a ParameterError naming --schedule."""
+    slots = engine_slots(getattr(host, "engine", None))
+    capacity = stream_capacity(collector, slots, BOUNDARY)
+    return stream_driver(collector, StreamRollouts(host), capacity, BOUNDARY)

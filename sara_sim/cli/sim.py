@@ -14,6 +14,14 @@ import sys
 
 from ..core.errors import ParameterError, check_budget
 from ..core.registry import SARA
+from ..sim.baselines import (
+    DS_3N,
+    DS_ROUNDS,
+    DS_STREAM,
+    decomposition,
+    decomposition_text,
+    ratio,
+)
 from .common import _emit, _float, _int, _law, add_law_args, add_output_args, dumps
 
 SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
@@ -127,25 +135,66 @@ def cmd_simulate(args):
     _emit(args, out, f"{args.strategy} on {law}, k={args.k}")
 
 
-def compare_table(law, kw, strategies, progress=False):
-    """Every strategy on the same law and seed, sorted by rollouts per effective group."""
+def compare_table(law, kw, strategies, progress=False, priced_in="rollouts"):
+    """Every strategy on the same law and seed, sorted by rollouts per effective group; with
+    its ratios to DS streamed (``ds_stream_reference``) and to DS by rounds (N; verl's 3N where
+    ds-verl3n runs).  The table's attrs hold the references and the decomposition of the
+    savings (``baselines``); `priced_in`: sara-auto's plan priced in rollouts or tokens."""
     import pandas as pd
 
     from ..sim.simulate import simulate, summarize
     from ..sim.strategies import STRATEGIES, info
 
-    rows = []
+    rows, refs = [], {}
     for name in strategies or STRATEGIES:
         own = kw if info(name).family == "sara" else {x: v for x, v in kw.items() if x != "carry"}
-        s = summarize(simulate(name, law, progress=progress, **own))  # only SARA's kernel carries
+        if name == "sara-auto":
+            own = {**own, "priced_in": priced_in}
+        res = simulate(name, law, progress=progress, **own)  # only SARA's kernel carries
+        s = summarize(res)
         rows.append(s)
+        if name == "ds":
+            refs[DS_STREAM] = ds_stream_reference(res)
+        if name in ("ds", "ds-verl3n"):
+            cost = (s["cost_per_effective_group"], s["tokens_per_effective_group"])
+            refs[f"{name} rounds"] = cost
     df = pd.DataFrame(rows).sort_values("cost_per_effective_group", kind="mergesort")
     ds = df.loc[df["strategy"] == "ds", "cost_per_effective_group"]
     if len(ds):
         df["savings_vs_ds"] = 1.0 - df["cost_per_effective_group"] / float(ds.iloc[0])
         tds = float(df.loc[df["strategy"] == "ds", "tokens_per_effective_group"].iloc[0])
         df["token_savings_vs_ds"] = 1.0 - df["tokens_per_effective_group"] / tds
-    return df.reset_index(drop=True)
+    for ref, tag in ((DS_STREAM, "ds_stream"), (DS_ROUNDS, "ds_rounds"), (DS_3N, "ds_verl3n")):
+        if ref in refs:
+            df[f"ratio_vs_{tag}"] = [ratio(x, refs[ref][0]) for x in df["cost_per_effective_group"]]
+            df[f"token_ratio_vs_{tag}"] = [
+                ratio(x, refs[ref][1]) for x in df["tokens_per_effective_group"]
+            ]
+    df = df.reset_index(drop=True)
+    costs = dict(zip(df["strategy"], zip(df["cost_per_effective_group"],
+                                         df["tokens_per_effective_group"])))  # fmt: skip
+    costs = {**{n: c for n, c in costs.items() if n not in ("ds", "ds-verl3n")}, **refs}
+    df.attrs["references"] = {
+        name: {"rollouts_per_effective_group": r, "tokens_per_effective_group": t}
+        for name, (r, t) in refs.items()
+    }
+    df.attrs["decomposition"] = {
+        unit: decomposition({n: c[i] for n, c in costs.items()})
+        for i, unit in enumerate(("rollouts", "tokens"))
+    }
+    return df
+
+
+def ds_stream_reference(res):
+    """(rollouts, tokens) per effective group of DS streamed, from a DS run by rounds: the same
+    prompts and draws with every group sampled used — a stream keeps sampling until N groups are
+    mixed and what is in flight at a step's end runs on into the next (docs/design.md §2), so no
+    generation-batch surplus is thrown away: k / P(mixed) rollouts per effective group."""
+    f = res.frame
+    mixed = float(f["decided"].sum() - f["saturated"].sum())
+    if mixed <= 0:
+        return None, None
+    return float(f["decided_rollouts"].sum()) / mixed, float(f["tokens"].sum()) / mixed
 
 
 def _check_sim_size(names, law, kw, force):
@@ -167,6 +216,7 @@ def _check_sim_size(names, law, kw, force):
 
 
 def cmd_compare(args):
+    from ..core.optimal import check_priced_in
     from ..sim.strategies import STRATEGIES
 
     law = _sim_law(args)
@@ -178,11 +228,14 @@ def cmd_compare(args):
             raise ParameterError(
                 "--strategies", f"unknown {bad}; choose from {', '.join(STRATEGIES)}"
             )
+    check_priced_in("sara-auto", args.priced_in, flag="--priced-in")
     kw = _sim_kwargs(args)
     _check_sim_size(names or STRATEGIES, law, kw, args.force)  # before the first strategy runs
-    df = compare_table(law, kw, names, progress=not args.json)
+    df = compare_table(law, kw, names, progress=not args.json, priced_in=args.priced_in)
     if args.json:
-        print(dumps({"law": str(law), "k": args.k, "rows": df.to_dict("records")}))
+        print(dumps({"law": str(law), "k": args.k, "sara_auto_priced_in": args.priced_in,
+                     "rows": df.to_dict("records"), "references": df.attrs["references"],
+                     "decomposition": df.attrs["decomposition"]}))  # fmt: skip
         return
     print(f"all strategies on {law}")  # a history path can be long: the law has its own line
     print(
@@ -190,6 +243,41 @@ def cmd_compare(args):
         "(sorted by rollouts per effective group)"
     )
     print(compare_text(df))
+    print(reference_text(df, priced_in=args.priced_in))
+
+
+def reference_text(df, priced_in="rollouts"):
+    """Each strategy against DS streamed and DS by rounds (N, and 3N with ds-verl3n), and where
+    the saving over DS by rounds comes from (``baselines``)."""
+    refs = df.attrs.get("references", {})
+    if DS_STREAM not in refs:
+        return "(no ds in the run: no reference for the savings)"
+    r, t = (refs[DS_STREAM][x] for x in ("rollouts_per_effective_group",
+                                         "tokens_per_effective_group"))  # fmt: skip
+    cols = [("ds_stream", "DS str."), ("ds_rounds", "DS N"), ("ds_verl3n", "DS 3N")]
+    cols = [c for c in cols if f"ratio_vs_{c[0]}" in df.columns]
+    lines = [
+        f"\nagainst DS streamed ({r:.2f} rollouts, {t:.0f} tokens per effective group: every",
+        "group DS samples used, k / P(mixed)) and DS by rounds; ratios of rollouts | tokens per",
+        f"effective group (sara-auto priced in {priced_in}):",
+        f"{'strategy':<14}" + "".join(f"{'roll/' + h:>13}{'tok/' + h:>12}" for _, h in cols),
+    ]
+    for row in df.to_dict("records"):
+        cells = [(row[f"ratio_vs_{c}"], row[f"token_ratio_vs_{c}"]) for c, _ in cols]
+        lines.append(f"{row['strategy']:<14}" + "".join(
+            f"{_fmt(a, '.3f'):>13}{_fmt(b, '.3f'):>12}" for a, b in cells))  # fmt: skip
+    lines.append("SARA's rollouts and tokens are its schedule's own whether streamed or by rounds")
+    lines.append("(the same decisions; the surplus carried): the kernel runs it by rounds.")
+    for unit in ("rollouts", "tokens"):
+        parts = df.attrs["decomposition"][unit]
+        if parts:
+            lines.append(f"where the saving over DS by rounds comes from (share of its {unit}):")
+            lines += decomposition_text(parts)
+    return "\n".join(lines)
+
+
+def _fmt(v, f):
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, f)
 
 
 COMPARE_COLUMNS = (  # key, width, format, header — 11 columns, 95 characters with separators
@@ -283,6 +371,9 @@ def add_sim_commands(sub):
     p = sub.add_parser("compare", help="all strategies side by side on one law and seed")
     _add_sim_args(p, strategy=False)
     p.add_argument("--strategies", default=None, help="comma-separated subset (default: all)")
+    p.add_argument("--priced-in", default="rollouts",
+                   help="sara-auto's plan minimises rollouts | tokens per effective group, its "
+                   "lengths learned from its own rollouts (rollouts)")  # fmt: skip
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("verify", help="the four claims across k and tau_low, sim vs exact")
     p.add_argument("--quick", action="store_true", help="small grid (k <= 16), fewer steps")

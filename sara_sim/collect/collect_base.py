@@ -41,6 +41,7 @@ class StepResult:
     outcomes: dict = field(default_factory=dict)  # prompt_id -> rewards drawn this step
     prior: tuple = (1.0, 1.0)  # the prior / belief the step used
     plan: list = field(default_factory=list)
+    lengths: tuple | None = None  # the mean (pass, fail) tokens its plans were priced at
 
 
 def _reward(x):
@@ -114,6 +115,10 @@ class _Base:
         # The visit (Request.visit) of each group of the last collect_step's result, same order:
         # a caller that keeps per-rollout data by visit claims a group's rollouts by it.
         self.group_visits = []
+
+    def observe_lengths(self, visit, lengths) -> None:
+        """A driver tells the tokens of visit `visit`'s rollouts (``SaraCollector`` learns from
+        them when its plans are priced in tokens; the others need no lengths)."""
 
     def held_visits(self) -> set:
         """Visits whose rollouts the collector still holds after a step (in progress, or complete

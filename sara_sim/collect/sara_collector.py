@@ -27,9 +27,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from ..core import rounds as sm_step
 from ..core.informed import PromptHistory
-from ..core.optimal import prior_plan
+from ..core.optimal import learned_lengths, learned_weights, prior_plan
 from ..core.policy import ABANDON, CONTINUE
 from ..core.registry import SaraParams, row
 from ..core.rounds import (
@@ -69,6 +71,7 @@ class _Prompt:
     pid: object
     visit: int  # unique per visit: a prompt id may come round again while still open
     rewards: list = field(default_factory=list)
+    lengths: list = field(default_factory=list)  # tokens of its rollouts, where the driver says
 
 
 class Decided(NamedTuple):
@@ -119,6 +122,7 @@ class SaraCollector(_Base):
         self.tau_low, self.tau_high, self.prior, self.capacity = cfg[:4]
         self.probe, self.increment, self.max_rounds, self.eb_window, self.rule = cfg[4:9]
         self.request_cost = cfg.request_cost  # sara-auto: a request's price in rollouts
+        self.priced_in = cfg.priced_in  # "tokens": plans priced by the learned mean lengths
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
@@ -128,6 +132,12 @@ class SaraCollector(_Base):
         self.epoch_size = None if epoch_size is None else int(epoch_size)
         self.window = deque(maxlen=self.eb_window)  # per step: [(successes, trials)] decided
         self.finished = []  # (successes, trials) of prompts decided during the current step
+        # per step: [pass tokens, passes, fail tokens, fails] of the rollouts of the prompts
+        # decided in it (the same prompts as `window`'s), where the driver told their lengths
+        self.lengths_window = deque(maxlen=self.eb_window)
+        self.tally = np.zeros(4)
+        self.step_lengths = None  # the mean (pass, fail) lengths the step's plans are priced at
+        self.step_weights = (1.0, 1.0)  # sara-history's price rule: (w_fail, w_pass)
         self.open = {}  # visit -> _Prompt, in progress (carried across steps)
         self.done_groups = []  # complete committed groups carried to the next step
         self.done_visits = []  # their visits (same order)
@@ -147,6 +157,10 @@ class SaraCollector(_Base):
     # --- the prior / plan ----------------------------------------------------------------------
     def _fit_prior(self):
         self.step_prior = self.prior
+        self.step_lengths, self.step_weights = None, (1.0, 1.0)
+        if self.priced_in == "tokens" and self.lengths_window:
+            tally = np.sum(self.lengths_window, axis=0)
+            self.step_lengths, self.step_weights = learned_lengths(tally), learned_weights(tally)
         fitted = None if self.name == "sara" else fitted_prior(self.window, self.prior)
         if fitted is None:
             return
@@ -158,7 +172,8 @@ class SaraCollector(_Base):
         self._check_plan()
 
     def _prior_plan(self, prior):
-        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior, self.request_cost)
+        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior,
+                          self.request_cost, getattr(self, "step_lengths", None))  # fmt: skip
 
     def _check_plan(self):
         if self.informed is None:
@@ -172,7 +187,8 @@ class SaraCollector(_Base):
         if self.informed is None:
             return self.plan.copy()
         epoch = (self.pulled - 1) // self.epoch_size
-        return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price())
+        return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price(),
+                                  getattr(self, "step_weights", (1.0, 1.0)))  # fmt: skip
 
     # --- one step: the driver of ``rounds`` -------------------------------------------------------
     def collect_step(self, stream, sample):
@@ -195,7 +211,8 @@ class SaraCollector(_Base):
         """Open a step: this step's prior and plan, the groups carried from the last step first
         in its batch, the state machine's step begun.  Returns the step's StepResult."""
         self._fit_prior()
-        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
+        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan],
+                         lengths=self.step_lengths)  # fmt: skip
         res.groups, self.done_groups = self.done_groups, []
         self.group_visits, self.done_visits = self.done_visits, []
         sm_step.begin_step(self.rounds, self.rc)
@@ -212,6 +229,38 @@ class SaraCollector(_Base):
         res.carried_open = len(self.open) + len(self.queue)
         self.window.append(self.finished)
         self.finished = []
+        self.lengths_window.append(self.tally)
+        self.tally = np.zeros(4)
+
+    def observe_lengths(self, visit, lengths):
+        """The driver's word on the tokens of visit `visit`'s rollouts, in the order their
+        rewards come (before them: a round's sampler, a stream's completion): what a plan
+        priced in tokens learns its lengths from, once the visit is decided."""
+        p = self.open.get(visit)
+        if p is not None:
+            p.lengths.extend(int(x) for x in lengths)
+
+    def _tally(self, p):
+        """A decided visit's rollouts into the step's tally (those whose length was told)."""
+        for r, n in zip(p.rewards, getattr(p, "lengths", ())):  # old checkpoints: none told
+            self.tally[0 if r else 2] += n
+            self.tally[1 if r else 3] += 1
+
+    def drop_open(self, res):
+        """Drop every prompt still open (a stream's "fresh" step end: none outlives its policy
+        version); their rollouts are waste.  What they drew feeds the window and the histories
+        as a decided prompt's does: left out, the prompts still undecided at a step's end —
+        those on the plan's later side, more of them the more are open — would be missing from
+        the prior's fit, which then leans to the other side and moves the plan further that
+        way (sara-auto streamed, probes x 2: some runs settled at 1.2x the rollouts of others;
+        the fit is the likelihood of what was drawn, whatever stopped the drawing)."""
+        for p in self.open.values():
+            if p.rewards:
+                self.finished.append((sum(p.rewards), len(p.rewards)))
+                self._tally(p)
+                self._observe(p.pid, p.rewards)
+        res.waste += int(sm_step.drop_open(self.rounds))
+        self.open = {}
 
     def open_prompts(self, res, stream):
         """Fresh prompts, one at a time, while the state machine wants them (after
@@ -266,6 +315,7 @@ class SaraCollector(_Base):
         if d == CONTINUE:
             return
         self.finished.append((s, n))  # only outcomes actually drawn feed any prior
+        self._tally(p)
         self._observe(p.pid, p.rewards)
         target = settle(self.rounds, self.rc, i, d, s)
         del self.open[p.visit]
@@ -326,6 +376,9 @@ class SaraCollector(_Base):
         selector = state.pop("selector", None)
         mine = self.informed, self.selector  # built by the caller, with its key functions
         self.__dict__.update(state)
+        if "lengths_window" not in state:  # a checkpoint from before plans priced in tokens
+            self.lengths_window, self.tally = deque(maxlen=self.eb_window), np.zeros(4)
+            self.step_lengths, self.step_weights, self.priced_in = None, (1.0, 1.0), "rollouts"
         if "rounds" not in state:  # a checkpoint from before the round state machine
             rates = self.__dict__.pop("rates")
             self.rounds = _legacy_rounds(list(self.open.values()), len(self.done_groups), rates)

@@ -4,10 +4,10 @@ and vLLM's (``real/rollout/streamed.py`` on a ``real.sampling.streaming.StreamSa
 
 **The engine a driver needs** (``RolloutEngine``): ``submit(pid, visit, n)`` queues n rollouts of
 visit `visit` of prompt `pid`; ``poll()`` runs the engine to its next completions and returns
-``[(visit, outcome)]`` (outcome: the rollout's binary reward; ``[]`` only when nothing is in
-flight); ``cancel(visit)`` aborts the visit's rollouts in flight and returns how many;
-``inflight`` counts the rollouts in flight.  The engine keeps its own cost books (tokens,
-cancelled rollouts and their tokens): a driver only decides.
+``[(visit, outcome, tokens)]`` (outcome: the rollout's binary reward, tokens: its length; ``[]``
+only when nothing is in flight); ``cancel(visit)`` aborts the visit's rollouts in flight and
+returns how many; ``inflight`` counts the rollouts in flight.  The engine keeps its own cost
+books (tokens, cancelled rollouts and their tokens): a driver only decides.
 
 **SARA streamed** is the third driver of the round state machine (``core/rounds.py``), beside the
 Numba kernel and ``SaraCollector``'s round loop: the collector's own prompts, plans, priors and
@@ -72,7 +72,6 @@ from ..core.rounds import (
     C_OPEN,
     F_KEY,
     S_FIELDS,
-    drop_open,
     new_rounds,
 )
 from ..core.stream_plan import plan_stream, send
@@ -132,13 +131,12 @@ class StreamSara:
             if not done:  # nothing in flight and nothing to send: the stream ran out
                 break
             res.rounds += 1  # one engine wait
-            for visit, o in done:
-                self._land(visit, o, res)
+            for visit, o, tokens in done:
+                self._land(visit, o, tokens, res)
         for visit in [] if self.carry else list(col.open):  # the step's end: "abort", "fresh"
             self._cancel(visit)
         if self.boundary == "fresh":  # no open prompt outlives its policy version
-            res.waste += int(drop_open(col.rounds))
-            col.open = {}
+            col.drop_open(res)
         col.end_step(res)
         return res
 
@@ -183,12 +181,13 @@ class StreamSara:
         sm = self.col.rounds
         return int(np.searchsorted(sm.slots[: sm.cnt[C_OPEN], F_KEY], visit))
 
-    def _land(self, visit, o, res):
+    def _land(self, visit, o, tokens, res):
         col = self.col
         p = col.open.get(visit)
         if p is None:  # finished in the very iteration its prompt was decided: paid, unused
             res.waste += 1
             return
+        col.observe_lengths(visit, [tokens])
         sm, i = col.rounds, self._slot(visit)
         sm.slots[i, FLY] -= 1
         sm.req[0, 0], sm.req[0, 1] = i, 1  # the completion as request 0 of one rollout
@@ -236,7 +235,7 @@ class StreamDS:
             if not done:
                 break
             res.rounds += 1  # one engine wait
-            for visit, o in done:
+            for visit, o, _ in done:
                 pid, r = flying[visit]
                 r.append(o)
                 if len(r) == self.k:
@@ -287,6 +286,22 @@ class StreamDS:
 
     def load_state_dict(self, state):
         self.mixed, self.decided, self.visits = state["mixed"], state["decided"], state["visits"]
+
+
+def stream_capacity(col, slots=None, boundary="carry"):
+    """Rollouts a stream keeps in flight (queued in the engine or running).  Its collector's
+    own: a round's capacity (SARA: x N k with over-provisioning x; DS: a generation batch of
+    rollouts) — but never more than the engine runs at once (`slots`, where the driver knows
+    them: in-process vLLM, the engine model), since a rollout queued behind full slots starts no
+    sooner for being queued early and, with boundary "abort" / "fresh", is lost at the step's
+    end with the prompt it was queued for (on the in-process reasoning task, probes x 2 queued
+    x 2 N k = 2 x the slots: 0.95 of DS by rounds' rollouts, 0.83 capped: benchmarks/
+    stream_real_reasoning.out.txt).  With "carry" nothing is lost at a step's end and fresh
+    prompts fill every free slot: the slots."""
+    own = col.gen_batch_size * col.k if hasattr(col, "gen_batch_size") else col.capacity
+    if slots is None:
+        return own
+    return int(slots) if boundary == "carry" else min(own, int(slots))
 
 
 def stream_driver(col, live, capacity, boundary="carry"):

@@ -109,13 +109,16 @@ class PromptHistory:
         ev = self._evidence(pid)
         return prior_of(ev, float(epoch), self.params(), np.asarray(self.pop_prior, np.float64))
 
-    def plan(self, pid, epoch, k, tau_low, rule="tau", lam=math.inf):
+    def plan(self, pid, epoch, k, tau_low, rule="tau", lam=math.inf, weights=(1.0, 1.0)):
+        """`weights`: the price rule's (w_fail, w_pass) per rollout (``schedule.history_plan``)."""
         if rule not in RULES:
             raise ParameterError("rule", f"must be one of {RULES}, got {rule!r}")
         epoch = self.epoch_of(pid) if self.epoch_of else epoch
         ev, pop = self._evidence(pid), np.asarray(self.pop_prior, np.float64)
         u = float(self.rng.random())
-        return history_plan(ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u)
+        w_fail, w_pass = (float(x) for x in weights)
+        return history_plan(ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u,
+                            w_fail, w_pass)  # fmt: skip
 
     @classmethod
     def for_integer_stream(cls, epoch_size, seed=0, **overrides):

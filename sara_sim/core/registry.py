@@ -61,6 +61,10 @@ class SaraParams:
     # sara-auto: a request's price in rollouts; its plan minimises (rollouts + request_cost x
     # requests) per effective group (optimal.py; 0: rollouts only, the paper's price; ours)
     request_cost: float = 0.0
+    # sara-auto (and sara-history's price rule): "tokens" prices a rollout by its outcome's mean
+    # length, learned from the run's own rollouts of the last eb_window steps (optimal.py:
+    # fewest tokens per effective group); "rollouts": every rollout alike (the paper's; ours)
+    priced_in: str = "rollouts"
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,9 @@ class Row:
     selector: str | None = None  # sara-select: the ``selectors.Selector`` kind
     # dynamic sampling: prompts per generation batch when gen_batch_size is unset, in groups (N)
     gen_batch_factor: int = 1
+    # the source of saving this strategy adds over the one before it on the chain from DS
+    # streamed (sim/baselines.py: the decomposition of a saving, docs/design.md §5); "": none
+    saving: str = ""
 
     def defaults_of(self, implementation):
         """The defaults an implementation starts from (kernel: its parameters; collector: the
@@ -139,16 +146,18 @@ ROWS = (
         sources="verl DAPO recipe run scripts: gen batch = 3 x train batch"),
     Row("sara", "sara", "tau rule, uniform prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults={"plan": None},
-        sources="paper; docs/design.md §1-§2 (prior 1,1)"),
+        sources="paper; docs/design.md §1-§2 (prior 1,1)", saving="the stopping rule"),
     Row("sara-eb", "sara", "tau rule, empirical-Bayes prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults=dict(_EB),
         sources="docs/design.md §3; eb_window 4 (ours)"),
     Row("sara-auto", "sara", "Bayes-optimal plan, EB prior", _ALL, "sara",
-        fixed_budget=("kernel", "collector"), sim_defaults={**_EB, "request_cost": 0.0},
-        sources="docs/design.md §3 (optimal.bayes_optimal)"),
+        fixed_budget=("kernel", "collector"),
+        sim_defaults={**_EB, "request_cost": 0.0, "priced_in": "rollouts"},
+        sources="docs/design.md §3 (optimal.bayes_optimal)", saving="priors and plans"),
     Row("sara-history", "sara-history", "per-prompt informed prior (informed.py)", _ALL, "sara",
         needs_history=True, fixed_budget=("collector",), sim_defaults={**_EB, **_INFORMED},
-        sources="informed.py; benchmarks/fit_informed.py (cross-validated)"),
+        sources="informed.py; benchmarks/fit_informed.py (cross-validated)",
+        saving="per-prompt history"),
     Row("sara-mopps", "sara-select", "MoPPS-ranked stream, then SARA on informed priors",
         _COLLECT, needs_history=True, fixed_budget=("collector",), selector="mopps",
         sources="selectors.py; benchmarks/fit_informed.py (ratio 1.5)"),
@@ -220,7 +229,7 @@ def collector_params(name, params=None, **knobs):
     >>> collector_params("sara", tau_low=0.3, gen_batch_size=8)
     SaraParams(tau_low=0.3, tau_high=None, prior=(1.0, 1.0), capacity=None, probe=0, \
 increment=0, eb_window=4, max_rounds=100, rule='tau', carry=True, overprovision=1.0, \
-max_inflight=0, request_cost=0.0)
+max_inflight=0, request_cost=0.0, priced_in='rollouts')
     """
     known = {f.name for cls in set(PARAMS.values()) for f in fields(cls)}
     for key in knobs:

@@ -133,16 +133,18 @@ def informed_prior(s_ev, f_ev, age, rho, pop_a, pop_b, kappa):
 
 
 @njit(cache=True)
-def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False):
+def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False, w_fail=1.0,
+                  w_pass=1.0):  # fmt: skip
     """Plan for a prompt with prior Beta(a, b); a skip is overridden when u < explore or when
-    must_probe (no own evidence, or skipped too often in a row)."""
+    must_probe (no own evidence, or skipped too often in a row).  The price rule's rollouts cost
+    w_fail / w_pass by outcome (``optimal.price_plan``; 1, 1: rollouts)."""
     if rule_price:
-        plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True)
+        plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True, w_fail, w_pass)
     else:
         plan = threshold_plan(k, tau_low, np.inf, a, b, True)
     if plan[0] == ABANDON and (u < explore or must_probe):
         if rule_price:  # the best plan given that we do probe
-            plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False)
+            plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False, w_fail, w_pass)
         else:
             plan[0] = CONTINUE
     return plan
@@ -156,9 +158,11 @@ def prior_of(ev, epoch, hp, pop):
 
 
 @njit(cache=True)
-def history_plan(ev, epoch, hp, pop, k, tau_low, lam, u):
+def history_plan(ev, epoch, hp, pop, k, tau_low, lam, u, w_fail=1.0, w_pass=1.0):
     """The plan of a prompt from its own prior at the stream's price lam; never skipped without
-    evidence of its own or after max_skip skips in a row (u < explore overrides a skip too)."""
+    evidence of its own or after max_skip skips in a row (u < explore overrides a skip too).
+    w_fail / w_pass: a rollout's price by outcome, in the stream's mean rollouts, so that lam
+    (rollouts per effective group) stays the stream's price (``optimal.learned_weights``)."""
     must = ev[EV_EPOCH] < 0 or ev[EV_S] + ev[EV_F] == 0 or ev[EV_SKIPS] >= hp.max_skip
     a, b = prior_of(ev, epoch, hp, pop)
-    return informed_plan(a, b, k, tau_low, lam, hp.rule_price, hp.explore, u, must)
+    return informed_plan(a, b, k, tau_low, lam, hp.rule_price, hp.explore, u, must, w_fail, w_pass)

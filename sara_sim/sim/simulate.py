@@ -217,7 +217,7 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     k, replicates, steps, prm = run.k, run.replicates, run.steps, run.prm
     planner = SaraPlanner(
         run.strategy, k, replicates, run.tau_low, run.tau_high, run.prior, prm,
-        (run.probe, run.increment),
+        (run.probe, run.increment), (run.tokens.len_pass, run.tokens.len_fail),
     )  # fmt: skip
     probe_p = planner.probe(prm, run.probe)
     first = int(next_request(0, 0, k, planner.plans[0], probe_p, run.increment))

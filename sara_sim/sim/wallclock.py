@@ -159,7 +159,12 @@ def run_engine(cfg: EngineConfig, submit, length, opens=None) -> EngineRun:
 class LengthLaw(NamedTuple):
     """Tokens of a rollout by outcome.  kind "lognormal": means and coefficients of variation;
     kind "empirical": draws with replacement from recorded lengths per outcome (pass_values,
-    fail_values).  Lengths are rounded to whole tokens, at least 1."""
+    fail_values); kind "record": as "empirical", but from the prompt's own record (`records`:
+    per record, its pass lengths and its fail lengths; prompt p uses record p mod their number,
+    as ``wallclock_run.OutcomeSource`` numbers a history's prompts epoch * pool + index), so a
+    prompt's rollouts are as long as its own were — on a real task they are alike (a prompt's
+    lengths vary far less than all prompts' do) — and the pooled values where its record has
+    none of that outcome.  Lengths are rounded to whole tokens, at least 1."""
 
     kind: str
     pass_mean: float = math.nan
@@ -168,11 +173,19 @@ class LengthLaw(NamedTuple):
     fail_cv: float = math.nan
     pass_values: np.ndarray = np.empty(0)
     fail_values: np.ndarray = np.empty(0)
+    records: tuple = ()  # kind "record": ((pass lengths, fail lengths), ...) per record
 
-    def draw(self, rng, outcomes):
-        """One length per outcome (1 = pass, 0 = fail), drawn in order from `rng`."""
+    def draw(self, rng, outcomes, prompts=None):
+        """One length per outcome (1 = pass, 0 = fail), drawn in order from `rng`; `prompts`
+        (one id per outcome) picks each one's record (kind "record")."""
         o = np.asarray(outcomes, dtype=np.int64)
         out = np.empty(len(o), dtype=np.int64)
+        if self.kind == "record":
+            for i, (x, p) in enumerate(zip(o.tolist(), prompts, strict=True)):
+                vals = self.records[int(p) % len(self.records)][0 if x else 1]
+                vals = vals if len(vals) else (self.pass_values if x else self.fail_values)
+                out[i] = max(round(float(vals[rng.integers(len(vals))])), 1)
+            return out
         for flag, mean, cv, vals in (
             (1, self.pass_mean, self.pass_cv, self.pass_values),
             (0, self.fail_mean, self.fail_cv, self.fail_values),
@@ -188,7 +201,7 @@ class LengthLaw(NamedTuple):
 
     def mean(self, passed):
         vals = self.pass_values if passed else self.fail_values
-        if self.kind == "empirical":
+        if self.kind in ("empirical", "record"):
             return float(np.mean(vals))
         return self.pass_mean if passed else self.fail_mean
 

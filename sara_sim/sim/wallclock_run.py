@@ -39,11 +39,14 @@ SCHEDULES = ("rounds", "stream")
 
 
 class Setup(NamedTuple):
-    """The engine, the length law, and the collector's decision time per round [s]."""
+    """The engine, the length law, and the collector's decision time per round [s];
+    knows_slots: whether a stream's driver knows the engine's slots (in-process: yes; a client
+    of a server: no), which bounds what it keeps in flight (``stream.stream_capacity``)."""
 
     engine: EngineConfig
     lengths: LengthLaw
     decision_s: float = 0.0
+    knows_slots: bool = True
 
 
 class OutcomeSource:
@@ -101,8 +104,10 @@ class OutcomeSource:
 class RoundTimer:
     """sample(requests) for a collector: outcomes, lengths, and the round timed by the engine."""
 
-    def __init__(self, source, setup, seed):
-        self.source, self.setup = source, setup
+    def __init__(self, source, setup, seed, collector=None):
+        """collector: told each request's rollout lengths (``observe_lengths``), as a real
+        engine's driver tells them."""
+        self.source, self.setup, self.collector = source, setup, collector
         self.len_rng = np.random.default_rng([seed, 2])
         self.t = 0.0  # when the next round can be submitted
         self.runs = []  # (submit time, EngineRun) per round
@@ -112,7 +117,12 @@ class RoundTimer:
         out = self.source(requests)
         self.requests += len(requests)
         outcomes = np.array([x for r in out for x in r], dtype=np.int64)
-        lengths = self.setup.lengths.draw(self.len_rng, outcomes)
+        prompts = [r.prompt_id for r, o in zip(requests, out) for _ in o]
+        lengths = self.setup.lengths.draw(self.len_rng, outcomes, prompts)
+        if self.collector is not None:
+            ends = np.cumsum([len(o) for o in out])
+            for r, part in zip(requests, np.split(lengths, ends[:-1])):
+                self.collector.observe_lengths(r.visit, part)
         opens = [i == 0 for r in out for i in range(len(r))]  # one client request per (prompt, n)
         run = run_engine(self.setup.engine, np.full(len(lengths), self.t), lengths, opens)
         self.runs.append((self.t, run))
@@ -152,7 +162,7 @@ def run_strategy(law, strategy, setup, *, k=8, groups=64, steps=20, seed=0, pool
 def _run_rounds(col, src, setup, seed, steps):
     """Each round through the engine after the last one (``RoundTimer``): per-step rows, the
     engine's segments over the run, and each step's first segment."""
-    timer = RoundTimer(src, setup, seed)
+    timer = RoundTimer(src, setup, seed, col)
     stream, rows, marks, segments = src.stream(), [], [0], []
     for _ in range(steps):
         t0, first, req0 = timer.t, len(timer.runs), timer.requests
@@ -172,11 +182,12 @@ def _run_rounds(col, src, setup, seed, steps):
 def _run_stream(col, src, setup, seed, steps, boundary):
     """The streaming driver on the live engine: its rows, segments and step marks.  What is
     still in flight after the last step is aborted; its tokens are the last step's cost."""
-    from .stream import Live, stream_driver
+    from .stream import Live, stream_capacity, stream_driver
 
     live = Live(setup, src, seed)
     eng = live.engine
-    drv = stream_driver(col, live, setup.engine.max_num_seqs, boundary)
+    slots = setup.engine.max_num_seqs if setup.knows_slots else None
+    drv = stream_driver(col, live, stream_capacity(col, slots, boundary), boundary)
     stream, rows, marks = src.stream(), [], [0]
     for _ in range(steps):
         t0, tok0, it0, bss0 = eng.t, eng.tokens, eng.iterations, eng.busy_slot_seconds
