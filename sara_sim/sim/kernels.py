@@ -185,7 +185,8 @@ def _probe(law, cfg, rc, rep, step, out, hist):
             hp, epoch = history_key(law, pid, st)
             evp = rep.ev[hp] if 0 <= hp < rep.ev.shape[0] else rep.blank
             u = uniform(rs)
-            plan = history_plan(evp, epoch, hist, rep.pop, k, cfg.tau_low, price(sm.rates, k), u)
+            lam, pop = price(sm.rates, k), rep.pop  # pop: (A, B, w_fail, w_pass)
+            plan = history_plan(evp, epoch, hist, pop, k, cfg.tau_low, lam, u, pop[2], pop[3])
         if plan[0] == ABANDON:  # skipped before any rollout
             _skipped(law, cfg, rep, (pid, g, hc, hn), hp, epoch, out)
             note_skip(sm)

@@ -53,7 +53,13 @@ import numpy as np
 from ..core.difficulty import fit_beta_binomial
 from ..core.eb_fit import fit_weighted
 from ..core.errors import ParameterError, check_float, check_int, check_prior
-from ..core.optimal import check_priced_in, check_request_cost, learned_lengths, prior_plan
+from ..core.optimal import (
+    check_priced_in,
+    check_request_cost,
+    learned_lengths,
+    learned_weights,
+    prior_plan,
+)
 from ..core.policy import CONTINUE, NO_TAU_HIGH
 from ..core.registry import ROWS, names, row
 from . import peers
@@ -266,7 +272,8 @@ class SaraPlanner:
             plan = self._make_plan(self.prior)
         self.plans = np.tile(plan, (replicates, 1))
         self.step_priors = np.tile(np.asarray(self.prior, float), (replicates, 1))
-        self.pop = self.step_priors.copy()  # sara-history's population prior (A, B)
+        # sara-history's population prior (A, B) and its price rule's (w_fail, w_pass)
+        self.pop = np.concatenate([self.step_priors, np.ones((replicates, 2))], axis=1)
         # sara-history: on, rho, kappa, explore, price rule, max_skip
         self.history_cfg = (0.0, 1.0, 1.0, 0.0, 0.0, 0.0)
         if name == "sara-history":
@@ -288,16 +295,19 @@ class SaraPlanner:
         return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior,
                           self.request_cost, lengths)  # fmt: skip
 
-    def _learned(self, counts):
-        """The mean lengths a plan priced in tokens learns from a window's drawn outcomes
-        counts[n, s] (the kernel's lengths are its TokenModel's, per outcome), as the collector
-        learns them from its driver (``optimal.learned_lengths``)."""
+    def _tally(self, counts):
+        """[pass tokens, passes, fail tokens, fails] of a window's drawn outcomes counts[n, s]
+        (the kernel's lengths are its TokenModel's, per outcome), as the collector tallies what
+        its driver tells it; nothing (no lengths learned) unless priced in tokens."""
         if self.priced_in != "tokens":
-            return None
+            return (0.0, 0.0, 0.0, 0.0)
         n, s = np.indices(counts.shape)
         passes, fails = float((counts * s).sum()), float((counts * (n - s)).sum())
-        tally = (passes * self.tokens[0], passes, fails * self.tokens[1], fails)
-        return learned_lengths(tally)
+        return (passes * self.tokens[0], passes, fails * self.tokens[1], fails)
+
+    def _learned(self, counts):
+        """The mean lengths a plan priced in tokens learns from a window (``_tally``)."""
+        return learned_lengths(self._tally(counts))
 
     def begin_step(self):
         if not self.adaptive:
@@ -306,12 +316,14 @@ class SaraPlanner:
             self.step_priors[r] = self.prior
             counts = sum(window) if window else None
             prior = fit_prior_counts(counts, self.prior, self.exact_core) if window else None
+            if window:  # as the collector: the lengths of the window, whatever its prior
+                self.lengths[r] = self._learned(counts)
+                self.pop[r, 2:] = learned_weights(self._tally(counts))
             if prior is None:
                 continue
             self.step_priors[r] = prior
-            self.lengths[r] = self._learned(counts)
             if self.name == "sara-history":
-                self.pop[r] = prior  # the informed priors shrink toward the fitted population
+                self.pop[r, :2] = prior  # the informed priors shrink toward the fitted population
             else:
                 self.plans[r] = self._make_plan(prior, self.lengths[r])
 

@@ -30,10 +30,10 @@ Regenerated since the first recording (and why):
   and ``fit_prior_counts`` equals ``fit_beta_binomial`` to the bit (doctest).  Recorded with
   OpenBLAS forced to SkylakeX, then checked with Zen, and with Haswell plus numpy's AVX-512
   switched off: the same bits for these cases.
-* the 126 cases that gained a key, every number unchanged (checked by comparing them with the
-  new keys removed): ``sim sara-auto`` (its parameter ``priced_in``, "rollouts", in the config)
-  and every ``collect`` case (``StepResult.lengths``, None: the lengths a plan priced in tokens
-  was priced at).
+* the 170 cases that gained a key, every number unchanged (checked by comparing them with the
+  new keys removed): ``sim sara-auto`` and ``sim sara-history`` (their parameter ``priced_in``,
+  "rollouts", in the config) and every ``collect`` case (``StepResult.lengths``, None: the
+  lengths a plan priced in tokens was priced at).
 """
 
 import argparse

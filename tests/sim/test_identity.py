@@ -92,6 +92,7 @@ CASES = [
 HIST = dict(rho=0.8, kappa=0.25, explore=0.0, max_skip=2)
 POOL_CASES = [  # a pool of 20 prompts revisited every epoch: sara-history has evidence
     ("sara-history", dict(groups=16, tau_low=0.3, rule="price", **HIST)),
+    ("sara-history", dict(groups=16, tau_low=0.3, rule="price", priced_in="tokens", **HIST)),
     ("sara-history", dict(groups=16, tau_low=0.3, rule="price", capacity=40, **HIST)),
     ("sara-history", dict(groups=12, tau_low=0.4, rule="tau", **{**HIST, "kappa": 1.0})),
     ("sara-history", dict(groups=16, tau_low=0.3, rule="price", **{**HIST, "rho": 0.5})),
