@@ -102,7 +102,7 @@ def main():
     print(f"larger groups — {args.groups} effective groups a step, {args.steps} steps, seed "
           f"{args.seed}; lengths pass {LENGTHS[0]:g} / fail {LENGTHS[1]:g} tokens")  # fmt: skip
     print(f"{'law':<34}{'k':>3}  {'':<28}{'roll/eff':>9}{'tok/eff':>9}{'roll/DS':>9}"
-          f"{'tok/DS':>8}{'wall/DS':>8}")  # fmt: skip
+          f"{'tok/DS':>8}{'wall/DS':>8}{'tok/bound':>10}")  # fmt: skip
     for name, law, ks in cases:
         for k in ks:
             ds_r, ds_t, opt_r, opt_t = theory(law, k)
@@ -114,14 +114,17 @@ def main():
             print(f"{head}{'sim: DS streamed':<28}{sds_r:>9.2f}{sds_t:>9.0f}{1:>9.3f}{1:>8.3f}"
                   f"{1:>8.3f}")  # fmt: skip
             for label, (r, t, w) in sim.items():
-                print(f"{head}{'sim: ' + label:<28}{r * sds_r:>9.2f}{t * sds_t:>9.0f}"
-                      f"{_f(r):>9}{_f(t):>8}{_f(w):>8}")  # fmt: skip
+                print(
+                    f"{head}{'sim: ' + label:<28}{r * sds_r:>9.2f}{t * sds_t:>9.0f}"
+                    f"{_f(r):>9}{_f(t):>8}{_f(w):>8}{_f(t * sds_t / (opt_t * ds_t)):>10}"
+                )
     print(
         "\nexact: the law known. DS's cost per effective group, and the bound on stopping inside"
         "\na group: the Bayes-optimal plan's rollouts and the token-priced plan's tokens over DS's."
         "\nsim: the engine model streamed; each strategy over DS streamed (its priors fitted and"
-        "\nits lengths learned from its own rollouts). sara-history can beat the bound: it skips"
-        "\nprompts on their own histories, which no plan for the law can do."
+        "\nits lengths learned from its own rollouts); tok/bound: its tokens per effective group"
+        "\nover the exact token-priced bound's. sara-history can beat the bound: it skips prompts"
+        "\non their own histories, which no plan for the law can do."
     )
 
 

@@ -139,7 +139,8 @@ def compare_table(law, kw, strategies, progress=False, priced_in="rollouts"):
     """Every strategy on the same law and seed, sorted by rollouts per effective group; with
     its ratios to DS streamed (``ds_stream_reference``) and to DS by rounds (N; verl's 3N where
     ds-verl3n runs).  The table's attrs hold the references and the decomposition of the
-    savings (``baselines``); `priced_in`: sara-auto's plan priced in rollouts or tokens."""
+    savings (``baselines``); `priced_in`: sara-auto's plan and sara-history's price rule
+    priced in rollouts or tokens."""
     import pandas as pd
 
     from ..sim.simulate import simulate, summarize
@@ -148,7 +149,7 @@ def compare_table(law, kw, strategies, progress=False, priced_in="rollouts"):
     rows, refs = [], {}
     for name in strategies or STRATEGIES:
         own = kw if info(name).family == "sara" else {x: v for x, v in kw.items() if x != "carry"}
-        if name == "sara-auto":
+        if name in ("sara-auto", "sara-history"):  # the plans with a price
             own = {**own, "priced_in": priced_in}
         res = simulate(name, law, progress=progress, **own)  # only SARA's kernel carries
         s = summarize(res)
@@ -233,7 +234,7 @@ def cmd_compare(args):
     _check_sim_size(names or STRATEGIES, law, kw, args.force)  # before the first strategy runs
     df = compare_table(law, kw, names, progress=not args.json, priced_in=args.priced_in)
     if args.json:
-        print(dumps({"law": str(law), "k": args.k, "sara_auto_priced_in": args.priced_in,
+        print(dumps({"law": str(law), "k": args.k, "priced_in": args.priced_in,
                      "rows": df.to_dict("records"), "references": df.attrs["references"],
                      "decomposition": df.attrs["decomposition"]}))  # fmt: skip
         return
@@ -259,7 +260,7 @@ def reference_text(df, priced_in="rollouts"):
     lines = [
         f"\nagainst DS streamed ({r:.2f} rollouts, {t:.0f} tokens per effective group: every",
         "group DS samples used, k / P(mixed)) and DS by rounds; ratios of rollouts | tokens per",
-        f"effective group (sara-auto priced in {priced_in}):",
+        f"effective group (plans priced in {priced_in}):",
         f"{'strategy':<14}" + "".join(f"{'roll/' + h:>13}{'tok/' + h:>12}" for _, h in cols),
     ]
     for row in df.to_dict("records"):
@@ -372,8 +373,9 @@ def add_sim_commands(sub):
     _add_sim_args(p, strategy=False)
     p.add_argument("--strategies", default=None, help="comma-separated subset (default: all)")
     p.add_argument("--priced-in", default="rollouts",
-                   help="sara-auto's plan minimises rollouts | tokens per effective group, its "
-                   "lengths learned from its own rollouts (rollouts)")  # fmt: skip
+                   help="sara-auto's plan and sara-history's price rule minimise rollouts | "
+                   "tokens per effective group, the lengths learned from the run's own "
+                   "rollouts (rollouts)")  # fmt: skip
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("verify", help="the four claims across k and tau_low, sim vs exact")
     p.add_argument("--quick", action="store_true", help="small grid (k <= 16), fewer steps")

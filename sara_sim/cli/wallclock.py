@@ -109,7 +109,10 @@ def cmd_wallclock(args):
 
     law, setup, chosen = check_args(args)
     knobs = {"overprovision": args.overprovision, "max_inflight": args.max_inflight}
-    priced = {"sara-auto": {"request_cost": args.request_cost, "priced_in": args.priced_in}}
+    priced = {
+        "sara-auto": {"request_cost": args.request_cost, "priced_in": args.priced_in},
+        "sara-history": {"priced_in": args.priced_in},
+    }  # the plans with a price
 
     def run(s, schedule):
         return run_strategy(law, s, setup, k=args.k, groups=args.groups, steps=args.steps,
@@ -193,7 +196,7 @@ def reference_table(rows, refs, priced_in):
     names = [n for n in (DS_STREAM, DS_ROUNDS, DS_3N) if n in refs]
     heads = {DS_STREAM: "DSstr", DS_ROUNDS: "DS N", DS_3N: "DS 3N"}
     lines = ["against DS streamed and DS by rounds: wall | tokens per effective group over "
-             f"theirs (sara-auto priced in {priced_in})",
+             f"theirs (plans priced in {priced_in})",
              f"{'strategy':<14}" + "".join(f"{'wall/' + heads[n]:>12}{'tok/' + heads[n]:>11}"
                                            for n in names)]  # fmt: skip
     for r in rows:
@@ -299,8 +302,9 @@ def add_wallclock_command(sub):
     p.add_argument(
         "--priced-in",
         default="rollouts",
-        help="sara-auto: its plan minimises rollouts | tokens per effective group (tokens: a "
-        "rollout priced by its outcome's mean length, learned from the run's own rollouts)",
+        help="sara-auto's plan and sara-history's price rule minimise rollouts | tokens per "
+        "effective group (tokens: a rollout priced by its outcome's mean length, learned from "
+        "the run's own rollouts; rollouts)",
     )
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
