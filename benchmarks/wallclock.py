@@ -204,6 +204,8 @@ REAL = (  # committed stream_real --out runs
     "stream_real_served_priced.json",  # sara-auto's plan priced in requests (request_cost)
     "stream_real_served_priced_64.json",
     "stream_real_served_model_pick_128.json",  # the served model's pick (cpu-tiny-served)
+    # the streams at most the engine's slots in flight, a fresh step's drops in the prior's fit
+    "stream_real_inprocess_capped.json",
 )
 
 
