@@ -173,7 +173,7 @@ class SaraCollector(_Base):
 
     def _prior_plan(self, prior):
         return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior,
-                          self.request_cost, getattr(self, "step_lengths", None))  # fmt: skip
+                          self.request_cost, self.step_lengths)  # fmt: skip
 
     def _check_plan(self):
         if self.informed is None:
@@ -188,7 +188,7 @@ class SaraCollector(_Base):
             return self.plan.copy()
         epoch = (self.pulled - 1) // self.epoch_size
         return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price(),
-                                  getattr(self, "step_weights", (1.0, 1.0)))  # fmt: skip
+                                  self.step_weights)  # fmt: skip
 
     # --- one step: the driver of ``rounds`` -------------------------------------------------------
     def collect_step(self, stream, sample):
@@ -242,7 +242,7 @@ class SaraCollector(_Base):
 
     def _tally(self, p):
         """A decided visit's rollouts into the step's tally (those whose length was told)."""
-        for r, n in zip(p.rewards, getattr(p, "lengths", ())):  # old checkpoints: none told
+        for r, n in zip(p.rewards, p.lengths):
             self.tally[0 if r else 2] += n
             self.tally[1 if r else 3] += 1
 
@@ -378,7 +378,9 @@ class SaraCollector(_Base):
         self.__dict__.update(state)
         if "lengths_window" not in state:  # a checkpoint from before plans priced in tokens
             self.lengths_window, self.tally = deque(maxlen=self.eb_window), np.zeros(4)
-            self.step_lengths, self.step_weights, self.priced_in = None, (1.0, 1.0), "rollouts"
+            self.step_lengths, self.step_weights = None, (1.0, 1.0)
+            for p in self.open.values():  # no length of theirs was told
+                p.__dict__.setdefault("lengths", [])
         if "rounds" not in state:  # a checkpoint from before the round state machine
             rates = self.__dict__.pop("rates")
             self.rounds = _legacy_rounds(list(self.open.values()), len(self.done_groups), rates)
