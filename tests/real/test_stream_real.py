@@ -167,7 +167,7 @@ def _stamped(rc, version):
 
     def stamped_poll():
         out = poll()
-        for visit, _ in out:  # a poll may return several rollouts of one visit
+        for visit, *_ in out:  # a poll may return several rollouts of one visit
             for s in rc.store.entries[visit]["samples"]:
                 stamp.setdefault(id(s), (s, version[0]))  # the sample kept: its id stays its own
         return out
