@@ -48,11 +48,11 @@ AFTER = ("stream_real_inprocess_capped.json", "stream_real_inprocess_capped_seed
 
 def rollouts(law, setup, meta, row, seed):
     """One simulated run's rollouts per effective group of a run's row (its knobs)."""
-    kw = knobs(row["allocator"], row["overprovision"], row.get("max_inflight", 0),
+    kw = knobs(row["strategy"], row["overprovision"], row.get("max_inflight", 0),
                row.get("request_cost", 0.0))  # fmt: skip
     if row["schedule"] == "stream":
         kw |= {"schedule": "stream", "boundary": "fresh"}
-    res = run_strategy(law, row["allocator"], setup, k=meta["k"], groups=meta["groups"],
+    res = run_strategy(law, row["strategy"], setup, k=meta["k"], groups=meta["groups"],
                        steps=meta["steps"], seed=seed, **kw)  # fmt: skip
     return res["rollouts_per_effective_group"]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sara_sim.collect import allocator  # noqa: E402
+from sara_sim.collect import collectors  # noqa: E402
 from sara_sim.core.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law  # noqa: E402
 from sara_sim.core.optimal import bayes_optimal  # noqa: E402
 from sara_sim.core.policy import ABANDON, COMMIT  # noqa: E402
@@ -164,7 +164,7 @@ def anatomy(best, steps):
     label, name, knobs = next(s for s in STREAMED if s[0] == best)
     law = parse_law(LAW, epochs=EPOCHS)
     setup = Setup(PRESETS["gpu"].engine._replace(max_num_seqs=SLOTS), lognormal_lengths(*LENGTHS))
-    events, make = [], allocator.make_collector
+    events, make = [], collectors.make_collector
 
     def observed(*a, **kw):
         col = make(*a, **kw)

@@ -106,7 +106,7 @@ def test_bad_lengths_are_refused(bad):
 
 
 def test_only_priced_plans_take_tokens():
-    from sara_sim.collect.allocator import make_collector
+    from sara_sim.collect.collectors import make_collector
 
     with pytest.raises(ParameterError, match="priced_in"):
         make_collector("sara", k=8, groups=4, priced_in="tokens")

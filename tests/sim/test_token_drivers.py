@@ -12,7 +12,7 @@
 import numpy as np
 import pytest
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.collect.stream import stream_capacity
 from sara_sim.core.difficulty import parse_law
 from sara_sim.sim.stream import Live, stream_driver
