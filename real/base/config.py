@@ -19,6 +19,8 @@ True
 
 from dataclasses import dataclass, field, fields
 
+# every seed flag's range (validate, compare, audit, serve, make-tiny): the same as sara-sim's
+from sara_sim.core.errors import SEED_MAX, check_seed  # noqa: F401  (re-exported)
 from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
 
 _DS = DSParams()
@@ -134,14 +136,6 @@ class AllocatorConfig:
 
 
 SECTIONS = {"grpo": GRPOConfig, "alloc": AllocatorConfig}
-SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
-
-
-def check_seed(value, flag: str = "--seed") -> int:
-    """A seed in [0, SEED_MAX], or a ParameterError naming `flag` and the range."""
-    from sara_sim.core.errors import check_int
-
-    return check_int(value, flag, 0, SEED_MAX)
 
 
 # A field whose flag is not --<name> (kept from earlier releases); booleans that default to True

@@ -12,7 +12,7 @@ them to its parser; same one-line ParameterError messages, exit 2 on bad input).
 import math
 import sys
 
-from ..core.errors import ParameterError, check_budget
+from ..core.errors import ParameterError, ascii_float, ascii_int, check_budget
 from ..core.registry import SARA
 from .common import _emit, _float, _int, _law, add_law_args, add_output_args, dumps
 
@@ -34,7 +34,7 @@ SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
 def _value(text):
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
-    for conv in (int, float):
+    for conv in (ascii_int, ascii_float):
         try:
             return conv(text)
         except ValueError:
@@ -150,19 +150,18 @@ def compare_table(law, kw, strategies, progress=False):
 
 def _check_sim_size(names, law, kw, force):
     """compare runs every strategy in turn: the whole request must fit (see simulate.estimate)."""
-    from ..sim.budget import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
+    from ..sim.budget import ROLLOUT_LIMIT, check_memory, estimate, largest_factor
     from ..sim.strategies import default_params
 
     k, groups, steps, reps = kw["k"], kw["groups"], kw["steps"], kw["replicates"]
+    size = {"k": k, "groups": groups, "budget": None, "steps": steps, "replicates": reps}
     rollouts, nbytes = 0.0, 0.0
     for name in names:
         prm = default_params(name, k, groups)
-        r, _, b = estimate(
-            name, law, k=k, groups=groups, budget=None, steps=steps, replicates=reps, params=prm
-        )
+        r, _, b = estimate(name, law, **size, params=prm, pool=kw["pool"])
         rollouts, nbytes = rollouts + r, max(nbytes, b)
+    check_memory(nbytes, law, **size, pool=kw["pool"], force=force)
     worst = largest_factor(k, groups, None, steps, reps)
-    check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
     check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts (all strategies)", force)
 
 

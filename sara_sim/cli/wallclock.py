@@ -13,7 +13,14 @@ Round-synchronous collection (``sim/wallclock_run.py``) on a continuous-batching
 import math
 
 from ..collect.stream import BOUNDARIES
-from ..core.errors import ParameterError, check_budget, check_choice, check_float, check_int
+from ..core.errors import (
+    ParameterError,
+    check_budget,
+    check_choice,
+    check_float,
+    check_int,
+    check_seed,
+)
 from ..core.registry import names, row
 from .common import FORCE_HELP, HISTORY_NAMES, JSON_HELP, _float, _int, _law, dumps
 
@@ -61,11 +68,14 @@ def _setup(args):
 
 def check_args(args):
     """Every flag, before any run: returns (law, setup, strategies)."""
+    from ..sim.budget import MEMORY_LIMIT
+    from ..sim.laws import POOL_LIMIT
+
     law = _law(args)
     check_int(args.groups, "--groups", 1)
     check_int(args.steps, "--steps", 1)
-    check_int(args.seed, "--seed", 0)
-    check_int(args.pool, "--pool", 1)
+    check_seed(args.seed, "--seed")
+    check_int(args.pool, "--pool", 1, POOL_LIMIT)
     check_choice(args.schedule, "--schedule", ("rounds", "stream"))
     check_choice(args.boundary, "--boundary", BOUNDARIES)
     check_int(args.max_inflight, "--max-inflight", 0, args.k)
@@ -85,8 +95,14 @@ def check_args(args):
             raise ParameterError("--strategies", f"--schedule stream runs {', '.join(STREAMED)}, "
                                  f"not {', '.join(off)}")  # fmt: skip
     setup = _setup(args)
+    # a rate law's pool: its rates and a fresh order each pass (2 x 8 B a prompt)
+    check_budget(16.0 * args.pool / 2**30, MEMORY_LIMIT / 2**30, "--pool", "memory (GiB)",
+                 args.force)  # fmt: skip
     est = 2.0 * args.steps * args.groups * args.k * len(chosen)
-    check_budget(est, ROLLOUT_LIMIT, "--steps", "simulated rollouts", args.force)
+    factors = {"--steps": args.steps / 20, "--groups": args.groups / 64, "--k": args.k / 8}
+    factors["--strategies"] = len(chosen) / len(DEFAULT_STRATEGIES.split(","))
+    worst = max(factors, key=factors.get)  # the flag furthest above its default
+    check_budget(est, ROLLOUT_LIMIT, worst, "simulated rollouts", args.force)
     return law, setup, list(dict.fromkeys(chosen))
 
 

@@ -33,8 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.difficulty import BetaLaw, HistoryLaw, MixtureLaw, PointLaw, parse_law
-from ..core.errors import ParameterError, check_positive
+from ..core.errors import ParameterError, ascii_float, check_positive
 from .sources import COMP_BETA, COMP_POINT, DRIFT, HISTORY, RATES, SEQUENCES, Law
+
+# Largest prompt pool (drift POOL, --pool): 2**40 prompts already need ~100 TiB per replicate,
+# so the size guard refuses far below it; the bound keeps every array size an int64.
+POOL_LIMIT = 2**40
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ class SequenceLaw:
 def _parse_drift(spec):
     parts = spec.partition(":")[2].split(",")
     try:
-        vals = [float(x) for x in parts]
+        vals = [ascii_float(x) for x in parts]
     except ValueError:
         vals = []
     if not 2 <= len(vals) <= 5:
@@ -121,8 +125,10 @@ def _parse_drift(spec):
     pool = vals[4] if len(vals) > 4 else 1024
     if not (math.isfinite(rate) and math.isfinite(boost)):
         raise ParameterError("--difficulty", f"drift RATE and BOOST must be finite, got {spec!r}")
-    if pool != int(pool) or pool < 1:
-        raise ParameterError("--difficulty", f"drift POOL must be an integer >= 1, got {spec!r}")
+    if not (1 <= pool <= POOL_LIMIT) or pool != int(pool):
+        raise ParameterError(
+            "--difficulty", f"drift POOL must be an integer in [1, 2**40], got {spec!r}"
+        )
     return DriftLaw(BetaLaw(a, b), rate, boost, int(pool))
 
 

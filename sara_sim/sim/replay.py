@@ -27,7 +27,14 @@ class ReplaySource:
     def __init__(self, frame, epochs, seed, serve=None):
         self.rec = {(r.prompt_id, r.epoch): (r.correct, r.samples) for r in frame.itertuples()}
         self.pids = np.array(sorted(frame.prompt_id.unique()))
-        self.epochs = list(epochs)
+        # only epochs with records: an epoch without one visits nothing, and a span such as
+        # range(0, 10**9) must cost what its records cost, not a list of a billion epochs
+        present = sorted(int(e) for e in frame.epoch.unique())
+        if isinstance(epochs, range):
+            self.epochs = [e for e in present if e in epochs]
+        else:
+            have = set(present)
+            self.epochs = [int(e) for e in epochs if int(e) in have]
         # separate generators: the order of the stream never depends on what was drawn
         self.order_rng = np.random.default_rng([seed, 0])
         self.urn_rng = np.random.default_rng([seed, 1])

@@ -27,7 +27,7 @@ from ..core.registry import SARA, names, row
 from ..core.schedule import HistoryKnobs, new_evidence, new_rates
 from .budget import check_resources
 from .kernels import C_LOG, N_COUNTS, N_FIELDS, SaraConfig, SaraState, StepOutputs, sara_steps
-from .laws import TokenModel, encode_law, law_kind
+from .laws import POOL_LIMIT, TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, BatchConfig, BatchState, batch_steps
 from .rng import seed_states
@@ -118,8 +118,8 @@ def _checked(strategy, law, size, opts, params):
     groups = err.check_int(groups, "--groups", 1)
     steps = err.check_int(steps, "--steps", 1)
     replicates = err.check_int(replicates, "--replicates", 1)
-    seed = err.check_int(seed, "--seed", 0)
-    pool = err.check_int(opts["pool"], "--pool", 0)
+    seed = err.check_seed(seed, "--seed")
+    pool = err.check_int(opts["pool"], "--pool", 0, POOL_LIMIT)
     tau_low, tau_high = err.check_unit(opts["tau_low"], "--tau-low"), opts["tau_high"]
     if tau_high is not None and err.check_unit(tau_high, "--tau-high") <= tau_low:
         raise ParameterError("--tau-high", f"must exceed tau_low={tau_low}, got {tau_high}")
@@ -151,7 +151,7 @@ def _checked(strategy, law, size, opts, params):
     cap = err.check_int(cap, "--capacity", k)
     check_resources(
         strategy, law, k=k, groups=groups, budget=budget, steps=steps, replicates=replicates,
-        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"],
+        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"], pool=pool,
     )  # fmt: skip
     return SimpleNamespace(
         strategy=strategy, meta=meta, k=k, groups=groups, budget=budget, steps=steps,

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.difficulty import BetaLaw, MixtureLaw
-from ..core.errors import check_budget, check_int
+from ..core.errors import check_budget, check_int, check_seed
 from ..core.optimal import bayes_optimal
 from ..core.policy import ABANDON, FAIL, PASS, side_terminal, threshold_plan
 from ..core.theory import plan_law
@@ -279,7 +279,7 @@ def run_claims(quick=False, steps=None, replicates=None, seed=0, scenarios=None,
     ks = ks or ((4, 8, 16) if quick else KS)
     taus = taus or ((0.2, 0.3) if quick else TAUS)
     steps, replicates = _sizes(quick, steps, replicates)
-    seed = check_int(seed, "--seed", 0)
+    seed = check_seed(seed, "--seed")
     groups = check_int(groups, "groups", 1)
     run = Run(steps, replicates, seed, groups)
     chosen = [s for s in SCENARIOS if scenarios is None or s.key in scenarios]

@@ -230,16 +230,12 @@ def history_lengths(frame, param="--lengths"):
 
 
 def read_lengths(source, param="--lengths"):
-    """history_lengths of a CSV file (a path; a built-in history name is refused by its lack of
-    token columns)."""
-    from ..core.difficulty import history_file
+    """history_lengths of a history CSV with token columns, read by the one history reader
+    (``difficulty.load_history``: its rules and messages; a built-in history lacks the token
+    columns)."""
+    from ..core.difficulty import TOKEN_COLUMNS, load_history
 
-    path = history_file(source, param)
-    try:
-        frame = pd.read_csv(path)
-    except Exception as exc:  # any parse failure is a malformed file
-        raise ParameterError(param, f"malformed history file {source}: {exc}") from None
-    return history_lengths(frame, param)
+    return history_lengths(load_history(source, param, TOKEN_COLUMNS), param)
 
 
 # ------------------------------------------------------------------ presets

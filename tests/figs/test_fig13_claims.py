@@ -80,6 +80,6 @@ def test_no_claim_file_skips_the_figure_with_the_reason(tmp_path, capsys):
 def test_a_claims_folder_that_is_not_there_is_refused_before_any_figure(tmp_path):
     from sara_sim.core.errors import ParameterError
 
-    with pytest.raises(ParameterError, match="--claims: claims folder not found"):
+    with pytest.raises(ParameterError, match="--claims: no such claims folder"):
         run(tmp_path / "figs", only="1,13", claims=tmp_path / "nope", verbose=False)
     assert not (tmp_path / "figs").exists()
