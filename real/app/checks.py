@@ -22,6 +22,7 @@ from real.models.tiny_net import CHARS, SPECIALS
 from real.sampling.served import check_servers
 from real.tasks import TASKS, make_run_task
 from sara_sim.core.errors import ParameterError, check_choice
+from sara_sim.core.files import read_input
 from sara_sim.core.registry import row
 
 
@@ -68,6 +69,13 @@ def _build(cfg) -> Checked:
         flag = e.parameter if e.parameter.startswith("--") else flag_of(e.parameter)
         raise ParameterError(flag, str(e)[len(e.parameter) + 2 :]) from None
     n_eval = len(task.eval_problems())
+    if n_eval == 0:  # a math file of fewer problems than its held-out stride (every 5th)
+        raise ParameterError(
+            "--task-path",
+            f"the {cfg.task} task's held-out set is empty: {cfg.task_path or 'its file'} holds "
+            f"{task.size} problem(s) and every {getattr(task, 'eval_every', '?')}th is held "
+            "out; pass --eval-path FILE (held-out problems) or a larger --task-path",
+        )
     if cfg.eval_problems is not None and cfg.eval_problems > n_eval:
         raise ParameterError(
             "--eval-problems",
@@ -78,15 +86,25 @@ def _build(cfg) -> Checked:
 
 
 def check_task_files(task: str, task_path=None, eval_path=None) -> None:
-    """A known task; data files only for the math task, and files, not folders."""
+    """A known task; data files only for the math task, each a readable regular file of valid
+    problems — one line naming the flag the user typed and the true reason (missing, a
+    directory, a FIFO or device, unreadable, not UTF-8, a line that is not a problem, empty).
+    The one check of task files: validate, compare and audit call it."""
+    from real.tasks.math import parse_jsonl
+
     check_choice(task, "--task", TASKS)
     for flag, path in (("--task-path", task_path), ("--eval-path", eval_path)):
-        if path and task != "math":
+        if not path:
+            continue
+        if task != "math":
             raise ParameterError(flag, f"only the math task reads a file (task is {task})")
-        if path and Path(path).is_dir():
-            raise ParameterError(flag, f"{path} is a directory, not a JSONL file")
-        if path and not Path(path).is_file():
-            raise ParameterError(flag, f"no such file: {path}")
+        data = read_input(path, flag, "JSONL file")
+        try:
+            parse_jsonl(data.decode("utf-8"), path)
+        except UnicodeDecodeError as e:
+            raise ParameterError(flag, f"{path} is not UTF-8 text (byte {e.start})") from None
+        except ValueError as e:
+            raise ParameterError(flag, f"malformed task file: {e}") from None
 
 
 def _task(cfg):
@@ -115,28 +133,38 @@ def _check_device(device: str) -> None:
 
 def check_memory(cfg, task) -> None:
     """Refuse a step whose host memory cannot fit (unless --force): the engine's results for one
-    round (~200 B per generated token in Python objects) plus the training forward's fp32 logits,
-    their log-softmax and gradient (3 x sequences x length x vocab x 4 B), against 70 % of RAM.
-    On a CUDA device the logits live on the GPU, so only the rollout pool is counted."""
+    round (~200 B per generated token in Python objects) and for one held-out evaluation
+    (problems x samples), plus the training forward's fp32 logits, their log-softmax and
+    gradient (3 x sequences x length x vocab x 4 B), against 70 % of RAM; the error names the
+    flag of the biggest part. On a CUDA device the logits live on the GPU, so only the engine's
+    results are counted."""
     if cfg.force:
         return
     tokens = cfg.max_tokens or task.max_tokens
     batch = cfg.alloc.gen_batch_size or cfg.groups * row(cfg.allocator).gen_batch_factor  # 3N
     per_round = cfg.alloc.capacity or batch * cfg.k
-    longest_prompt = max(len(p.prompt) for p in task.eval_problems())  # chars >= tokens
-    pool = 2 * per_round * tokens * 200  # a step holds about two rounds' worth
+    held_out = task.eval_problems()
+    longest_prompt = max(len(p.prompt) for p in held_out)  # chars >= tokens
+    n_eval = min(cfg.eval_problems or len(held_out), len(held_out))
     micro = cfg.grpo.micro_batch
     seqs = min(micro or cfg.groups * cfg.k, cfg.groups * cfg.k)
     train = 3 * seqs * (longest_prompt + tokens) * _vocab(cfg.model) * 4
     if cfg.device not in ("cpu", "auto") or _cuda_for_auto(cfg.device):
         train = 0
-    need, have = pool + train, 0.7 * _ram_bytes()
+    rounds = "--k" if cfg.k / 8 >= cfg.groups / 16 else "--groups"
+    parts = {  # flag of the part -> bytes
+        rounds: 2 * per_round * tokens * 200,  # a step holds about two rounds' worth
+        "--eval-samples": n_eval * cfg.eval_samples * tokens * 200,
+    }
+    parts["--micro-batch" if micro else rounds] += train
+    need, have = sum(parts.values()), 0.7 * ram_bytes()
     if need > have:
         raise ParameterError(
-            "--k",
-            f"k={cfg.k} x groups={cfg.groups} (max-tokens {tokens}, micro-batch "
-            f"{micro or 'all'}) needs ~{need / 2**30:.1f} GiB, over 70 % of this "
-            f"machine's {_ram_bytes() / 2**30:.0f} GiB; lower them, set --micro-batch, or --force",
+            max(parts, key=parts.get),
+            f"k={cfg.k} x groups={cfg.groups}, eval {n_eval} x {cfg.eval_samples} samples "
+            f"(max-tokens {tokens}, micro-batch {micro or 'all'}) needs ~{need / 2**30:.1f} GiB, "
+            f"over 70 % of this machine's {ram_bytes() / 2**30:.0f} GiB; lower them, set "
+            "--micro-batch, or --force",
         )
 
 
@@ -150,7 +178,7 @@ def _cuda_for_auto(device: str) -> bool:
     return torch.cuda.is_available()
 
 
-def _ram_bytes() -> int:
+def ram_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 

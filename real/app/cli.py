@@ -23,14 +23,15 @@ from real.app.run import train
 from real.base import env as _env  # noqa: F401  (env vars before any torch / vllm import)
 from real.base.config import Config, check_seed
 from real.base.validate import ALLOCATORS, DTYPES
+from real.io.enginelog import quiet_exit
 from real.io.runfolder import check_writable
 from real.io.runlog import SUMMARY_KEYS
 from real.models.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
 from real.sampling.client import ServerError
 from real.sampling.serve import ServeConfig, cmd_serve
 from real.tasks import TASKS
-from sara_sim.core.errors import check_float
-from sara_sim.core.files import run_cli
+from sara_sim.core.errors import ParameterError, check_float
+from sara_sim.core.files import one_line, run_cli
 from sara_sim.core.informed import RULES
 
 NOT_FLAGS = ("allocator", "out")  # set per subcommand (validate: --allocator; compare: a list)
@@ -92,6 +93,8 @@ class TinyConfig:
     if hit, nothing is saved and the exit status is 1"""
     seed: int | None = None
     """none = 0"""
+    overwrite: bool = False
+    """rebuild over a tiny model of other settings already in --out"""
 
 
 # ---------------------------------------------------------------- commands
@@ -107,7 +110,7 @@ def cmd_make_tiny(a) -> int:
     s = TinySettings.test() if a.test_size else TinySettings()
     s = with_overrides(s, time_cap_s=a.time_cap, seed=a.seed)
     try:
-        out = build_tiny(a.out, s, progress=True)
+        out = build_tiny(a.out, s, progress=True, overwrite=a.overwrite)
     except TimeCapReached as e:
         print(f"sara-real: make-tiny: {e}", file=sys.stderr)
         return 1
@@ -133,7 +136,29 @@ def cmd_compare(a) -> int:
     return 0
 
 
+class EngineFailure(RuntimeError):
+    """An unexpected error after the engine started: one line naming the log that holds its
+    traceback (real.io.enginelog), exit 1, like an OS error."""
+
+
+def _after_start(call):
+    """`call()`; an exception that left an engine phase with its traceback logged (and is not
+    one run_cli already turns into its line) becomes an EngineFailure naming the log."""
+    try:
+        return call()
+    except (ParameterError, OSError, MemoryError, ServerError, FileExistsError):
+        raise
+    except Exception as e:
+        log = getattr(e, "engine_log", None)
+        if log is None:  # not after an engine started: a bug keeps its traceback
+            raise
+        what = one_line(e)[:300] or "(no message)"
+        raise EngineFailure(f"{type(e).__name__}: {what} (traceback in {log})") from e
+
+
 def main(argv=None) -> int:
+    """The CLI; called as the program (argv None), what the engine prints while the process ends
+    goes to the run's engine.log, after the command's last line."""
     args = build_parser().parse_args(argv)
     cmds = {"validate": partial(cmd_validate, args), "compare": partial(cmd_compare, args)}
     cmds["make-tiny"] = lambda: cmd_make_tiny(config_of(TinyConfig, args))
@@ -141,12 +166,16 @@ def main(argv=None) -> int:
     cmds["audit"] = lambda: cmd_audit(config_of(AuditConfig, args))
     # a server down, a full disk: what was written stays, and a run resumes from it
     hint = " (resume with --resume)" if args.cmd in ("validate", "compare") else ""
+    failures = (ServerError, EngineFailure)
     try:
-        call = cmds[args.cmd]
-        return run_cli("sara-real", call, (FileExistsError,), (ServerError,), hint)
+        call = partial(_after_start, cmds[args.cmd])
+        return run_cli("sara-real", call, (FileExistsError,), failures, hint)
     except KeyboardInterrupt:
         print("sara-real: interrupted (resume with --resume)", file=sys.stderr)
         return 130
+    finally:
+        if argv is None:
+            quiet_exit()
 
 
 if __name__ == "__main__":

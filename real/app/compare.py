@@ -15,6 +15,7 @@ from real.app.run import train
 from real.base import env as _env  # noqa: F401
 from real.base.config import split_spec
 from real.base.validate import check_spec
+from real.io.enginelog import engine_log
 from real.io.runfolder import RUN_FILES, has_checkpoint, holds_run
 from real.io.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
 from real.io.runlog import RunLock, atomic_write, read_metrics
@@ -87,7 +88,7 @@ def _previous(out: Path) -> list[str] | None:
 def run_compare(cfg, allocators: list[str], engine=None):
     """Train one run per allocator under cfg.out/<allocator>; returns (table, curves) frames."""
     checked = check_compare(cfg, allocators)
-    with RunLock(cfg.out):
+    with RunLock(cfg.out), engine_log(cfg.out):  # every run's engine noise: OUT/engine.log
         return _run_compare(cfg, allocators, engine, checked)
 
 

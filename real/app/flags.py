@@ -16,11 +16,17 @@ import typing
 from dataclasses import MISSING, fields, is_dataclass
 
 from real.base.config import flag_of
+from sara_sim.core.errors import ascii_float, ascii_int
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):  # every flag shows its default
     def _split_lines(self, text, width):  # never break "sara-history" at its hyphen
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _get_help_string(self, action):  # a --no-NAME switch says itself what it turns off
+        if isinstance(action, argparse._StoreFalseAction):
+            return action.help
+        return super()._get_help_string(action)
 
 
 class Parser(argparse.ArgumentParser):
@@ -82,13 +88,13 @@ def _value_parser(tp, name: str):
             return None
         if typing.get_origin(base) is tuple:
             try:
-                return tuple(float(x) for x in text.split(","))
+                return tuple(ascii_float(x) for x in text.split(","))
             except ValueError:
                 raise argparse.ArgumentTypeError(f"must be numbers A,B; got {text!r}") from None
-        try:
-            return base(text)
+        try:  # ASCII only, as sara-sim's flags: int() would read '٨', '８' and '1_0'
+            return {int: ascii_int, float: ascii_float}.get(base, base)(text)
         except ValueError:
-            kind = {int: "an integer", float: "a number"}.get(base, base.__name__)
+            kind = {int: "an integer (ASCII digits)", float: "a number"}.get(base, base.__name__)
             raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
 
     parse.__name__ = name
@@ -100,8 +106,11 @@ def add_flag(p, f, doc: str, choices=None) -> None:
     default = f.default
     flag = flag_of(f.name, default)
     if f.type is bool:
-        action = "store_false" if default else "store_true"
-        p.add_argument(flag, dest=f.name, action=action, default=default, help=doc)
+        if default:  # --no-NAME switches the field off: say so, not "(default: True)"
+            help_text = f"switch off: {doc} (on without this flag)"
+            p.add_argument(flag, dest=f.name, action="store_false", default=True, help=help_text)
+        else:
+            p.add_argument(flag, dest=f.name, action="store_true", default=False, help=doc)
         return
     extra = f"; one of {', '.join(choices)}" if choices else ""
     p.add_argument(

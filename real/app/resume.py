@@ -15,12 +15,14 @@
 * a folder another live run is writing (its `.lock` is held) is refused."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from real.base.config import Config
 from real.io.runfolder import (
     RESUMABLE,
+    RUN_FILES,
     check_writable,
     checkpoint_step,
     done_steps,
@@ -33,6 +35,7 @@ from real.io.runfolder import (
 from real.io.runlog import lock_holder, resume_metrics
 from real.models.tiny import default_dir
 from sara_sim.core.errors import ParameterError
+from sara_sim.core.files import path_problem
 
 
 def check_run_folder(cfg, flag: str = "--out") -> None:
@@ -44,6 +47,15 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
     pid = lock_holder(out)
     if pid is not None:
         raise ParameterError(flag, f"{out} is being written by another run (pid {pid})")
+    for name in RUN_FILES:  # a run file that is a directory, a FIFO, a device: its true reason
+        if os.path.lexists(out / name):
+            problem = path_problem(out / name, f"{name.split('.')[0]} file")
+            if problem is not None:
+                raise ParameterError(
+                    "--resume" if cfg.resume else flag,
+                    f"{problem}: move it away (a run never removes what it did not write, "
+                    "not even with --overwrite)",
+                )
     if not holds_run(out):  # nothing to continue, nothing to lose: a plain start is accepted
         if cfg.resume and not (out / "metrics.jsonl").exists():
             raise ParameterError(

@@ -10,9 +10,9 @@ checkpoint's saved config, and `check_writable`; the files themselves are writte
   TRL's rotation (`save_total_limit`) would otherwise count it and delete a whole one."""
 
 import json
-import sys
 from pathlib import Path
 
+from real.io.enginelog import user_stderr
 from real.io.runlog import read_metrics
 from sara_sim.core.errors import ParameterError
 
@@ -87,7 +87,7 @@ def set_aside_incomplete(folder: Path) -> None:
         print(
             f"note: {Path(folder, 'trl')}: set aside incomplete checkpoint(s) (cut off while "
             f"saving; kept, not resumed from): {', '.join(moved)}",
-            file=sys.stderr,
+            file=user_stderr(),
         )
 
 
@@ -117,8 +117,10 @@ def read_checkpoint_config(ckpt: Path) -> dict:
     try:
         with zipfile.ZipFile(ckpt) as z:
             bad = z.testzip()
-    except (zipfile.BadZipFile, OSError) as e:
+    except zipfile.BadZipFile as e:
         bad = str(e)
+    except OSError as e:  # unreadable is not corrupted: say which
+        raise ParameterError("--resume", f"cannot read {ckpt}: {e.strerror or e}") from None
     if bad is None:
         import torch
 

@@ -9,11 +9,16 @@ the checkpoint keeps. A damaged line before the last is one error naming the fil
 
 import json
 import os
-import sys
 from pathlib import Path
 
+from real.io.enginelog import user_stderr
 from sara_sim.core.errors import ParameterError
-from sara_sim.core.files import append_bytes, atomic_write, dumps_json  # noqa: F401  (re-exported)
+from sara_sim.core.files import (  # noqa: F401  (append_bytes, atomic_write: re-exported)
+    append_bytes,
+    atomic_write,
+    dumps_json,
+    read_input,
+)
 
 # ------------------------------------------------------------------ the metrics line
 # One line per collection step, the same keys for both trainers (native loop and TRL run), in
@@ -109,12 +114,9 @@ def scan_metrics(path: Path, flag: str = "--out") -> tuple[list[dict], int | Non
     """(parsed lines, number of a torn last line or None). Bytes, not text: a torn tail may end
     inside a UTF-8 character. A bad line before the last is not a crash's trace: an error."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return [], None
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ParameterError(flag, f"cannot read {path} ({e.strerror})") from None
+    data = read_input(path, flag, "metrics file")  # a directory, FIFO, unreadable: its reason
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the file ends with a newline: no unterminated tail
@@ -176,7 +178,7 @@ def truncate_metrics(path: Path, below_step: int, restore: dict | None = None) -
     """Keep the lines `resume_metrics` keeps, drop the rest, atomically; says what it repaired."""
     kept, note = resume_metrics(path, below_step, restore)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {note}", file=user_stderr())
     atomic_write(path, "".join(_line(r) for r in kept).encode())
     return kept
 

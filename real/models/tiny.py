@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (cache folders and offline flags before torch)
+from real.io.enginelog import user_stderr
 from real.io.runfolder import check_writable
 from real.models.tiny_net import make_model, make_tokenizer, vocab
 from real.models.tiny_sample import encode, length_laws, sample_success, spread
@@ -46,6 +47,7 @@ from real.models.tiny_targets import (  # noqa: F401  (graded_q, near_miss: thei
     near_miss,
     sft_target,
 )
+from sara_sim.core.errors import ParameterError
 
 # bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
 FORMAT_VERSION = 2
@@ -191,9 +193,13 @@ def fixed_threads():
         torch.use_deterministic_algorithms(det)
 
 
-def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = False) -> Path:
-    """Train and save the tiny model into `out` (default: the cache); cached by settings hash."""
+def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = False,
+               overwrite: bool = False) -> Path:  # fmt: skip
+    """Train and save the tiny model into `out` (default: the cache); cached by settings hash.
+    A folder that holds a tiny model of other settings (another seed...) is rebuilt only with
+    `overwrite` (a run or an audit may be using it); a folder that holds anything else, never."""
     s = settings or TinySettings()
+    given = out is not None
     out = Path(out) if out else default_dir(s)
     stamp = out / STAMP
     if stamp.exists() and stamp.read_text().strip() == s.digest():
@@ -202,12 +208,31 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
         raise FileExistsError(
             f"--out: {out} exists and is not a tiny-model folder; refusing to overwrite it"
         )
+    if given and stamp.exists() and not overwrite:
+        raise ParameterError(
+            "--out",
+            f"{out} already holds a tiny model of other settings ({_differences(out, s)}); pass "
+            "--overwrite to rebuild it there, or choose another --out",
+        )
 
     check_writable(out, "--out")  # before minutes of training, not after
     with fixed_threads():
         model, tokenizer, report = _train(s, progress)
     _save(out, model, tokenizer, report, s)
     return out
+
+
+def _differences(out: Path, s: TinySettings) -> str:
+    """How the model in `out` was built otherwise than `s` asks ("seed 0 there, 1 asked")."""
+    try:
+        there = read_spread(out)["settings"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its settings file is unreadable"
+    asked = asdict(s)
+    diff = [
+        f"{k} {there.get(k)!r} there, {v!r} asked" for k, v in asked.items() if there.get(k) != v
+    ]
+    return "; ".join(diff) or "an older recipe"
 
 
 def _train(s: TinySettings, progress: bool):
@@ -324,7 +349,8 @@ def _bar(progress: bool, total: int):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=int(total), desc="make-tiny (SFT steps, stops at the spread)", unit="step")
+    return tqdm(total=int(total), desc="make-tiny (SFT steps, stops at the spread)", unit="step",
+                file=user_stderr())  # fmt: skip
 
 
 def _save(out: Path, model, tokenizer, report: dict, s: TinySettings) -> None:

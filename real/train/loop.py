@@ -16,6 +16,7 @@ from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (before torch / vllm)
 from real.base.config import Config
+from real.io.enginelog import user_stderr
 from real.io.runlog import (
     TRAIN_KEYS,
     append_metrics,
@@ -94,10 +95,12 @@ def train_native(cfg: Config, checked, out: Path, engine=None) -> dict:
     _resume(run)
     _evaluate_start(run)
     _open_progress(run)
-    for step in range(run.start, cfg.steps):
-        _step(run, step)
-    if run.bar:
-        run.bar.close()
+    try:
+        for step in range(run.start, cfg.steps):
+            _step(run, step)
+    finally:  # closed on a failure too: the error's one line is the terminal's last
+        if run.bar:
+            run.bar.close()
     return _summary(run)
 
 
@@ -168,7 +171,8 @@ def _open_progress(run: Run) -> None:
         from tqdm import tqdm
 
         cfg = run.cfg
-        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.allocator}", unit="step")
+        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.allocator}", unit="step",
+                       file=user_stderr())  # fmt: skip
 
 
 def _step(run: Run, step: int) -> None:

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (before torch / vllm)
+from real.io.enginelog import user_stderr
 from real.io.runfolder import (
     TRL_MARKER,
     checkpoint_dir,
@@ -181,7 +182,7 @@ def _initial_eval(cfg, out: Path, engine, task, model, resume: bool):
 
 def _trainer(cfg, model, model_dir, args, ds, sara, log):
     """TRL's GRPOTrainer with SARA as its rollout_func and our metrics log as a callback."""
-    from transformers import AutoTokenizer, PrinterCallback
+    from transformers import AutoTokenizer, PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
     trainer = GRPOTrainer(
@@ -195,7 +196,28 @@ def _trainer(cfg, model, model_dir, args, ds, sara, log):
     )
     if not cfg.progress:  # TRL would print every log dict instead of the bar
         trainer.remove_callback(PrinterCallback)
+    elif trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_progress_callback())  # its bar on the terminal, not engine.log
     return trainer
+
+
+def _progress_callback():
+    """transformers' ProgressCallback whose bars are made on the user's terminal
+    (`real.io.enginelog.user_stderr`): the run's other library output goes to OUT/engine.log."""
+    import contextlib
+
+    from transformers import ProgressCallback
+
+    class TerminalProgress(ProgressCallback):
+        def on_train_begin(self, *a, **kw):
+            with contextlib.redirect_stderr(user_stderr()):
+                return super().on_train_begin(*a, **kw)
+
+        def on_prediction_step(self, *a, **kw):
+            with contextlib.redirect_stderr(user_stderr()):
+                return super().on_prediction_step(*a, **kw)
+
+    return TerminalProgress
 
 
 def _train(trainer, trl_dir: Path, resume_from) -> None:

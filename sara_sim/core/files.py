@@ -123,11 +123,10 @@ def path_problem(path, what: str = "file", folder: bool = False) -> str | None:
     except OSError as e:  # a directory on the way that cannot be searched, a link loop
         return f"cannot reach {p}: {e.strerror or e}"
     link = f" (via a symbolic link to {os.path.realpath(p)})" if os.path.islink(p) else ""
+    kind = _KINDS.get(stat.S_IFMT(mode), "a file")
     if stat.S_ISDIR(mode) != folder:
-        is_a = "a directory" if stat.S_ISDIR(mode) else "a file"
-        return f"{p} is {is_a}{link}, not a {what}"
+        return f"{p} is {'a directory' if stat.S_ISDIR(mode) else kind}{link}, not a {what}"
     if not folder and not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
         return f"{p} is {kind}{link}, not a regular file ({what})"
     try:
         if folder:

@@ -20,6 +20,10 @@ from ..core.errors import ParameterError, check_k
 from ..core.informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory  # re-exported
 from ..core.registry import row
 
+# The README's replay (epochs 26-52: 16k records x 5 strategies x 2 seeds = 163k visits) takes
+# ~50 s of CPU here; 6e5 visits is about three minutes (sara-sim replay, sara-real audit).
+REPLAY_VISIT_LIMIT = 6e5
+
 
 class ReplaySource:
     """The stream and the sampler of one replay; `drawn` logs every visit's outcomes."""
