@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sara_sim.core.difficulty import load_history
 from sara_sim.core.errors import ParameterError, check_seed
-from sara_sim.core.files import check_input
+from sara_sim.core.files import check_input, path_problem
 
 from ._common import HISTORY, NoData, history_path, learning_path, markdown, save, setup_style
 
@@ -70,8 +70,8 @@ def check_out(out, param: str = "--out") -> Path:
     """The output folder exists (created if need be) and takes files — checked before any figure
     is drawn, so a bad --out is one line, not a traceback after minutes of work."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ParameterError(param, f"{out} is a file, not a folder")
+    if os.path.lexists(out) and not out.is_dir():  # a file, FIFO, device, dangling link
+        raise ParameterError(param, path_problem(out, "folder", folder=True))
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):

@@ -37,11 +37,14 @@ class Checked(NamedTuple):
 
 
 def check_config(cfg) -> Checked:
-    """Every field of `cfg`, then model, task files, the collector, resources and the run
-    folder; returns the task and collector the run then uses."""
+    """Task files, every field of `cfg`, the device, the model folder, the servers, the
+    collector, resources and the run folder; returns the task and collector the run then
+    uses."""
     check_task_files(cfg.task, cfg.task_path, cfg.eval_path)
     check_run_fields(cfg)
     _check_device(cfg.device)
+    if cfg.model is not None:  # config, tokenizer, complete weights: before any server is asked
+        resolve_model(cfg.model, build=False)
     if cfg.engine_url is not None:  # the door (real/sampling/served.py): one HTTP call per server
         check_servers(cfg.engine_url, cfg.model)
     check_grpo(cfg.grpo)
@@ -49,8 +52,6 @@ def check_config(cfg) -> Checked:
         check_trl_config(cfg)
     check_alloc(cfg.alloc, cfg.k)
     checked = _build(cfg)
-    if cfg.model is not None:
-        resolve_model(cfg.model, build=False)
     check_memory(cfg, checked.task)
     check_run_folder(cfg)
     return checked

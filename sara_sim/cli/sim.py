@@ -71,8 +71,9 @@ def _sim_law(args):
     if args.epochs is not None and args.epoch is not None:
         raise ParameterError("--epochs", "give either --epoch E or --epochs A-B, not both")
     epoch = args.epochs if args.epochs is not None else args.epoch
+    flag = "--epochs" if args.epochs is not None else "--epoch"  # the one the user typed
     check_k(args.k, "--k")
-    law = parse_sim_law(args.difficulty, epochs=epoch)
+    law = parse_sim_law(args.difficulty, epochs=epoch, epoch_flag=flag)
     check_k_for_law(args.k, law)
     return law
 

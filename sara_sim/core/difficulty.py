@@ -5,8 +5,9 @@ the probability of one *ordered* outcome sequence with i successes and j failure
 M(i, j) = E[g^i (1 - g)^j] (for a recorded history: the same without replacement).  Specs:
 
 * ``beta:A,B`` — Beta(A, B)
-* ``mix:W1*beta:A1,B1+W2*beta:A2,B2`` — a mixture; the weights are the parts' shares and must
-  sum to 1 (within ``MIX_TOLERANCE``, a rounding residue divided out; never renormalised)
+* ``mix:W1*beta:A1,B1+W2*beta:A2,B2`` — a mixture; the weights are relative: each is divided
+  by their sum (``mix:1*beta:1,5+1*beta:5,1`` is an even mixture; ``mix:0.3*...+0.3*...`` too),
+  and every output names the law with the shares it used (``mix:0.5*beta:1,5+0.5*beta:5,1``)
 * ``point:G`` — every prompt has success rate G (for checks)
 * ``history:PATH`` — per-prompt outcome histories (CSV prompt_id, epoch, correct, samples); one
   record per (prompt, epoch); a group of k <= samples draws without replacement from the record.
@@ -20,7 +21,6 @@ M(i, j) = E[g^i (1 - g)^j] (for a recorded history: the same without replacement
 
 import io
 import math
-import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -38,12 +38,11 @@ from .errors import (
     check_prior,
     check_unit,
 )
-from .files import check_input, one_line, read_input
+from .files import one_line, path_problem, read_input
 
 HISTORY_COLUMNS = ("prompt_id", "epoch", "correct", "samples")
 # token sums per outcome of each record: the columns `sara-real audit` adds to its history.csv
 TOKEN_COLUMNS = ("pass_tokens", "fail_tokens")
-MIX_TOLERANCE = 1e-6  # |sum of a mixture's weights - 1| allowed for rounding (0.333+0.333+0.334)
 # Histories shipped inside the package (sara_sim/data, README there): name -> file.  A name is
 # reserved: the string "deepscaler" always means the packaged file, wherever the command runs;
 # a user's file that happens to be called so is given as a path ("./deepscaler").
@@ -233,12 +232,13 @@ def history_file(source, param: str = "--difficulty") -> Path:
             raise ParameterError(param, f"built-in history {source!r} is missing at {p}")
         return p
     p = Path(source)
-    if not os.path.lexists(p):
+    problem = path_problem(p, "history CSV file")
+    if problem == f"no such history CSV file: {p}":  # plainly absent: maybe a mistyped name
         names = ", ".join(BUILTIN_HISTORIES)
-        raise ParameterError(
-            param, f"history file not found: {source} (built-in histories: {names})"
-        )
-    return check_input(p, param, "history CSV file")
+        problem = f"history file not found: {source} (built-in histories: {names})"
+    if problem is not None:
+        raise ParameterError(param, problem)
+    return p
 
 
 def load_history(source, param: str = "--difficulty", columns=()) -> pd.DataFrame:
@@ -355,12 +355,13 @@ def _beta_params(text, spec):
     return BetaLaw(a, b)
 
 
-def parse_law(spec: str, epochs=None):
-    """Parse a difficulty spec (see module docstring); `epochs` selects history records."""
+def parse_law(spec: str, epochs=None, epoch_flag: str = "--epoch"):
+    """Parse a difficulty spec (see module docstring); `epochs` selects history records (given by
+    the flag `epoch_flag`: the messages name the flag the user typed)."""
     spec = str(spec).strip()
     kind, _, rest = spec.partition(":")
     if epochs not in (None, "all") and kind != "history":
-        raise ParameterError("--epoch", f"applies to history:PATH laws only, not {spec!r}")
+        raise ParameterError(epoch_flag, f"applies to history:PATH laws only, not {spec!r}")
     if kind == "beta":
         return _beta_params(rest, spec)
     if kind == "point":
@@ -388,20 +389,15 @@ def parse_law(spec: str, epochs=None):
                 raise ParameterError("--difficulty", "mixture components must be beta or point")
             weights.append(wv)
             comps.append(sub)
-        # the weights are the parts' shares: they must sum to 1 (never silently renormalised);
-        # a rounding residue below MIX_TOLERANCE (0.333+0.333+0.334...) is divided out
-        total = math.fsum(weights) if max(weights) <= 1 else math.inf
-        if abs(total - 1.0) > MIX_TOLERANCE:
-            shown = " + ".join(f"{w:g}" for w in weights)
-            raise ParameterError(
-                "--difficulty",
-                f"mixture weights must sum to 1, got {shown} = {total:g} in {spec!r} "
-                "(e.g. mix:0.5*beta:1,5+0.5*beta:5,1)",
-            )
-        return MixtureLaw(tuple(w / total for w in weights), tuple(comps))
+        # relative weights (documented): each divided by their sum, the largest first so that
+        # 1e308 + 1e308 cannot overflow; str(law) shows the shares used
+        top = max(weights)
+        scaled = [w / top for w in weights]
+        total = math.fsum(scaled)
+        return MixtureLaw(tuple(w / total for w in scaled), tuple(comps))
     if kind == "history":
         frame = load_history(rest)
-        ep = parse_epochs(epochs, frame)
+        ep = parse_epochs(epochs, frame, epoch_flag)
         if ep is not None:
             frame = frame[(frame["epoch"] >= ep[0]) & (frame["epoch"] <= ep[1])]
         return HistoryLaw(frame.reset_index(drop=True), source=rest, epochs=ep)

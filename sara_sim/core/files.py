@@ -119,7 +119,8 @@ def path_problem(path, what: str = "file", folder: bool = False) -> str | None:
             return f"{p} is a dangling symbolic link (to {os.readlink(p)}, which does not exist)"
         return f"no such {what}: {p}"
     except NotADirectoryError:
-        return f"no such {what}: {p} (a part of the path is a file, not a directory)"
+        part = next((q for q in reversed(p.parents) if q.exists() and not q.is_dir()), p.parent)
+        return f"no such {what}: {p} ({part} is a file, not a directory)"
     except OSError as e:  # a directory on the way that cannot be searched, a link loop
         return f"cannot reach {p}: {e.strerror or e}"
     link = f" (via a symbolic link to {os.path.realpath(p)})" if os.path.islink(p) else ""
@@ -131,8 +132,12 @@ def path_problem(path, what: str = "file", folder: bool = False) -> str | None:
     try:
         if folder:
             os.listdir(p)
-        else:
-            os.close(os.open(p, os.O_RDONLY))
+        else:  # open and read a byte: a permission or an I/O error shows here
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.read(fd, 1)
+            finally:
+                os.close(fd)
     except OSError as e:
         return f"cannot read {p}: {e.strerror or e}"
     return None

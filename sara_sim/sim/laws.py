@@ -132,14 +132,14 @@ def _parse_drift(spec):
     return DriftLaw(BetaLaw(a, b), rate, boost, int(pool))
 
 
-def parse_sim_law(spec, epochs=None):
+def parse_sim_law(spec, epochs=None, epoch_flag="--epoch"):
     """parse_law plus ``drift:...`` (see module docstring)."""
     text = str(spec).strip()
     if text.startswith("drift:"):
         if epochs not in (None, "all"):
-            raise ParameterError("--epoch", f"applies to history:PATH laws only, not {text!r}")
+            raise ParameterError(epoch_flag, f"applies to history:PATH laws only, not {text!r}")
         return _parse_drift(text)
-    return parse_law(text, epochs=epochs)
+    return parse_law(text, epochs=epochs, epoch_flag=epoch_flag)
 
 
 def law_kind(law):

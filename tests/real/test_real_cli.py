@@ -282,9 +282,12 @@ def test_help_is_derived_from_the_config(capsys):
             assert name in text, (cmd, name)
         for f, doc in leaves:
             shown = f"(default: {f.default})" if not callable(f.default) else ""
+            if f.default is True:  # --no-NAME switches it off: "(default: True)" would mislead
+                shown = f"switch off: {doc} (on without this flag)"
             assert f"{flag_of(f.name, f.default)} " in text, (cmd, f.name)
             assert f"{doc}" in text and shown in text, (cmd, f.name)
     assert "--no-std" in text and "--bf16-autocast" in text and "--no-progress" in text
+    assert "(default: True)" not in text
     assert "PPO clip above (clip-higher; = eps_low for symmetric) (default: 0.28)" in text
     cfg = run_config(build_parser().parse_args(["validate"]))
     assert cfg == Config(out=cfg.out)  # every parsed default is the dataclass default
@@ -307,7 +310,8 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     for f in fields(cls):
         assert docs.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
         assert f"{flag_of(f.name, f.default)} " in text and docs[f.name] in text, f.name
-        assert f"(default:{f.default})" in text.replace(" ", ""), f.name  # a long one wraps
+        shown = "(onwithoutthisflag)" if f.default is True else f"(default:{f.default})"
+        assert shown in text.replace(" ", ""), f.name  # a long one wraps
     assert config_of(cls, build_parser().parse_args([cmd])) == cls()
 
 

@@ -129,7 +129,8 @@ def test_a_full_disk_in_audit_leaves_no_partial_audit(tiny_dir, engine, tmpfs, m
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"sara-real: error: cannot write {out / 'audit.json'}: No space left on device"]
-    assert sorted(p.name for p in out.iterdir()) == ["history.csv"]  # no partial audit.json
+    # no partial audit.json (engine.log: what the engine printed, real.io.enginelog)
+    assert sorted(p.name for p in out.iterdir()) == ["engine.log", "history.csv"]
     filler.unlink()
     assert main(argv) == 0  # the unfinished audit does not block a rerun
     assert "holds an unfinished audit (no audit.json): redone" in capsys.readouterr().err
