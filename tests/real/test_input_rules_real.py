@@ -3,7 +3,7 @@ held-out ones): task files have one check for validate, compare and audit; model
 checked before an engine starts; a run file that is a directory or device gets its true reason;
 the audit's and the run's size guards count every factor; make-tiny never rebuilds over a model
 of other settings; integer flags are ASCII and seeds have sara-sim's range; engine noise goes to
-OUT/engine.log. Nothing here starts an engine but the two `integration` tests at the end."""
+OUT/engine.log. Nothing here starts an engine but the `integration` test at the end."""
 
 import json
 import os
