@@ -156,12 +156,11 @@ def _check_sim_size(names, law, kw, force):
 
     k, groups, steps, reps = kw["k"], kw["groups"], kw["steps"], kw["replicates"]
     size = {"k": k, "groups": groups, "budget": None, "steps": steps, "replicates": reps}
-    rollouts, nbytes = 0.0, 0.0
+    rollouts = 0.0
     for name in names:
         prm = default_params(name, k, groups)
-        r, _, b = estimate(name, law, **size, params=prm, pool=kw["pool"])
-        rollouts, nbytes = rollouts + r, max(nbytes, b)
-    check_memory(nbytes, law, **size, pool=kw["pool"], force=force)
+        rollouts += estimate(name, law, **size, params=prm, pool=kw["pool"])[0]
+    check_memory(law, **size, pool=kw["pool"], force=force)  # one strategy at a time
     worst = largest_factor(k, groups, None, steps, reps)
     check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts (all strategies)", force)
 

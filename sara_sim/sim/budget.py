@@ -48,8 +48,6 @@ def estimate(strategy, law, *, k, groups, budget, steps, replicates, capacity=No
     step-0 moments (1 / P(mixed) prompts per effective group), capped by the strategy's own round
     or batch cap.  Bytes: the open-prompt table (~4 probes per round slot, 8 N_FIELDS + 24 B
     each), the per-step metric frame and the prompt pool (POOL_BYTES per prompt and replicate)."""
-    from .kernels import N_FIELDS
-
     params = params or {}
     cap = (groups * k if budget is None else budget) if capacity is None else capacity
     if budget is not None:
@@ -66,10 +64,31 @@ def estimate(strategy, law, *, k, groups, budget, steps, replicates, capacity=No
             limit = float(params["max_num_gen_batches"]) * gbs * k
         per_step = min(per_step, limit)
     rollouts = per_step * steps * replicates
-    open_table = replicates * (4.0 * cap + 64.0) * (8 * N_FIELDS + 24)
-    frame = 3.0 * replicates * steps * N_METRICS * 8
-    pool_bytes = float(replicates) * pool_size(law, pool) * POOL_BYTES
-    return rollouts, float(steps) * replicates, open_table + frame + pool_bytes
+    size = {"k": k, "groups": groups, "budget": budget, "steps": steps, "replicates": replicates}
+    nbytes = sum(memory_parts(law, **size, capacity=capacity, pool=pool).values())
+    return rollouts, float(steps) * replicates, nbytes
+
+
+def memory_parts(law, *, k, groups, budget, steps, replicates, capacity=None, pool=0) -> dict:
+    """{the flag that sets it: bytes} of a run's memory: the open-prompt table (~4 probes per
+    round slot, 8 N_FIELDS + 24 B each: --capacity when it was raised, else the flag furthest
+    above its default), the per-step metric frame (--steps or --replicates) and the prompt pool
+    (POOL_BYTES per prompt and replicate: --pool, or --difficulty for a drift POOL)."""
+    from .kernels import N_FIELDS
+
+    default = groups * k if budget is None else budget
+    cap = default if capacity is None else capacity
+    parts = {}
+
+    def add(flag, nbytes):
+        parts[flag] = parts.get(flag, 0.0) + nbytes
+
+    table = "--capacity" if cap > default else largest_factor(k, groups, budget, steps, replicates)
+    add(table, replicates * (4.0 * cap + 64.0) * (8 * N_FIELDS + 24))
+    add("--steps" if steps / 100 >= replicates / 4 else "--replicates",
+        3.0 * replicates * steps * N_METRICS * 8)  # fmt: skip
+    add(pool_flag(law), float(replicates) * pool_size(law, pool) * POOL_BYTES)
+    return parts
 
 
 def largest_factor(k, groups, budget, steps, replicates):
@@ -80,15 +99,17 @@ def largest_factor(k, groups, budget, steps, replicates):
     return "--budget" if budget is not None and worst == "--groups" else worst
 
 
-def check_memory(nbytes, law, *, k, groups, budget, steps, replicates, pool=0, force=False):
-    """Refuse `nbytes` above MEMORY_LIMIT, naming the pool's flag when the pool holds most of it
-    (a drift POOL of 1e9 prompts), else the flag furthest above its default."""
-    pool_bytes = float(replicates) * pool_size(law, pool) * POOL_BYTES
-    if pool_bytes > nbytes / 2:
-        name, what = pool_flag(law), f"memory (GiB; a pool of {pool_size(law, pool):.3g} prompts)"
-    else:
-        name, what = largest_factor(k, groups, budget, steps, replicates), "memory (GiB)"
-    check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, name, what, force)
+def check_memory(law, *, k, groups, budget, steps, replicates, capacity=None, pool=0,
+                 force=False):  # fmt: skip
+    """Refuse memory above MEMORY_LIMIT, naming the flag of its biggest part (`memory_parts`):
+    a drift POOL of 1e9 prompts names --difficulty, a raised --capacity names itself."""
+    size = {"k": k, "groups": groups, "budget": budget, "steps": steps, "replicates": replicates}
+    parts = memory_parts(law, **size, capacity=capacity, pool=pool)
+    name = max(parts, key=parts.get)
+    what = "memory (GiB)"
+    if name == pool_flag(law) and pool_size(law, pool):
+        what = f"memory (GiB; a pool of {pool_size(law, pool):.3g} prompts)"
+    check_budget(sum(parts.values()) / 2**30, MEMORY_LIMIT / 2**30, name, what, force)
 
 
 def check_resources(strategy, law, *, k, groups, budget, steps, replicates, capacity, params,
@@ -98,10 +119,10 @@ def check_resources(strategy, law, *, k, groups, budget, steps, replicates, capa
     if force:
         return
     size = {"k": k, "groups": groups, "budget": budget, "steps": steps, "replicates": replicates}
-    rollouts, rep_steps, nbytes = estimate(
+    rollouts, rep_steps, _ = estimate(
         strategy, law, **size, capacity=capacity, params=params, pool=pool
     )
-    check_memory(nbytes, law, **size, pool=pool, force=force)
+    check_memory(law, **size, capacity=capacity, pool=pool, force=force)
     worst = largest_factor(k, groups, budget, steps, replicates)
     check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts", force)
     if info(strategy).name in ADAPTIVE:
