@@ -1,4 +1,4 @@
-"""Engine and library noise goes to the run folder's log, never to the user's terminal.
+"""VLLMEngine and library noise goes to the run folder's log, never to the user's terminal.
 
 Once a command's checks have passed, its heavy part runs inside `engine_log(OUT)`: the process's
 file descriptors 1 and 2 — where vLLM, torch, transformers and their C/C++ code print start-up
