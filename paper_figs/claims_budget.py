@@ -1,6 +1,6 @@
 """Rollouts-to-target and equal-budget accuracy on the claim files (issue 19, claim 1: "keep
 rollouts-to-target and equal-budget accuracy as well"): one row per setting, k and allocator
-against DS, printed by `python benchmarks/claims_table.py --budget`.
+against DS, printed by `python benchmarks/claims.py --budget`.
 
 The statistics are figure 10's (`learning_stats.target_table` / `budget_table`), run on one
 setting's pooled rows (`claims_data.load_claims`) at one k, with the claim table's 90 % paired

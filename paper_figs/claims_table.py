@@ -1,7 +1,7 @@
 """The README's claim table: one line per claim of the paper (and setting), with the paper's
 number, ours with its 90 % interval, the verdict, the seeds and the files it rests on.
 
-    python benchmarks/claims_table.py [--claims benchmarks/results/claims] [--margin 0.02]
+    python benchmarks/claims.py [--claims benchmarks/results/claims] [--margin 0.02]
 
 Input: the committed claim files (`claims_data.load_claims`). The numbers and verdict words are
 `claims_stats`' (paired t-intervals over seeds; TOST at the margin on the late accuracy;

@@ -1,10 +1,14 @@
-"""Shared fixtures: the real outcome histories are the ones shipped in sara_sim/data."""
+"""Shared fixtures: the real outcome histories are the ones shipped in sara_sim/data; the
+repository's scripts (benchmarks/ is a folder of scripts, not a package) loaded by path."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from sara_sim.core.difficulty import builtin_history
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -12,6 +16,19 @@ def history_path():
     path = builtin_history("deepscaler")
     assert path.is_file(), f"expected the packaged histories at {path}"
     return path
+
+
+@pytest.fixture(scope="session")
+def script():
+    """load(path): the script at `path` (from the repository root) as a fresh module."""
+
+    def load(path: str):
+        spec = importlib.util.spec_from_file_location(Path(path).stem, REPO / path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 class Tmpfs:

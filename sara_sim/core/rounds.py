@@ -62,7 +62,8 @@ C_BUDGET, C_NREQ, C_USED, C_CAP, C_WANT, C_SKIPS = range(6, 12)
 N_COUNTERS = 12
 # Numba's option to compile without reference counting, for jitted code that never allocates: each
 # array a call passes (a Rounds is five) otherwise costs two atomic reference-count updates, which
-# at O(1) draws per prompt took half of the simulator's speed (benchmarks/sim_bench.py).
+# at O(1) draws per prompt took half of the simulator's speed
+# (benchmarks/investigations/simulator/sim_bench.py).
 NO_REFCOUNT = {"cache": True, "_nrt": False}
 DROPPED, BATCH, CARRIED = 0, 1, 2  # where a decided prompt went (settle)
 UNLIMITED = 1 << 62  # the budget of a fixed-yield run

@@ -152,7 +152,8 @@ __all__ = ["run_bench", "bernoulli_rate", "sim_rate", "python_rate", "BetaLaw"]
 
 
 def bench_report(out):
-    """The readable bench report (`sara-sim bench` and benchmarks/sim_bench.py print this)."""
+    """The readable bench report (`sara-sim bench` and
+    benchmarks/investigations/simulator/sim_bench.py print this)."""
     lines = [f"simulator speed, one core ({out['law']}, sara, tau_low 0.3)"]
     for key in (
         "sim_rollouts_per_second",

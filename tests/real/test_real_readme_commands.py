@@ -10,7 +10,6 @@ checked, not run."""
 
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -82,15 +81,16 @@ def shared_engine(engine, hf_model):
     engine.push_weights(hf_model)
 
 
-def test_every_documented_command_runs(tiny_dir, shared_engine, tmp_path, monkeypatch, capsys):
+def test_every_documented_command_runs(
+    tiny_dir, shared_engine, tmp_path, monkeypatch, capsys, script
+):
     import real.sampling.build
     from real.app.cli import build_parser, main
 
     engine = shared_engine
 
     monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import real_compare
+    real_compare = script("benchmarks/real_compare.py")
 
     ran = []
     for doc, line in documented_commands():

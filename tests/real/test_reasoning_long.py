@@ -3,7 +3,6 @@
 until long, a wrong answer — with a probability growing with the problem's steps and carries;
 deterministic; its recipe continues from the reasoning model under a key that covers both."""
 
-import importlib.util
 import re
 from argparse import Namespace
 from dataclasses import replace
@@ -18,15 +17,6 @@ from real.tasks import TASKS, make_task
 
 pytestmark = pytest.mark.real
 _SLIP = re.compile(r"(\d+)([+*])(\d+)(?:\+(\d+))?=(\d+)")
-
-
-def _script(name: str):
-    """A benchmarks/ script loaded as a module (they are not a package)."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_long", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _targets(n: int):
@@ -90,8 +80,8 @@ def test_recipe_continues_from_the_reasoning_model_under_its_own_key():
     assert replace(long, base="").digest() != long.digest()
 
 
-def test_benchmark_starts_reasoning_long_from_its_model_and_refuses_unknown_tasks(capsys):
-    bench = _script("real_learning")
+def test_benchmark_starts_reasoning_long_from_its_model_and_refuses_unknown_tasks(capsys, script):
+    bench = script("benchmarks/real_learning.py")
     pick = bench.start_settings(Namespace(task="reasoning-long", test_model=False))
     assert pick == TinySettings.reasoning_long()
     assert bench.main(["--task", "reasoning-longer", "--out", "unused"]) == 2
@@ -100,8 +90,8 @@ def test_benchmark_starts_reasoning_long_from_its_model_and_refuses_unknown_task
     assert len(err.splitlines()) == 1
 
 
-def test_length_benchmark_refuses_an_unknown_task_before_any_build(capsys):
-    mod = _script("reasoning_lengths")
+def test_length_benchmark_refuses_an_unknown_task_before_any_build(capsys, script):
+    mod = script("benchmarks/investigations/claim_run/reasoning_lengths.py")
     assert mod.main(["--task", "arithmetic"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == ("reasoning_lengths: error: --task: must be one of reasoning, reasoning-long, "

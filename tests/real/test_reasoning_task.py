@@ -107,32 +107,17 @@ def test_length_laws_per_outcome():
         (["--seed", "-1"], "--seed: must be an integer in [0, 2147483647], got -1"),
     ],
 )
-def test_length_benchmark_refuses_bad_input_before_any_build(argv, line, capsys):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks/reasoning_lengths.py"
-    spec = importlib.util.spec_from_file_location("reasoning_lengths", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def test_length_benchmark_refuses_bad_input_before_any_build(argv, line, capsys, script):
+    mod = script("benchmarks/investigations/claim_run/reasoning_lengths.py")
     assert mod.main(argv) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"reasoning_lengths: error: {line}"
 
 
-def test_committed_reasoning_pilot_gives_the_readme_verdicts(capsys):
-    """benchmarks/README.md's claim-2 numbers are the committed pilot table's verdicts."""
-    import importlib.util
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("rl", root / "benchmarks/real_learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    table = root / "benchmarks/results/claims/reasoning.csv"
-    assert mod.main(["--summary", "--out", str(table)]) == 0
+def test_committed_reasoning_pilot_gives_its_verdicts(capsys, script):
+    """real_learning.py --summary on the committed reasoning pilot: claim 2's verdicts."""
+    mod = script("benchmarks/real_learning.py")
+    assert mod.main(["--summary", "--out", "benchmarks/results/claims/reasoning.csv"]) == 0
     out = capsys.readouterr().out
     assert "rollouts 0.867x [0.729, 1.031] (2 seeds)" in out
     assert "tokens 0.874x / rollouts 0.867x = 1.008 [0.963, 1.055] (2 seeds)" in out
-    readme = (root / "benchmarks/README.md").read_text()
-    assert "0.874x / 0.867x = 1.008 [0.963, 1.055]" in readme

@@ -480,11 +480,10 @@ def test_the_server_and_its_engine_core_share_one_process_group(servers):
 
 @pytest.mark.real
 @pytest.mark.slow
-def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_path):
-    """`compare --engine-url` (one server shared by the runs) and benchmarks/server_bench.py at
-    a small size against the module's two servers."""
-    import importlib.util
-
+def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_path, script):
+    """`compare --engine-url` (one server shared by the runs) and
+    benchmarks/investigations/served/server_bench.py at a small size against the module's two
+    servers."""
     from real.app.cli import build_parser, run_config
     from real.app.compare import run_compare
 
@@ -494,11 +493,7 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
     a = build_parser().parse_args(argv)
     table, _ = run_compare(run_config(a, "ds"), ["ds", "sara"])
     assert list(table["allocator"]) == ["ds", "sara"] and (table["effective_groups"] == 2).all()
-    spec = importlib.util.spec_from_file_location(
-        "server_bench", ROOT / "benchmarks/server_bench.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = script("benchmarks/investigations/served/server_bench.py")
     rows = bench.main(
         ["--urls", ",".join(servers["urls"]), "--model", str(tiny_dir), "--steps", "1"]
         + ["--groups", "4"],
@@ -517,11 +512,10 @@ def test_every_documented_server_command_runs(servers, engine, tiny_dir, tmp_pat
     `serve` itself is the `servers` fixture's first server (same flags)."""
     import shlex
 
+    from test_real_readme_commands import _shrink, documented_commands, served
+
     from real.app import audit
     from real.app.cli import build_parser, main
-
-    sys.path.insert(0, str(ROOT / "tests" / "real"))
-    from test_real_readme_commands import _shrink, documented_commands, served
 
     lines = [c for _, c in documented_commands() if served(c)]
     assert any(" serve " in c for c in lines) and any(" audit " in c for c in lines)

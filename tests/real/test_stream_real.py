@@ -315,12 +315,14 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
 
 
 def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
-    """benchmarks/step_cost.py: exit 2 and one line naming the flag, before any engine starts."""
+    """benchmarks/investigations/stream_fill/step_cost.py: exit 2 and one line naming the flag,
+    before any engine starts."""
     import subprocess
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "step_cost.py"
+    root = Path(__file__).resolve().parents[2]
+    script = root / "benchmarks/investigations/stream_fill/step_cost.py"
     model = ["--model", str(tmp_path)]
     cases = [
         (["--model", str(tmp_path / "none")], "--model"),
@@ -345,9 +347,10 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     import runpy
     from pathlib import Path
 
+    from sara_sim.sim import stream_predict
+
     bench = Path(__file__).resolve().parents[2] / "benchmarks"
     real_bench = runpy.run_path(str(bench / "stream_real.py"), run_name="stream_real")
-    predict_bench = runpy.run_path(str(bench / "stream_predict.py"), run_name="stream_predict")
     args = argparse.Namespace(k=4, groups=2, steps=2, warmup=0, seed=0, max_tokens=16)
     core = engine.llm.llm_engine
     run = real_bench["measure"](engine, _arith(), args)
@@ -389,30 +392,25 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     assert out[0] == "" and len(out) == 2 + len(rows), out
     assert out[2].split()[:4] == ["ds", "rounds", out[2].split()[2], "1.00"]  # 1 rollout/request
     meta = {"k": 4, "groups": 2, "steps": 1, "max_num_seqs": 256}
-    pred = predict_bench["predict"](meta, run, seeds=1)
+    pred = stream_predict.predict(meta, run, seeds=1)
     assert set(pred) == set(rows) and all(p["wall"] > 0 for p in pred.values())
-    err = predict_bench["errors"](rows, pred)
+    err = stream_predict.errors(rows, pred)
     assert err["ds rounds"] == (1.0, 1.0, 0.0)
 
 
-def test_step_cost_benchmark_measures_each_batch_at_toy_size(engine, capsys):
-    """benchmarks/step_cost.py's measurement end to end on the session engine: every batch size
-    gets a row, each rollout runs exactly --tokens tokens (one prefill step then the decode
-    steps), the largest batch is the reference (ratio 1.00), and the engine is left idle."""
-    import runpy
-    from pathlib import Path
-
-    bench = runpy.run_path(
-        str(Path(__file__).resolve().parents[2] / "benchmarks" / "step_cost.py"),
-        run_name="step_cost",
-    )
+def test_step_cost_benchmark_measures_each_batch_at_toy_size(engine, capsys, script):
+    """benchmarks/investigations/stream_fill/step_cost.py's measurement end to end on the session
+    engine: every batch size gets a row, each rollout runs exactly --tokens tokens (one prefill step
+    then the decode steps), the largest batch is the reference (ratio 1.00), and the engine is left
+    idle."""
+    bench = script("benchmarks/investigations/stream_fill/step_cost.py")
     core = engine.llm.llm_engine
-    first, decode, total = bench["run_batch"](core, ["1+2=", "3+4="], 4, "toy-steps")
+    first, decode, total = bench.run_batch(core, ["1+2=", "3+4="], 4, "toy-steps")
     assert len(decode) >= 3 and first > 0 and total >= first + sum(decode)  # 4 tokens: 1 + 3
-    seqs, rows = bench["measure"](engine, make_task("reasoning", seed=0), [2, 4], 3, 1)
+    seqs, rows = bench.measure(engine, make_task("reasoning", seed=0), [2, 4], 3, 1)
     assert seqs == core.vllm_config.scheduler_config.max_num_seqs and sorted(rows) == [2, 4]
     assert all(f > 0 and d > 0 and t >= f for f, d, t in rows.values())
     assert not core.has_unfinished_requests()
-    bench["table"](seqs, rows, 3)
+    bench.table(seqs, rows, 3)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and out[2].split()[0] == "4" and out[2].split()[-1] == "1.00"

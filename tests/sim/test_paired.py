@@ -1,16 +1,11 @@
-"""benchmarks/paired.py: a real run's wall ratios paired by step, with bootstrap intervals — the
+"""sara_sim/sim/paired.py: a real run's wall ratios paired by step, with bootstrap intervals — the
 ratio is the run's own, the interval covers a known ratio, pairing removes a load drift that falls
 on both halves of a pair, and undefined stays undefined."""
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from paired import fmt, paired_ratio, print_paired, verdict  # noqa: E402
+from sara_sim.sim.paired import fmt, paired_ratio, print_paired, verdict
 
 
 def _row(wall, eff=32):

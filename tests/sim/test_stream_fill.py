@@ -109,12 +109,8 @@ def test_a_bad_stream_overprovision_is_one_line_naming_the_flag(capsys, value):
     [(["--over", "0.5"], "--over"), (["--over", "1,x"], "--over"), (["--over", ""], "--over"),
      (["--seeds", "0"], "--seeds"), (["--run", "/nonexistent.json"], "--run")],
 )  # fmt: skip
-def test_stream_fill_bad_input_is_one_line_naming_the_flag(capsys, argv, flag):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import stream_fill
+def test_stream_fill_bad_input_is_one_line_naming_the_flag(script, capsys, argv, flag):
+    stream_fill = script("benchmarks/investigations/stream_fill/stream_fill.py")
 
     assert stream_fill.main(argv) == 2
     out = capsys.readouterr()
@@ -122,14 +118,10 @@ def test_stream_fill_bad_input_is_one_line_naming_the_flag(capsys, argv, flag):
     assert out.out == "" and len(lines) == 1 and flag in lines[0], lines
 
 
-def test_stream_fill_sweeps_the_knob_on_a_run_s_laws(capsys):
-    """benchmarks/stream_fill.py on a toy run's laws: DS by rounds is the reference (1.000),
-    one row per SARA stream and knob value."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import stream_fill
+def test_stream_fill_sweeps_the_knob_on_a_run_s_laws(script, capsys):
+    """benchmarks/investigations/stream_fill/stream_fill.py on a toy run's laws: DS by rounds is
+    the reference (1.000), one row per SARA stream and knob value."""
+    stream_fill = script("benchmarks/investigations/stream_fill/stream_fill.py")
 
     prompts = [[c % 5, 4] for c in range(40)]
     lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (4 - c)]

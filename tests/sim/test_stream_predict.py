@@ -1,16 +1,12 @@
-"""benchmarks/stream_predict.py: the wall-clock model's prediction of a stream_real run — the
+"""sara_sim/sim/stream_predict.py: the wall-clock model's prediction of a stream_real run — the
 run's laws as the simulator reads them, and the calibration error's bookkeeping."""
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from stream_predict import EPOCHS, errors, laws, predict  # noqa: E402
+from sara_sim.sim.stream_predict import EPOCHS, errors, laws, predict
 
 
 def _run(n=60, k=4):
@@ -49,14 +45,13 @@ def test_prediction_and_error_per_strategy_undefined_where_nothing_was_made():
     assert err["sara rounds"][0] is None and err["sara rounds"][2] is None  # no effective group
 
 
-def test_wallclock_section_6_reads_every_streamed_row_knobs_included(tmp_path, capsys):
+def test_wallclock_section_6_reads_every_streamed_row_knobs_included(tmp_path, capsys, script):
     """benchmarks/wallclock.py's real goals over a stream_real --out file with the fill knob's
     rows: each streamed SARA row against DS by rounds and DS streamed, its prediction run with
     its own overprovision (a stream refusing the knob would raise here)."""
     import json
 
-    import wallclock
-
+    wallclock = script("benchmarks/wallclock.py")
     meta, run = _run()
     rows = run["rows"]
     rows["sara stream x2"] = {**rows["sara stream"], "overprovision": 2.0, "wall": 0.8}
@@ -80,11 +75,11 @@ def test_wallclock_section_6_reads_every_streamed_row_knobs_included(tmp_path, c
     assert "sara stream x2" in out.split("calibration error")[0].split("wall-clock model")[1]
 
 
-def test_the_served_fit_recovers_known_request_and_barrier_costs():
-    """benchmarks/served_calibrate.py: wall ratios made from known (d, decision_s) by the linear
-    identity the simulator holds (tests/sim/test_wallclock.py) give those costs back; without
-    them (measured = the cpu-tiny prediction) the fit is (0, 0)."""
-    import served_calibrate as sc
+def test_the_served_fit_recovers_known_request_and_barrier_costs(script):
+    """benchmarks/investigations/served/served_calibrate.py: wall ratios made from known
+    (d, decision_s) by the linear identity the simulator holds (tests/sim/test_wallclock.py) give
+    those costs back; without them (measured = the cpu-tiny prediction) the fit is (0, 0)."""
+    sc = script("benchmarks/investigations/served/served_calibrate.py")
 
     rng = np.random.default_rng(1)
     comps = {}

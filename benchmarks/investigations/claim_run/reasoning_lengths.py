@@ -1,8 +1,8 @@
 """The reasoning start models' length laws (issue 19, claim 2): completion tokens per outcome and
 per prompt class at k — the data that decide whether abandoning saves more tokens than rollouts.
 
-    .venv/bin/python benchmarks/reasoning_lengths.py [--task reasoning] [--problems 512] [--k 8]
-        [--seed 0]
+    .venv/bin/python benchmarks/investigations/claim_run/reasoning_lengths.py [--task reasoning]
+        [--problems 512] [--k 8] [--seed 0]
 
 --task reasoning: `TinySettings.reasoning()`; reasoning-long: `TinySettings.reasoning_long()`
 (failures that run long within a prompt). Builds the model if it is not cached (deterministic,
@@ -17,11 +17,8 @@ with one line."""
 import argparse
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import real.base.env  # noqa: E402,F401  (env vars before torch)
+import real.base.env  # noqa: F401  (env vars before torch)
 
 CLASSES = ("all-fail", "mixed", "all-pass")
 MODELS = {"reasoning": "reasoning", "reasoning-long": "reasoning_long"}  # task: its settings

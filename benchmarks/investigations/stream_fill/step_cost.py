@@ -1,7 +1,8 @@
 """Benchmark: the in-process vLLM engine's cost per step against how many sequences it runs
 (issue 20: a streamed step keeps only part of the engine's slots busy; what does that cost?).
 
-    .venv/bin/python benchmarks/step_cost.py --model DIR --task reasoning \\
+    .venv/bin/python benchmarks/investigations/stream_fill/step_cost.py --model DIR \\
+        --task reasoning \\
         [--batches 16,32,64,128,192,256] [--tokens 48] [--repeats 3]
 
 For each batch size n: n rollouts of the task's prompts (one single-sample request each, as the
@@ -24,10 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import real.base.env  # noqa: E402,F401  (before torch / vllm)
-from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
+import real.base.env  # noqa: F401  (before torch / vllm)
+from sara_sim.core.errors import ParameterError, check_choice, check_int
 
 
 def _batches(text):

@@ -1,6 +1,7 @@
 """A larger sweep of the simulator over (strategy, k, tau_low, law), cached to parquet.
 
-    .venv/bin/python benchmarks/sim_sweep.py [--cache .cache/sim_sweep] [--steps 200]
+    .venv/bin/python benchmarks/investigations/simulator/sim_sweep.py [--cache .cache/sim_sweep] \\
+        [--steps 200]
 
 Prints (1) cost per effective group of every strategy per law and k, (2) for sara, the Monte
 Carlo estimate against the exact theory in standard errors for every (law, k, tau_low) cell.

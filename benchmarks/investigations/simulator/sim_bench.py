@@ -1,6 +1,7 @@
 """Simulator speed as ratios measured on this machine (no timed asserts).
 
-    .venv/bin/python benchmarks/sim_bench.py [--k 128] [--difficulty beta:0.5,0.5]
+    .venv/bin/python benchmarks/investigations/simulator/sim_bench.py [--k 128] \\
+        [--difficulty beta:0.5,0.5]
 
 Simulated rollouts per second on one core against (a) the raw Bernoulli draw rate of a plain
 Numba loop, (b) the same loop on the simulator's own generator, (c) the numpy/Python collector
