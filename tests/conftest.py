@@ -9,6 +9,26 @@ import pytest
 from sara_sim.core.difficulty import builtin_history
 
 REPO = Path(__file__).resolve().parents[1]
+# what makes a test an integration test (pytest -m integration): a model built, an engine or a
+# server started (tests/real/conftest.py)
+INTEGRATION_FIXTURES = {"tiny_dir", "hf_model", "engine", "shared_engine", "server_url", "servers"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test that asks for a model, an engine or a server but is not marked integration would
+    slip into the fast tier: refuse the whole run, naming it."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("integration") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "mark these @pytest.mark.integration (they build a model or start an engine or a "
+            f"server): {', '.join(unmarked)}"
+        )
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from sara_sim.core.difficulty import parse_law
 from sara_sim.core.optimal import bayes_optimal
@@ -44,7 +43,6 @@ def test_exact_theory_facts_for_deepscaler_epoch_0(history_path):
     assert res["abandon_after_fail"] == 2 and res["abandon_after_pass"] is None
 
 
-@pytest.mark.slow
 def test_cross_validated_replay_numbers(history_path):
     """benchmarks/fit_informed.py's held-out report (fold B, epochs 26-52, seeds 0 and 1) with
     the defaults it chose — the same calls, so the README's line is what the code gives."""

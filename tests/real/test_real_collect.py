@@ -11,8 +11,6 @@ from real.sampling.engine import Completion, PromptResult
 from real.tasks import Problem, PromptStream, Task
 from sara_sim.collect.allocator import make_collector
 
-pytestmark = pytest.mark.real
-
 
 class CoinTask(Task):
     """Prompt id u succeeds with rate (u * 7 % 11) / 10: a spread from 0 to 1."""

@@ -12,8 +12,6 @@ from real.models.logprobs import token_logprobs
 from real.train.grpo import GRPO, advantages, batch_advantages, rloo_advantages
 from sara_sim.core.errors import ParameterError
 
-pytestmark = pytest.mark.real
-
 MIXED, PASS, FAIL = [1, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]
 
 

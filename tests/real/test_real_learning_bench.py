@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.real
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,6 +20,7 @@ def _bench():
     return mod
 
 
+@pytest.mark.integration
 def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys):
     import pandas as pd
 
@@ -88,6 +87,7 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
     assert (out / "learning.csv").read_text() == before
 
 
+@pytest.mark.integration
 def test_two_paired_seeds_end_to_end_print_the_verdicts(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):
@@ -117,6 +117,7 @@ def test_two_paired_seeds_end_to_end_print_the_verdicts(
     assert capsys.readouterr().out.strip().splitlines() == verdicts
 
 
+@pytest.mark.integration
 def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):

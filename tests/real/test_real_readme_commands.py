@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.real
-
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = (ROOT / "README.md", ROOT / "real" / "README.md")
 PROGRAMS = (".venv/bin/sara-real", ".venv/bin/python benchmarks/real_compare.py")
@@ -81,6 +79,7 @@ def shared_engine(engine, hf_model):
     engine.push_weights(hf_model)
 
 
+@pytest.mark.integration
 def test_every_documented_command_runs(
     tiny_dir, shared_engine, tmp_path, monkeypatch, capsys, script
 ):

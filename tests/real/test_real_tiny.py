@@ -9,9 +9,8 @@ import pytest
 
 from real.models.tiny import STAMP, TinySettings, build_tiny, read_spread
 
-pytestmark = pytest.mark.real
 
-
+@pytest.mark.integration
 def test_directory_is_hf_format(tiny_dir):
     for f in (
         "config.json",
@@ -28,6 +27,7 @@ def test_directory_is_hf_format(tiny_dir):
     assert cfg["hidden_size"] // cfg["num_attention_heads"] >= 32  # vLLM CPU attention
 
 
+@pytest.mark.integration
 def test_tokenizer_is_character_level_and_loads_offline(tiny_dir):
     from transformers import AutoTokenizer
 
@@ -38,6 +38,7 @@ def test_tokenizer_is_character_level_and_loads_offline(tiny_dir):
     assert tok.eos_token_id == 1 and tok.pad_token_id == 0
 
 
+@pytest.mark.integration
 def test_spread_criterion_is_met_and_recorded(tiny_dir):
     r = read_spread(tiny_dir)
     f = r["final"]
@@ -49,6 +50,7 @@ def test_spread_criterion_is_met_and_recorded(tiny_dir):
     assert 0 < f["mixed_fraction"] < 1  # success rates truly spread over (0, 1)
 
 
+@pytest.mark.integration
 def test_second_build_is_cached(tiny_dir):
     t = time.perf_counter()
     assert build_tiny(tiny_dir, TinySettings.test()) == tiny_dir
@@ -62,7 +64,7 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path):
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_rebuild_on_another_thread_count_and_a_loaded_machine_gives_the_same_model(
     tiny_dir, tmp_path
 ):

@@ -18,8 +18,6 @@ from real.app.run import train
 from real.base.config import Config
 from real.io.runlog import METRICS_KEYS, read_metrics, truncate_metrics
 
-pytestmark = pytest.mark.real
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,6 +47,7 @@ def runs(tiny_dir, engine, tmp_path_factory):
     }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("alloc", ["sara", "ds"])
 def test_metrics_file_and_summary(runs, alloc):
     summary, out = runs[alloc]
@@ -70,6 +69,7 @@ def test_metrics_file_and_summary(runs, alloc):
     assert json.loads((out / "summary.json").read_text())["rollouts"] == summary["rollouts"]
 
 
+@pytest.mark.integration
 def test_rewards_and_weights_change_and_parity_holds(runs, engine, tiny_dir):
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
@@ -90,6 +90,7 @@ def test_rewards_and_weights_change_and_parity_holds(runs, engine, tiny_dir):
     assert check["ok"], check
 
 
+@pytest.mark.integration
 def test_raising_reward_function_is_isolated(tiny_dir, engine, tmp_path, monkeypatch, caplog):
     from real.tasks.arithmetic import ArithmeticTask
 
@@ -115,6 +116,7 @@ def test_truncate_drops_later_steps_duplicates_and_a_torn_line(tmp_path):
     assert [r["step"] for r in read_metrics(p)] == [0, 1, 2]
 
 
+@pytest.mark.integration
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp_path):
     out = tmp_path / "killed"
     cmd = [
@@ -171,6 +173,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
     assert ref["rollouts"] == rows[-1]["cum_rollouts"]
 
 
+@pytest.mark.integration
 def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
     import sara_sim.collect.allocator
     from real.app.compare import format_table, plot_compare, run_compare
@@ -196,6 +199,7 @@ def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
         assert p.stat().st_size > 1000
 
 
+@pytest.mark.integration
 def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeypatch, capsys):
     import real.sampling.build
     from real.app.cli import main
@@ -242,6 +246,7 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     assert len(read_metrics(out / "ds" / "metrics.jsonl")) == 2
 
 
+@pytest.mark.integration
 def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, engine, tmp_path):
     from sara_sim.core.errors import ParameterError
 
@@ -252,6 +257,7 @@ def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, eng
         train(_cfg(tiny_dir, tmp_path / "long", max_tokens=5000), engine=engine)
 
 
+@pytest.mark.integration
 def test_cli_validate_runs_a_peer_selector(tiny_dir, engine, tmp_path, monkeypatch, capsys):
     """mopps in the real loop: whole groups of k for the prompts its posterior ranks best,
     3 ratio x groups candidates passed over per step, on a finite task of 64 prompts."""

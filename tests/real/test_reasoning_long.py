@@ -15,7 +15,6 @@ import real.tasks.reasoning as rt
 from real.models.tiny import TinySettings, sft_target
 from real.tasks import TASKS, make_task
 
-pytestmark = pytest.mark.real
 _SLIP = re.compile(r"(\d+)([+*])(\d+)(?:\+(\d+))?=(\d+)")
 
 
@@ -99,6 +98,7 @@ def test_length_benchmark_refuses_an_unknown_task_before_any_build(capsys, scrip
     assert mod.MODELS["reasoning-long"] == "reasoning_long"
 
 
+@pytest.mark.integration
 def test_a_recipe_with_a_base_starts_from_the_base_build(tiny_dir, monkeypatch):
     """`base` continues from the named recipe's built weights (built first when not cached); no
     base: a fresh init."""

@@ -15,7 +15,6 @@ from real.models import tiny_sample, tiny_targets
 from real.models.tiny import TinySettings, sft_target
 from real.tasks import TASKS, make_task
 
-pytestmark = pytest.mark.real
 _STEP = re.compile(r"(\d+)([+*])(\d+)(?:\+(\d+))?=(\d+)")
 
 

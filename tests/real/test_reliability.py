@@ -12,8 +12,6 @@ import real.sampling.build
 from real.app.cli import main
 from real.io.runlog import read_metrics
 
-pytestmark = pytest.mark.real
-
 COMMON = ["--k", "4", "--groups", "4", "--eval-every", "2", "--eval-problems", "16",
           "--eval-samples", "2", "--ckpt-every", "1", "--no-progress"]  # fmt: skip
 
@@ -42,6 +40,7 @@ def _no_engine(monkeypatch):
     monkeypatch.setattr(real.sampling.build, "make_engine", refuse)
 
 
+@pytest.mark.integration
 def test_a_torn_last_line_is_restored_on_resume(cli, tmp_path):
     out = tmp_path / "run"
     assert cli("validate", "--steps", "2", "--out", str(out))[0] == 0
@@ -59,6 +58,7 @@ def test_a_torn_last_line_is_restored_on_resume(cli, tmp_path):
     assert summary["steps"] == 3 and summary["rollouts"] == rows[-1]["cum_rollouts"]
 
 
+@pytest.mark.integration
 def test_damaged_metrics_is_one_line_before_any_engine(cli, tmp_path, monkeypatch):
     out = tmp_path / "run"
     assert cli("validate", "--steps", "2", "--out", str(out))[0] == 0
@@ -77,6 +77,7 @@ def test_damaged_metrics_is_one_line_before_any_engine(cli, tmp_path, monkeypatc
     assert f"{path} line 1 is not UTF-8" in err[0]
 
 
+@pytest.mark.integration
 def test_a_full_disk_in_validate_is_one_line_and_the_checkpoint_stays(cli, tmp_path, tmpfs):
     first = tmp_path / "first"
     assert cli("validate", "--steps", "1", "--out", str(first))[0] == 0
@@ -95,6 +96,7 @@ def test_a_full_disk_in_validate_is_one_line_and_the_checkpoint_stays(cli, tmp_p
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1]
 
 
+@pytest.mark.integration
 def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatch):
     disk = tmpfs.mount("64m")  # room for the checkpoints once the filler is gone
     out = disk / "run"
@@ -117,6 +119,7 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1]
 
 
+@pytest.mark.integration
 def test_a_full_disk_in_audit_leaves_no_partial_audit(tiny_dir, engine, tmpfs, monkeypatch, capsys):
     import real.sampling.engine
 

@@ -239,8 +239,7 @@ def _samples(res):
     return [[c.token_ids for c in r.completions] for r in res]
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_serve_execs_the_server_and_samples_like_the_in_process_engine(
     servers, served, engine, tiny_dir
 ):
@@ -271,8 +270,7 @@ def test_serve_execs_the_server_and_samples_like_the_in_process_engine(
     assert _samples(odd)[0][0] == _samples(got)[3][0] and _samples(odd)[0][2] == _samples(got)[3][2]
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_push_changes_generations_and_matches_the_in_process_engine(served, engine, tiny_dir):
     model = _original(tiny_dir)
     served.push_weights(model)
@@ -297,8 +295,7 @@ def test_push_changes_generations_and_matches_the_in_process_engine(served, engi
     served.push_weights(original)
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_two_servers_share_a_round(servers, served, tiny_dir):
     both = ServerEngine(servers["urls"], model=tiny_dir)
     original = _original(tiny_dir)
@@ -318,8 +315,7 @@ def test_two_servers_share_a_round(servers, served, tiny_dir):
     both.close()
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_validate_engine_url_trains_pushes_resumes_same_contract(
     servers, engine, tiny_dir, tmp_path
 ):
@@ -358,8 +354,7 @@ def test_validate_engine_url_trains_pushes_resumes_same_contract(
     engine.push_weights(_original(tiny_dir))
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
     from sara_sim.core.difficulty import load_history
 
@@ -444,7 +439,7 @@ def test_outcome_counts_match_enumeration():
         assert got == pytest.approx((want_p, want_f), abs=1e-12), tau
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_audit_in_process_engine_from_the_documented_command(tiny_dir, engine, tmp_path, capsys):
     """`sara-real audit --model DIR ...` (no URL: the in-process engine), parsed by the CLI."""
     from real.app import audit
@@ -461,7 +456,7 @@ def test_audit_in_process_engine_from_the_documented_command(tiny_dir, engine, t
         audit.run_audit(build_parser().parse_args(argv), engine=engine)
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_the_server_and_its_engine_core_share_one_process_group(servers):
     """Why the tests stop servers by process group: the engine core is a second process. And it
     runs the model itself (`serve.server_env`): no third, worker process, whose engine core
@@ -478,8 +473,7 @@ def test_the_server_and_its_engine_core_share_one_process_group(servers):
         assert not any(n.startswith("VLLM::Worker") for n in names), names
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_path, script):
     """`compare --engine-url` (one server shared by the runs) and
     benchmarks/investigations/served/server_bench.py at a small size against the module's two
@@ -504,8 +498,7 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
     engine.push_weights(_original(tiny_dir))
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_every_documented_server_command_runs(servers, engine, tiny_dir, tmp_path):
     """Each command of the docs that needs a server (test_real_readme_commands.served), at small
     sizes against this module's server: its URL for the documented one, the tiny model for DIR.

@@ -98,6 +98,7 @@ def test_an_empty_engine_url_element_is_an_error_not_dropped():
             check_servers(text)
 
 
+@pytest.mark.integration
 def test_a_push_that_cannot_be_checked_is_refused_before_the_server_pauses(tiny_dir):
     """The fake serves a folder this machine cannot read: the policy's shape cannot be compared,
     so no control call reaches the server."""
@@ -150,8 +151,7 @@ def _serving(url) -> bool:
     return httpx.get(f"{url}/is_paused").json() == {"is_paused": False}
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_model_of_another_architecture_is_refused_at_the_door(
     server, tiny_dir, other_dir, tmp_path
 ):
@@ -173,8 +173,7 @@ def test_a_model_of_another_architecture_is_refused_at_the_door(
     assert _serving(server)
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_different_tokenizer_is_refused_at_the_door(server, tiny_dir, tmp_path):
     """Same config, two characters' ids swapped: the ids the client would send mean other text."""
     swapped = tmp_path / "swapped"
@@ -191,8 +190,7 @@ def test_a_different_tokenizer_is_refused_at_the_door(server, tiny_dir, tmp_path
     ServerEngine(server, model=tiny_dir).close()  # its own tokenizer passes
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_policy_that_does_not_fit_is_refused_before_the_server_pauses(
     server, tiny_dir, other_dir
 ):
@@ -208,8 +206,7 @@ def test_a_policy_that_does_not_fit_is_refused_before_the_server_pauses(
     eng.close()
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_failed_push_reports_the_servers_error_and_the_server_keeps_serving(server, tiny_dir):
     """A reload the door cannot foresee (a weight vLLM's model does not have) fails inside vLLM
     half-way: the error is the server's own, and the server serves the weights it held — the

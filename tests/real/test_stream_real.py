@@ -17,6 +17,7 @@ PROMPTS = ["12+7=", "3*4=", "99-5=", "8+8="]
 LONG = "12345678"  # hot (temperature 2), some rollouts run on for a while (below)
 
 
+@pytest.mark.integration
 def test_a_seeded_rollout_streams_what_generate_samples(engine):
     seeds = [[11], [12], [13], [14]]
     ref = engine.generate(PROMPTS, [1] * 4, max_tokens=24, seeds=seeds)
@@ -33,6 +34,7 @@ def test_a_seeded_rollout_streams_what_generate_samples(engine):
     assert st.tokens == sum(len(f.completion.token_ids) for f in got.values())
 
 
+@pytest.mark.integration
 def test_a_token_id_prompt_streams_what_its_text_streams(engine):
     """StreamSampler.add takes a prompt's token ids (TRL's templated prompts) as well as text:
     with the same seed, the ids of a text sample what the text samples."""
@@ -68,6 +70,7 @@ def _counted_steps(core, monkeypatch):
     return count
 
 
+@pytest.mark.integration
 def test_an_aborted_rollout_stops_and_its_tokens_count_once(engine, monkeypatch):
     """An aborted rollout's tokens are what the engine made, though its outputs come only at the
     first token and the end: 8 rollouts start together (prefill and first token in iteration 1,
@@ -109,6 +112,7 @@ def same_as_round(got, groups, singles, ref) -> None:
                 assert got[rid].prompt_token_ids == r.prompt_token_ids
 
 
+@pytest.mark.integration
 def test_a_group_streams_what_generate_and_single_adds_sample(engine):
     """add_group(p, s, n) is ONE engine request with n samples (vLLM's children seeded s + i):
     each of its rollouts samples what `generate` and a single add seeded s + i sample."""
@@ -128,6 +132,7 @@ def test_a_group_streams_what_generate_and_single_adds_sample(engine):
     assert st.tokens == 2 * sum(c.n_tokens for r in ref for c in r.completions)
 
 
+@pytest.mark.integration
 def test_a_part_finished_group_is_aborted_whole_and_stops(engine, monkeypatch):
     """A group whose first rollouts have finished: naming only some of the rest is a
     ValueError; aborting all of them aborts the request's children still running (by its id),
@@ -176,6 +181,7 @@ def _stamped(rc, version):
     return stamp
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", ["sara", "ds"])
 def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(engine, name):
     task, k = _arith(), 4
@@ -202,6 +208,7 @@ def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(en
         assert not rc.store.entries.keys() - rc.driver.held_visits()
 
 
+@pytest.mark.integration
 def test_stream_and_rounds_decide_every_prompt_alike_with_the_same_seeds(engine):
     """max_inflight 0: a prompt's decision depends on its own rollouts only; with rollout i of
     visit v seeded rollout_seed(seed, v) + i in both schedules, both see the same completions."""
@@ -255,6 +262,7 @@ def test_schedule_flags_reach_the_collector():
     assert check_config(run_config(a)).collector.rc.overprovision == 2.0  # the stream's fill
 
 
+@pytest.mark.integration
 def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_model, tmp_path,
                                                           monkeypatch, capsys):  # fmt: skip
     """`sara-real validate --schedule stream` at toy size: steps with cancelled counts in their
@@ -339,6 +347,7 @@ def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
 
 
+@pytest.mark.integration
 def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     """benchmarks/stream_real.py's measurement (`measure`, its table) and stream_predict's
     prediction on the run's own laws, end to end at toy size on the session engine: every
@@ -398,6 +407,7 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     assert err["ds rounds"] == (1.0, 1.0, 0.0)
 
 
+@pytest.mark.integration
 def test_step_cost_benchmark_measures_each_batch_at_toy_size(engine, capsys, script):
     """benchmarks/investigations/stream_fill/step_cost.py's measurement end to end on the session
     engine: every batch size gets a row, each rollout runs exactly --tokens tokens (one prefill step

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.real
 trl = pytest.importorskip("trl", reason="the trl extra is not installed")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -85,6 +84,7 @@ def _trainer(tiny_dir, args, sara, spy, ds, engine_rollout=None):
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("allocator", ["sara", "ds"])
 def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
     from real.trl.adapter import SaraRollout
@@ -111,6 +111,7 @@ def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
     assert sum(h[key] for h in sara.step_log) > 0  # the collector really worked around prompts
 
 
+@pytest.mark.integration
 def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
     """TRL's evaluate() also goes through rollout_func: plain samples, eval rows' columns."""
     from datasets import Dataset
@@ -130,6 +131,7 @@ def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
     assert spy.batches[-1] and len(spy.batches) >= 2  # TRL scored the eval rows too
 
 
+@pytest.mark.integration
 def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
     from real.trl.adapter import SaraRollout
 
@@ -156,6 +158,7 @@ def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
     assert [h["stream"] for h in again.step_log] == [h["stream"] for h in full.step_log[2:]]
 
 
+@pytest.mark.integration
 def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
     from real.trl.adapter import SaraRollout
     from real.trl.backends import STATE_FILE
@@ -171,6 +174,7 @@ def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
         tr.train(resume_from_checkpoint=str(out / "checkpoint-2"))
 
 
+@pytest.mark.integration
 def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
     from real.trl.adapter import SaraRollout
     from sara_sim.core.errors import ParameterError
@@ -213,6 +217,7 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
     assert tr.state.global_step == 0  # no optimizer step was taken
 
 
+@pytest.mark.integration
 def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkeypatch):
     """`sara-real validate/compare --trainer trl`: the native metrics contract, on our engine."""
     import real.app.run
@@ -285,6 +290,7 @@ def _run_example(cmd, tmp_path, timeout):
     return [json.loads(x) for x in res.stdout.splitlines() if x.startswith('{"rank"')]
 
 
+@pytest.mark.integration
 def test_readme_example_runs(tiny_dir, tmp_path, monkeypatch, capsys):
     """examples/trl_sara.py is the README's "Use SARA in TRL" code, run with the documented
     flags (in this process: TRL is imported once per session), then resumed."""
@@ -305,7 +311,7 @@ def test_readme_example_runs(tiny_dir, tmp_path, monkeypatch, capsys):
     assert [r["step"] for r in run("--steps", "4", "--resume")] == [3]  # one more step
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_two_processes_with_accelerate_launch(tiny_dir, tmp_path):
     """The scale-out path: each process collects its own share (gloo on CPU)."""
     launch = [str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu"]
@@ -321,6 +327,7 @@ def test_two_processes_with_accelerate_launch(tiny_dir, tmp_path):
     assert (ck / "sara_rollout_rank0.pt").is_file() and (ck / "sara_rollout_rank1.pt").is_file()
 
 
+@pytest.mark.integration
 def test_benchmark_runs_small(tiny_dir, capsys):
     """benchmarks/trl_compare.py at a small size: four TRL runs, one table of ratios."""
     import runpy
@@ -334,6 +341,7 @@ def test_benchmark_runs_small(tiny_dir, capsys):
     assert float(sara_row.split()[6]) == 1.0  # effective_fraction: every group mixed
 
 
+@pytest.mark.integration
 def test_readme_trl_snippet_runs_as_printed(tiny_dir, tmp_path, monkeypatch):
     """The README's "Its core:" code block, executed as printed (the tiny model and the run
     folder redirected): the example a reader copies must train."""

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-pytestmark = [pytest.mark.real, pytest.mark.slow]
+pytestmark = pytest.mark.integration
+
 trl = pytest.importorskip("trl", reason="the trl extra is not installed")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 

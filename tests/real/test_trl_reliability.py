@@ -30,7 +30,7 @@ def test_an_undefined_metric_is_null_in_the_metrics_line(tmp_path):
     assert row == {"step": 0, "rollouts_per_effective_group": None, "x": None}
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_a_full_disk_in_a_trl_checkpoint_is_one_line(
     tiny_dir, engine, hf_model, tmp_path, tmpfs, monkeypatch, capsys
 ):
@@ -68,7 +68,7 @@ def test_a_full_disk_in_a_trl_checkpoint_is_one_line(
         engine.push_weights(hf_model)  # other tests expect the untrained weights
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_resume_skips_a_trl_checkpoint_cut_off_mid_save(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):

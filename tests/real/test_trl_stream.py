@@ -9,7 +9,8 @@ import os
 import pytest
 from test_trl import B, G, Spy, _args, _dataset, _trainer  # beside this file (rootdir import)
 
-pytestmark = pytest.mark.real
+pytestmark = pytest.mark.integration
+
 trl = pytest.importorskip("trl", reason="the trl extra is not installed")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 

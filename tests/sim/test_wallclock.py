@@ -289,7 +289,6 @@ def test_documented_command(capsys):
     assert all(0 < r["utilisation"] <= 1 for r in rows.values())
 
 
-@pytest.mark.slow
 def test_the_readme_table_is_what_the_documented_command_prints(capsys):
     """The README's wall-clock table (mean of seeds 0 and 1) recomputed: ~1 min on 2 cores."""
     readme = (REPO / "README.md").read_text()
