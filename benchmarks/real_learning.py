@@ -23,7 +23,8 @@ them for OUT's finished table alone. --task reasoning starts from the reasoning 
 (a worked scratchpad before the answer, its length set by the problem: hard problems fail and
 are long); --task reasoning-long from the model whose failures run long within a prompt (it
 loses the thread, re-checks, runs to the budget). The sized plan of the claim run, with the
-pilot's measured per-run costs: benchmarks/README.md.
+pilot's measured per-run costs:
+benchmarks/investigations/claim_run/README.md.
 
 learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.
   allocator, k, seed   the run

@@ -24,7 +24,7 @@
 # seeds, 95 % band), how many rollouts and tokens each allocator needs to reach 90 % of DS's gain
 # as a ratio to DS (95 % CI over seeds), its accuracy at an equal rollout budget, and every seed's
 # own cost to target (so no seed is hidden behind a mean). Last section: the training claims of
-# the paper (issue 19) from the claim run's files (`benchmarks/results/claims/`): one line per
+# the paper from the claim run's files (`benchmarks/results/claims/`): one line per
 # claim with its verdict, the rollouts to target and equal-budget accuracy vs DS, and figure 13 —
 # whichever of those files exist.
 #
@@ -110,7 +110,7 @@ per_seed = pd.DataFrame(per_seed)
 per_seed.round(3)
 
 # %% [markdown]
-# ## The training claims (issue 19): one line per claim, and figure 13
+# ## The training claims: one line per claim, and figure 13
 #
 # From the claim run's files (`paper_figs.claims_data.load_claims`: files of one setting, k8 and
 # k8_more, are pooled; an absent file is named, not guessed). The verdicts are
@@ -132,8 +132,9 @@ with pd.option_context("display.max_colwidth", None):
     display(claim_table(claims))
 
 # %% [markdown]
-# Rollouts to target and equal-budget accuracy vs DS (`claims_table.py --budget`): the target is
-# DS's start + 90 % of its mean gain at that setting and k; `-` means no paired seed reached it.
+# Rollouts to target and equal-budget accuracy vs DS (`benchmarks/claims.py --budget`): the
+# target is DS's start + 90 % of its mean gain at that setting and k; `-` means no paired seed
+# reached it.
 
 # %%
 from paper_figs.claims_budget import budget_table

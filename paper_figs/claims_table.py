@@ -21,7 +21,7 @@ GRPO = setting_label("grpo", "arithmetic")
 REASONING = setting_label("grpo", "reasoning")
 REASONING_LONG = setting_label("grpo", "reasoning-long")  # failures long within a prompt
 ESTIMATORS = tuple(setting_label(e, "arithmetic") for e in ("rloo", "reinforce++", "dr-grpo"))
-# the files each setting is expected from (benchmarks/README.md, the claim run)
+# the files each setting is expected from (the claim run: benchmarks/investigations/claim_run)
 EXPECTED = {GRPO: ("k8", "k8_more", "k8_sara_mopps", "k16", "k16_more")}
 EXPECTED |= {REASONING: ("reasoning",), REASONING_LONG: ("reasoning_long", "reasoning_long_more")}
 EXPECTED |= {setting_label("rloo", "arithmetic"): ("rloo",)}

@@ -140,7 +140,7 @@ def test_every_documented_command_on_the_clone(clone, tmp_path):
     )
 
 
-# The README's numbers for the DeepScaleR histories, epoch 0, k 8 (tests/core/test_readme_numbers)
+# The README's numbers for the DeepScaleR histories, epoch 0, k 8 (paper_figs.doc_blocks)
 THEORY = ["theory", "--difficulty", "history:deepscaler", "--epoch", "0", "--k", "8",
           "--tau-low", "0.5", "--json"]  # fmt: skip
 IN_PROCESS = f"""

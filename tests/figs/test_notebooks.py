@@ -60,11 +60,9 @@ def test_committed_stripped(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_opens_with_question_and_parameters(name):
+def test_the_parameters_cell_comes_second(name):
+    """The tests (and papermill-style runs) set a notebook's inputs by a cell right after it."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    first = nb.cells[0]
-    assert first.cell_type == "markdown" and first.source.startswith("# ")
-    assert "**Answers:**" in first.source, f"{name}: first cell must say what it answers"
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and tagged[0].cell_type == "code", f"{name}: one parameters cell"
     assert nb.cells.index(tagged[0]) == 1, f"{name}: the parameter cell comes right after"

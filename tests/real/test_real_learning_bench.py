@@ -162,7 +162,7 @@ def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
 
 
 def test_summary_reads_a_committed_table_by_its_path(capsys):
-    """--summary --out accepts the committed CSV itself (benchmarks/README.md's command)."""
+    """--summary --out accepts the committed CSV itself (the claim-run notes' command)."""
     table = Path(__file__).resolve().parents[2] / "benchmarks/results/real_learning.csv"
     assert _bench().main(["--summary", "--out", str(table)]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -6,7 +6,6 @@ deterministic; its recipe continues from the reasoning model under a key that co
 import re
 from argparse import Namespace
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,8 +118,8 @@ def test_a_recipe_with_a_base_starts_from_the_base_build(tiny_dir, monkeypatch):
     assert asked == [TinySettings.test()] and not torch.equal(fresh[name], built)
 
 
-def test_committed_claim_2_run_gives_the_readme_verdicts():
-    """benchmarks/README.md's reasoning-long numbers are the committed files' pooled verdicts."""
+def test_committed_claim_2_run_gives_its_pooled_verdicts():
+    """The committed reasoning-long files, pooled: claim 2's verdicts, every seed's run whole."""
     from paper_figs.claims_data import load_claims
     from paper_figs.claims_table import REASONING_LONG, claim_tokens
 
@@ -134,9 +133,6 @@ def test_committed_claim_2_run_gives_the_readme_verdicts():
     assert row["verdict"] == (
         "sara: no effect larger than 0.978x; sara-auto: confirmed; sara-dps: confirmed"
     )
-    readme = (Path(__file__).resolve().parents[2] / "benchmarks/README.md").read_text()
-    for ratio in ("1.003 [0.978, 1.028]", "0.957 [0.939, 0.976]", "0.924 [0.906, 0.941]"):
-        assert ratio in readme
     frame = data.setting(REASONING_LONG)
     assert sorted(frame["seed"].unique()) == list(range(8))
     assert set(frame["allocator"]) == {"ds", "sara", "sara-auto", "sara-dps"}
