@@ -10,14 +10,15 @@ from sara_sim.core.difficulty import builtin_history
 
 REPO = Path(__file__).resolve().parents[1]
 # what makes a test an integration test (pytest -m integration): a model built, an engine or a
-# server started (tests/real/conftest.py)
+# server started (tests/real/conftest.py), the main job run, a notebook kernel started
 INTEGRATION_FIXTURES = {"tiny_dir", "hf_model", "engine", "shared_engine", "server_url", "servers"}
+INTEGRATION_FIXTURES |= {"main_job", "notebook_kernel"}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """A test that asks for a model, an engine or a server but is not marked integration would
-    slip into the fast tier: refuse the whole run, naming it."""
+    """A test that asks for a model, an engine, a server, the main job or a notebook kernel but
+    is not marked integration would slip into the fast tier: refuse the whole run, naming it."""
     unmarked = [
         item.nodeid
         for item in items
@@ -26,8 +27,8 @@ def pytest_collection_modifyitems(config, items):
     ]
     if unmarked:
         raise pytest.UsageError(
-            "mark these @pytest.mark.integration (they build a model or start an engine or a "
-            f"server): {', '.join(unmarked)}"
+            "mark these @pytest.mark.integration (they build a model, start an engine, a server "
+            f"or a kernel, or run the main job): {', '.join(unmarked)}"
         )
 
 

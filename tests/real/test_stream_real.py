@@ -298,13 +298,9 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_
         assert r["tokens"] >= r["cancelled_tokens"] and r["rollouts"] >= r["cancelled"]
 
 
-def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
+def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, capsys):
     """benchmarks/stream_real.py: exit 2 and one line naming the flag, before any engine starts."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "stream_real.py"
+    main = script("benchmarks/stream_real.py").main
     cases = [
         (["--model", str(tmp_path / "none")], "--model: must be a model directory"),
         (["--model", str(tmp_path), "--k", "1"], "--k: must be an integer in [2, 1024], got 1"),
@@ -316,21 +312,16 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
     ]
     (tmp_path / "o.json").write_text("{}")  # a result already written: kept without --overwrite
     for argv, want in cases:
-        r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
-        assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
+        rc, r = main(argv), capsys.readouterr()
+        assert rc == 2 and r.out == "", (argv, r.out, r.err)
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (argv, r.err)
 
 
-def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
+def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, capsys):
     """benchmarks/investigations/stream_fill/step_cost.py: exit 2 and one line naming the flag,
     before any engine starts."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    script = root / "benchmarks/investigations/stream_fill/step_cost.py"
+    main = script("benchmarks/investigations/stream_fill/step_cost.py").main
     model = ["--model", str(tmp_path)]
     cases = [
         (["--model", str(tmp_path / "none")], "--model"),
@@ -341,10 +332,10 @@ def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         ([*model, "--task", "nope"], "--task"),
     ]
     for argv, want in cases:
-        r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
-        assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
+        rc, r = main(argv), capsys.readouterr()
+        assert rc == 2 and r.out == "", (argv, r.out, r.err)
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (argv, r.err)
 
 
 @pytest.mark.integration
