@@ -1,4 +1,4 @@
-"""The README's claim table from the committed claim results (issue 19): one markdown line per
+"""The README's claim table from the committed claim results: one markdown line per
 claim of the paper — the paper's number, ours with its 90 % interval, the verdict, the seeds and
 the files (`paper_figs/claims_table.py` says how each is computed).
 

@@ -1,5 +1,5 @@
 """Benchmark: learning per rollout in the real GRPO loop — held-out accuracy against cumulative
-rollouts, tokens and wall time, for several allocators, k values and seeds (issue 13).
+rollouts, tokens and wall time, for several allocators, k values and seeds.
 
     .venv/bin/python benchmarks/real_learning.py --allocators uniform,ds,sara --k 8,16 \\
         --seeds 0,1,2 --out runs/real_learning

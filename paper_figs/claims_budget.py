@@ -1,5 +1,5 @@
-"""Rollouts-to-target and equal-budget accuracy on the claim files (issue 19, claim 1: "keep
-rollouts-to-target and equal-budget accuracy as well"): one row per setting, k and allocator
+"""Rollouts-to-target and equal-budget accuracy on the claim files (claim 1's
+rollouts-to-target and equal-budget accuracy): one row per setting, k and allocator
 against DS, printed by `python benchmarks/claims.py --budget`.
 
 The statistics are figure 10's (`learning_stats.target_table` / `budget_table`), run on one

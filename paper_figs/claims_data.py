@@ -1,4 +1,4 @@
-"""The committed results of the training-claims run (issue 19), loaded into one table.
+"""The committed results of the training-claims run, loaded into one table.
 
 Each claim file is a copy of `benchmarks/real_learning.py`'s OUT/learning.csv (NAME.csv) with its
 OUT/learning.meta.json (NAME.meta.json) in benchmarks/results/claims/. The table holds every row

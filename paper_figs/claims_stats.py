@@ -1,4 +1,4 @@
-"""The paired statistics that decide the paper's training claims (issue 19), from the learning CSV
+"""The paired statistics that decide the paper's training claims, from the learning CSV
 of `benchmarks/real_learning.py` (one row per allocator, k, seed, step).
 
 Design: every allocator runs on the same seeds, each seed fixing the start model, the prompt

@@ -142,7 +142,7 @@ def claim_fraction(data) -> dict:
 
 
 def claim_baseline(data, margin) -> dict:
-    """Item 6: uniform learns at the run's learning rate (a fair baseline)."""
+    """Claim 6: uniform learns at the run's learning rate (a fair baseline)."""
     df, claim = data.setting(GRPO), "6. a fair baseline: uniform learns at the run's lr"
     if not _has(df, "uniform"):
         return _row(claim, "-", "-", _absent(data, GRPO, ("uniform",)), [], "-")

@@ -1,4 +1,4 @@
-"""Figure 13 — the training claims (issue 19) from the committed claim files: (a) held-out
+"""Figure 13 — the training claims from the committed claim files: (a) held-out
 accuracy per step of ds, sara and sara-dps, and (a') their paired difference to DS with its 90 %
 band; (b) the effective fraction of each step for uniform, mopps, dps, sara and sara-dps; (c)
 tokens vs rollouts as ratios to DS (90 % intervals) per allocator and setting.

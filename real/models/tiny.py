@@ -10,7 +10,7 @@ Builds are cached by a hash of the settings, so the second call returns at once,
 bit-identical whatever the caller's thread count or the machine's load: its training runs on one
 torch thread with deterministic algorithms (`fixed_threads`), since float32 reductions split over
 threads add in a different order: 1- and 2-thread builds of the graded settings differed after 20
-SFT steps, and a default-thread rebuild of the graded model started 3 points off (issue 19).
+SFT steps, and a default-thread rebuild of the graded model started 3 points off.
 
 `TinySettings.graded()` is the start model of `benchmarks/real_learning.py`: the same network,
 2000 SFT steps (cosine-decayed lr) on targets that are right with probability `graded_q(problem)`

@@ -1,4 +1,4 @@
-"""One step of round-free collection (``schedule="stream"``, issue 20) on a `StreamSampler`.
+"""One step of round-free collection (``schedule="stream"``) on a `StreamSampler`.
 
 `sara_sim.collect.stream`'s driver (the same one the simulator runs) decides; `StreamRollouts` is
 its engine: ``submit`` adds a visit's planned rollouts as one seeded group request (`add_group`),

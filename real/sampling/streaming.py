@@ -1,4 +1,4 @@
-"""Request-level sampling for round-free collection (``schedule="stream"``, issue 20).
+"""Request-level sampling for round-free collection (``schedule="stream"``).
 
 A round calls `Sampler.generate` once and waits for its longest rollout (a barrier). A stream
 instead adds requests as the plan makes them (a rollout, or a group of n), advances the engine

@@ -53,10 +53,10 @@ class SaraParams:
     # False: drop them at the step's end, spent, as DS drops its surplus (ours: the ablation)
     carry: bool = True
     # fewer rounds: each round probes this many times the fresh prompts the running commit rate
-    # calls for (>= 1; 1: today's schedule); the surplus is carried (ours: issue 20)
+    # calls for (>= 1; 1: today's schedule); the surplus is carried (ours, not the paper's)
     overprovision: float = 1.0
     # rollouts a prompt has in flight at once (a round's or a stream's, collect/stream.py);
-    # 0: its plan's own requests (ours: issue 20)
+    # 0: its plan's own requests (ours, not the paper's)
     max_inflight: int = 0
     # sara-auto: a request's price in rollouts; its plan minimises (rollouts + request_cost x
     # requests) per effective group (optimal.py; 0: rollouts only, the paper's price; ours)

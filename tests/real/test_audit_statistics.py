@@ -1,6 +1,6 @@
 """`sara-real audit`'s numbers where a tau_low abandons every prompt at its first rollout: no
 group can be effective, so its costs, savings and bootstrap intervals are null (`-` in the table),
-never the 9e15 rollouts per effective group a floating-point residue gave (issue 17).  No model
+never the 9e15 rollouts per effective group a floating-point residue gave.  No model
 is needed: the statistics are computed from a history.csv frame."""
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 19, item 8 in the real loop: DS as verl's DAPO run scripts set it (`ds-verl3n`: a
+"""In the real loop: DS as verl's DAPO run scripts set it (`ds-verl3n`: a
 generation batch of 3N prompts) and SARA without carrying surplus and open groups into the next
 step (`--no-carry`; NAME+no-carry in a compare or the learning benchmark). Bad combinations are
 one line before any engine starts. (The toy-size learning benchmark running all four side by

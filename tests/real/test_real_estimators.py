@@ -1,4 +1,4 @@
-"""Issue 19 item 5: the advantage estimators beside GRPO (real/train/grpo.py), with hand-computed
+"""The advantage estimators beside GRPO (real/train/grpo.py), with hand-computed
 advantages, their config checks, and the TRL path's refusal of what TRL cannot compute."""
 
 import re

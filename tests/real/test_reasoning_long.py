@@ -1,4 +1,4 @@
-"""The long-failure reasoning setting (issue 19, claim 2): task `reasoning-long` keeps the exact
+"""The long-failure reasoning setting (claim 2): task `reasoning-long` keeps the exact
 0/1 check; its SFT traces either are right or lose the thread — one step one too high, re-checked
 until long, a wrong answer — with a probability growing with the problem's steps and carries;
 deterministic; its recipe continues from the reasoning model under a key that covers both."""

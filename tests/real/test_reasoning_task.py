@@ -1,4 +1,4 @@
-"""The reasoning setting (issue 19, claim 2): the task's exact 0/1 check of the answer after the
+"""The reasoning setting (claim 2): the task's exact 0/1 check of the answer after the
 scratchpad, its SFT traces (right, deterministic, every step's arithmetic true, long for hard
 problems), the tiny build's length laws, and that the new recipe has a new cache key and left the
 graded and test models' keys alone."""

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing misleading (issue 17), on the tiny model with the real in-process engine
+"""Nothing lost, nothing misleading, on the tiny model with the real in-process engine
 and real tmpfs mounts: a torn or damaged metrics file on --resume, a full disk in `validate` and
 `audit`, and a run that failed on its first step."""
 

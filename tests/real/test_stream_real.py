@@ -1,4 +1,4 @@
-"""Round-free collection on the real in-process vLLM engine (issue 20): the request-level stream
+"""Round-free collection on the real in-process vLLM engine: the request-level stream
 (`Engine.open_stream`: seeded rollouts — single or a group in one request — equal `generate`'s,
 aborted ones (a group whole) stop and are counted once, the round path refuses while a stream runs),
 the streamed collection step (groups of k rollouts of one prompt from one policy version; cancelled

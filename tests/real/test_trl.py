@@ -1,6 +1,6 @@
 """SARA and DS inside TRL's real GRPOTrainer (no mock trainer), on the test tiny model, CPU.
 
-What must hold (issue 11): every group TRL trains on is mixed, judged from the rewards TRL itself
+What must hold: every group TRL trains on is mixed, judged from the rewards TRL itself
 passed to its reward functions; the adapter always returns exactly the rows it was handed;
 replacement prompts' dataset columns reach the reward function; a resumed run continues the
 adapter's prompt iterator without repeats or gaps; bad configuration fails before training."""

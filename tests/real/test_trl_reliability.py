@@ -1,4 +1,4 @@
-"""Nothing lost, nothing misleading through TRL (issue 17): a full disk while TRL writes its own
+"""Nothing lost, nothing misleading through TRL: a full disk while TRL writes its own
 checkpoint is one line naming the folder, and every metrics line is strict JSON (undefined
 numbers null) — on the tiny model, the real in-process engine and a real tmpfs."""
 

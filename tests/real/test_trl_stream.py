@@ -1,4 +1,4 @@
-"""Round-free collection through TRL (`SaraRollout(..., schedule="stream")`, issue 20): TRL's
+"""Round-free collection through TRL (`SaraRollout(..., schedule="stream")`): TRL's
 real GRPOTrainer on the in-process vLLM engine of the test tiny model, CPU. Every group TRL trains
 on is k rollouts of one prompt from one weights version; cancelled rollouts and their tokens are
 counted once, in the adapter's metrics and TRL's logs; `sara-real --trainer trl --schedule stream`

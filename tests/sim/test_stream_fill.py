@@ -1,4 +1,4 @@
-"""A streamed step's fill knob (issue 20): ``rc.overprovision`` scales the stream's probe quota
+"""A streamed step's fill knob: ``rc.overprovision`` scales the stream's probe quota
 to over x the missing groups, tapered as the step fills (``stream_plan._wanted``) — the plan's
 count exactly, the step's
 invariants under the training loop's "fresh" boundary, a fuller engine on the engine model, and

@@ -1,4 +1,4 @@
-"""The reasoning start models' length laws (issue 19, claim 2): completion tokens per outcome and
+"""The reasoning start models' length laws (claim 2): completion tokens per outcome and
 per prompt class at k — the data that decide whether abandoning saves more tokens than rollouts.
 
     .venv/bin/python benchmarks/investigations/claim_run/reasoning_lengths.py [--task reasoning]

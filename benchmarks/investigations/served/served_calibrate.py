@@ -27,7 +27,7 @@ per rollout.
 Last, the preset's pick: on the laws of the latest served run, streamed plans (sara-auto at
 over-provisioning x1.5, x2, x3 and request_cost 0, 0.5, 1; sara at x1.5, x2, x3; ds stream)
 predicted over DS by rounds — wall and rollouts — and the one of least wall among those with
-rollouts <= 0.80x DS's (issue 20's served goal), the plan a decision run then measures. Read
+rollouts <= 0.80x DS's (the served goal), the plan a decision run then measures. Read
 it against the model's rollouts, checked at over-provisioning x1.5 only: beyond it the real
 stream aborts and discards far more than the model (x2: 0.87-0.94x DS's rollouts measured
 against 0.78-0.82 predicted; ``stream_real_served.out.txt``, ``wallclock.out.txt`` §6).

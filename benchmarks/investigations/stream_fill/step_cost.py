@@ -1,5 +1,5 @@
 """Benchmark: the in-process vLLM engine's cost per step against how many sequences it runs
-(issue 20: a streamed step keeps only part of the engine's slots busy; what does that cost?).
+(a streamed step keeps only part of the engine's slots busy; what does that cost?).
 
     .venv/bin/python benchmarks/investigations/stream_fill/step_cost.py --model DIR \\
         --task reasoning \\

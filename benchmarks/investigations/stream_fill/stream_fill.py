@@ -1,4 +1,4 @@
-"""The stream's fill knob on the wall-clock model (issue 20): streamed SARA under the training
+"""The stream's fill knob on the wall-clock model: streamed SARA under the training
 loop's "fresh" boundary, with the probe quota standing for `overprovision` x the missing groups
 (``stream_plan._wanted``), against DS by rounds and DS streamed.
 
