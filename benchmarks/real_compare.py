@@ -50,7 +50,7 @@ def _run(a) -> int:
 
     allocators = ["ds", "sara"] + [x for x in a.also.split(",") if x.strip()]
     same = ("model", "k", "groups", "steps", "seed", "tau_low", "out", "overwrite", "resume")
-    cfg = Config.from_dict(  # flat names: tau_low lands in cfg.alloc
+    cfg = Config.from_flat(  # tau_low lands in cfg.alloc
         {n: getattr(a, n) for n in same}
         | {"eval_every": max(1, a.steps // 3), "eval_problems": 64, "eval_samples": 4}
         | {"progress": not a.no_progress}

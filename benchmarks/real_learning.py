@@ -148,7 +148,7 @@ def _list(text: str, flag: str, cast):
 def base_config(a, k: int, seed: int):
     from real.base.config import Config
 
-    return Config.from_dict(  # flat names: lr lands in cfg.grpo
+    return Config.from_flat(  # lr lands in cfg.grpo
         dict(
             model=a.model,
             k=k,

@@ -74,7 +74,7 @@ def run_config(a, allocator=None):
     """The run `Config` that parsed `validate` / `compare` arguments `a` describe (`allocator`:
     compare's first; validate's own by default)."""
     names = set(Config().flat())
-    return Config.from_dict(
+    return Config.from_flat(
         {**{n: v for n, v in vars(a).items() if n in names}, "allocator": allocator or a.allocator}
     )
 

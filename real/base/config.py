@@ -4,16 +4,16 @@ builds a collector from them.
 Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
 the flags, their help and defaults from these fields and their docstrings), so a default is written
 once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr`, `--tau-low` is
-`Config.alloc.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested);
-`Config.from_dict` also reads the flat dicts written before the sections existed.
+`Config.alloc.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested), read
+back by `Config.from_dict`; `Config.from_flat` builds one from leaf names (the CLI's arguments).
 
 Light on purpose (no torch, no vllm): the CLI imports it before any argument is checked.
 
->>> cfg = Config.from_dict({"allocator": "sara", "lr": 5e-4, "tau_low": 0.3})  # flat, as of old
+>>> cfg = Config.from_flat({"allocator": "sara", "lr": 5e-4, "tau_low": 0.3})
 >>> cfg.grpo.lr, cfg.alloc.tau_low, cfg.grpo.eps_high
 (0.0005, 0.3, 0.28)
 >>> from dataclasses import asdict
->>> Config.from_dict(asdict(cfg)) == cfg  # nested, as written now
+>>> Config.from_dict(asdict(cfg)) == cfg  # as a run folder holds it
 True
 """
 
@@ -233,21 +233,27 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":
-        """A Config from `asdict(config)` (nested) or a flat {leaf name: value} dict (CLI
-        arguments; config.json of runs written before the sections); missing settings take
-        their defaults, JSON lists become tuples, an unknown name is a ValueError."""
+        """A Config from `asdict(config)`, as a run folder holds it (each section's settings
+        under its name); missing settings take their defaults, JSON lists become tuples, an
+        unknown name (a section's setting outside its section too) is a ValueError."""
         d = dict(d)
-        parts = {}
-        for name, cls_ in SECTIONS.items():
-            sub = dict(d.pop(name, None) or {})
-            for f in fields(cls_):
-                if f.name in d:
-                    sub[f.name] = d.pop(f.name)
-            parts[name] = cls_(**_tuples(cls_, sub))
+        parts = {name: dict(d.pop(name, None) or {}) for name in SECTIONS}
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        for name, cls_ in SECTIONS.items():
+            unknown += sorted(set(parts[name]) - {f.name for f in fields(cls_)})
         if unknown:
             raise ValueError(f"unknown settings {', '.join(unknown)}")
+        parts = {name: cls_(**_tuples(cls_, parts[name])) for name, cls_ in SECTIONS.items()}
         return cls(**_tuples(cls, d), **parts)
+
+    @classmethod
+    def from_flat(cls, d: dict) -> "Config":
+        """A Config from {leaf name: value} (leaf names are unique across the sections), as the
+        CLI's arguments give them: `from_dict` of the same settings put in their sections."""
+        d, nested = dict(d), {}
+        for name, cls_ in SECTIONS.items():
+            nested[name] = {f.name: d.pop(f.name) for f in fields(cls_) if f.name in d}
+        return cls.from_dict({**d, **nested})
 
     def flat(self) -> dict:
         """{leaf name: value} over the top level and every section (names are unique)."""

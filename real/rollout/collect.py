@@ -270,11 +270,6 @@ class RolloutCollector:
 
     def load_state_dict(self, d: dict) -> None:
         entries, state = d["pool"], dict(d["allocator"])  # the checkpoint's keys, as written
-        if any("visit" in e for e in entries.values()):  # older checkpoints: keyed by prompt id
-            visit = {pid: e["visit"] for pid, e in entries.items()}  # ids were unique in a run
-            done = state.get("done_groups", [])
-            state.setdefault("done_visits", [visit[pid] for pid, _ in done])
-            entries = {e.pop("visit"): {**e, "prompt_id": pid} for pid, e in entries.items()}
         self.store.entries, self.calls, self.guard.errors = entries, d["calls"], d["reward_errors"]
         self.collector.load_state_dict(state)
         if self.driver is not None and "stream" in d:

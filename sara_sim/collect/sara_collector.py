@@ -35,16 +35,10 @@ from ..core.registry import SaraParams, row
 from ..core.rounds import (
     BATCH,
     C_CAPPED,
-    C_DONE,
     C_NREQ,
-    C_OPEN,
     C_WANT,
     CARRIED,
-    F_COMM,
     F_KEY,
-    F_N,
-    F_PLAN,
-    F_S,
     RoundConfig,
     absorb,
     grown,
@@ -82,20 +76,6 @@ class Decided(NamedTuple):
     n: int
     s: int
     target: int
-
-
-def _legacy_rounds(opened, n_done, rates):
-    """The state machine of a checkpoint from before it existed: its open prompts (`opened`, in
-    order, each still carrying its plan and commit flag), carried groups and running rates."""
-    rounds = new_rounds(max(64, 2 * len(opened)))
-    slots = rounds.slots
-    for j, p in enumerate(opened):
-        slots[j, F_KEY], slots[j, F_N], slots[j, F_S] = p.visit, len(p.rewards), sum(p.rewards)
-        slots[j, F_COMM] = int(p.__dict__.pop("committed"))
-        slots[j, F_PLAN : F_PLAN + 5] = p.__dict__.pop("plan")
-    rounds.cnt[C_OPEN], rounds.cnt[C_DONE] = len(opened), n_done
-    rounds.rates[:] = rates
-    return rounds
 
 
 def _restored(obj, state):
@@ -326,9 +306,6 @@ class SaraCollector(_Base):
         selector = state.pop("selector", None)
         mine = self.informed, self.selector  # built by the caller, with its key functions
         self.__dict__.update(state)
-        if "rounds" not in state:  # a checkpoint from before the round state machine
-            rates = self.__dict__.pop("rates")
-            self.rounds = _legacy_rounds(list(self.open.values()), len(self.done_groups), rates)
         if selector is not None:
             self.selector = _restored(mine[1] or Selector(selector["kind"]), selector)
         if informed is not None:

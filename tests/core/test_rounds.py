@@ -1,7 +1,6 @@
 """The round state machine (``core/rounds.py``) through its engine driver, ``SaraCollector``:
-its open table grows when a round opens more prompts than it holds, and a checkpoint written
-before the state machine existed (plans and commit flags on each open prompt, the running rates
-on their own) resumes exactly as the run that wrote it continues."""
+its open table grows when a round opens more prompts than it holds, and a checkpoint taken with
+a committed prompt open resumes exactly as the run that wrote it continues."""
 
 import copy
 
@@ -9,7 +8,7 @@ import pytest
 
 from sara_sim import ParameterError
 from sara_sim.collect.allocator import make_collector
-from sara_sim.core.rounds import F_COMM, F_PLAN
+from sara_sim.core.rounds import F_COMM
 from sara_sim.sim.laws import parse_sim_law
 from sara_sim.sim.simulate import simulate
 
@@ -32,17 +31,7 @@ def test_a_round_wider_than_the_open_table_grows_it():
     assert len(res.groups) == 80 and len(set(col.group_visits)) == 80
 
 
-def _as_before_the_state_machine(state):
-    state = copy.deepcopy(state)
-    rounds = state.pop("rounds")
-    del state["rc"]
-    state["rates"] = rounds.rates
-    for j, p in enumerate(state["open"].values()):  # slots are in the open prompts' order
-        p.plan, p.committed = rounds.slots[j, F_PLAN : F_PLAN + 5], bool(rounds.slots[j, F_COMM])
-    return state
-
-
-def test_a_checkpoint_from_before_the_state_machine_resumes_identically():
+def test_a_checkpoint_resumes_identically():
     def make():
         return make_collector("sara", k=8, groups=8, tau_low=0.1, capacity=12)
 
@@ -52,7 +41,7 @@ def test_a_checkpoint_from_before_the_state_machine_resumes_identically():
     n = len(a.open)  # a committed prompt, its group not yet full, crosses the checkpoint
     assert n and a.rounds.slots[:n, F_COMM].any()
     b = make()
-    b.load_state_dict(_as_before_the_state_machine(a.state_dict()))
+    b.load_state_dict(copy.deepcopy(a.state_dict()))
     nxt = next(stream)
     sa, sb = iter(range(nxt, 10**6)), iter(range(nxt, 10**6))
     for _ in range(4):

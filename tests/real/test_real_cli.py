@@ -375,9 +375,9 @@ def test_other_bad_input_is_one_line(args, flag, capsys):
     assert flag in err
 
 
-def test_resume_compares_nested_and_older_flat_configs(tmp_path, capsys):
-    """A checkpoint's config is asdict(Config) (nested) — or flat, as written before Config had
-    sections: both are compared setting by setting; a changed one is named, one line."""
+def test_resume_compares_the_saved_config_setting_by_setting(tmp_path, capsys):
+    """A checkpoint's config is asdict(Config): compared setting by setting with the resumed
+    run's; a changed one is named, one line."""
     from dataclasses import asdict
 
     import torch
@@ -385,22 +385,19 @@ def test_resume_compares_nested_and_older_flat_configs(tmp_path, capsys):
     from real.app.resume import check_same_run
     from real.base.config import Config
 
-    cfg = Config.from_dict({"out": str(tmp_path / "run"), "lr": 5e-4, "probe": 2})
-    new = {"betas", "weight_decay", "probe", "increment", "max_rounds", "eb_window", "rule"}
-    new |= {"rho", "kappa", "explore", "max_skip", "selector_ratio", "selector_target"}
-    flat_old = {k: v for k, v in cfg.flat().items() if k not in new}  # as older runs wrote it
-    for saved in (asdict(cfg), flat_old | {"probe": 2}, json_like(asdict(cfg))):
+    cfg = Config.from_flat({"out": str(tmp_path / "run"), "lr": 5e-4, "probe": 2})
+    for saved in (asdict(cfg), json_like(asdict(cfg))):
         check_same_run(saved, cfg)  # the same experiment: no error
     with pytest.raises(Exception, match=r"lr=0\.0005 \(now 0\.001\)"):
-        check_same_run(flat_old, Config.from_dict({**cfg.flat(), "lr": 1e-3}))
-    with pytest.raises(Exception, match=r"probe=0 \(now 2\)"):
-        check_same_run(flat_old, cfg)  # an older run had no probe setting: the default, 0
+        check_same_run(asdict(cfg), Config.from_flat({**cfg.flat(), "lr": 1e-3}))
     with pytest.raises(Exception, match="unknown settings bogus"):
         check_same_run({**asdict(cfg), "bogus": 1}, cfg)
-    # through the CLI: a checkpoint of an older (flat) run, resumed with another --eps-high
+    with pytest.raises(Exception, match="unknown settings .*lr"):
+        check_same_run(cfg.flat(), cfg)  # a section's setting outside its section
+    # through the CLI: a checkpoint resumed with another --eps-high
     out = tmp_path / "run"
     out.mkdir()
-    torch.save({"step": 0, "config": flat_old}, out / "checkpoint.pt")
+    torch.save({"step": 0, "config": asdict(cfg)}, out / "checkpoint.pt")
     base = ["validate", "--resume", "--out", str(out), "--lr", "5e-4", "--probe", "2"]
     err = _bad([*base, "--eps-high", "0.2"], capsys)
     assert "--resume" in err and "eps_high=0.28 (now 0.2)" in err

@@ -75,18 +75,7 @@ def test_groups_are_the_first_k_rollouts_of_their_prompt(name):
         assert batch.tokens == 2 * batch.result.rollouts
 
 
-def _as_older_checkpoint(state):
-    """The state as checkpoints written before rollouts were kept by visit: the pool keyed by
-    prompt id (ids are unique within a run) with the visit inside, no `done_visits`."""
-    pool = {e["prompt_id"]: {"visit": v, **e} for v, e in state["pool"].items()}
-    for e in pool.values():
-        del e["prompt_id"]
-    col = {k: v for k, v in state["allocator"].items() if k not in ("done_visits", "group_visits")}
-    return {**state, "pool": pool, "allocator": col}
-
-
-@pytest.mark.parametrize("older", [False, True], ids=["now", "older checkpoint"])
-def test_state_survives_a_pickle_round_trip_and_continues_identically(older):
+def test_state_survives_a_pickle_round_trip_and_continues_identically():
     def run(split):
         eng, task = FakeEngine(), CoinTask()
         rc = RolloutCollector(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
@@ -97,7 +86,7 @@ def test_state_survives_a_pickle_round_trip_and_continues_identically(older):
                 state = pickle.loads(pickle.dumps((rc.state_dict(), stream.state_dict())))
                 assert state[0]["allocator"]["done_groups"]  # a carried group crosses the split
                 rc = RolloutCollector(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
-                rc.load_state_dict(_as_older_checkpoint(state[0]) if older else state[0])
+                rc.load_state_dict(state[0])
                 stream = PromptStream(task)
                 stream.load_state_dict(state[1])
             ids.append([(g.prompt_id, [s.token_ids for s in g.samples])

@@ -80,7 +80,7 @@ def test_a_saturated_batch_trains_only_under_reinforce_pp(estimator):
 
 def test_an_unknown_estimator_is_one_line_naming_the_flag_and_choices():
     with pytest.raises(ParameterError) as e:
-        Config.from_dict({"estimator": "ppo"})
+        Config.from_flat({"estimator": "ppo"})
     assert str(e.value) == f"--estimator: must be one of {', '.join(ESTIMATORS)}, got 'ppo'"
     with pytest.raises(ParameterError, match="--no-std: applies to --estimator grpo only"):
         GRPOConfig(std_norm=False, estimator="rloo")

@@ -35,7 +35,7 @@ def _cfg(tiny_dir, out, **kw):
         lr=5e-4,
     )
     base.update(kw)
-    return Config.from_dict(base)  # flat names: lr lands in cfg.grpo
+    return Config.from_flat(base)  # lr lands in cfg.grpo
 
 
 @pytest.fixture(scope="module")
