@@ -308,9 +308,17 @@ def run_rows(run_dir: Path, allocator: str, k: int, seed: int) -> list[dict]:
     first = metrics[0].get("eval_initial_wins") if metrics else None
     base = {"allocator": allocator, "k": k, "seed": seed}
     rows = [
-        {**base, "step": 0, "cum_rollouts": 0, "cum_tokens": 0, "cum_effective": 0, "wall_s": 0.0,
-         "eval_accuracy": summary["eval_initial"], **eval_se(first, n_samples)}
-    ]  # fmt: skip
+        {
+            **base,
+            "step": 0,
+            "cum_rollouts": 0,
+            "cum_tokens": 0,
+            "cum_effective": 0,
+            "wall_s": 0.0,
+            "eval_accuracy": summary["eval_initial"],
+            **eval_se(first, n_samples),
+        }
+    ]
     wall = 0.0
     for r in metrics:
         wall += r["wall_s"] - r["eval_s"]

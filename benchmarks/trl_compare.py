@@ -44,9 +44,14 @@ def run(name, model_dir, ds, a, out, engine=None):
     if name != "trl-default":
         alloc, _, schedule = name.removeprefix("trl+").partition("/")
         sara = SaraRollout(
-            args, ds, [correct], alloc, tau_low=a.tau_low, engine=engine,
+            args,
+            ds,
+            [correct],
+            alloc,
+            tau_low=a.tau_low,
+            engine=engine,
             schedule=schedule or "rounds",
-        )  # fmt: skip
+        )
         kw = dict(reward_funcs=sara.reward_funcs, rollout_func=sara, callbacks=[sara.callback])
     else:
         kw = dict(reward_funcs=[correct])

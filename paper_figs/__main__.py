@@ -41,9 +41,13 @@ def main(argv=None):
 
     def call():  # bad input: exit 2; a full disk or a read-only folder: exit 1, one line each
         run(
-            a.out, only=a.only, seed=a.seed, history=a.history, learning=a.learning,
+            a.out,
+            only=a.only,
+            seed=a.seed,
+            history=a.history,
+            learning=a.learning,
             claims=a.claims,
-        )  # fmt: skip
+        )
 
     return run_cli("paper_figs", call)
 

@@ -61,15 +61,27 @@ def _pairs(at_k: pd.DataFrame, ref: str, level: float) -> list[dict]:
         pair = at_k[at_k["allocator"].isin((a, ref))]
         b = ls.budget_table(pair, ref, level=level).set_index("allocator")
         out.append(
-            {"k": int(t.k), "allocator": a, "target_accuracy": t.target_accuracy,
-             "reached": t.reached, "ref_reached": target.loc[ref, "reached"],
-             "not_reached": t.not_reached, "paired_seeds": int(t.paired_seeds),
-             "ratio": t.ratio, "ci_low": t.ci_low, "ci_high": t.ci_high, "note": t.note,
-             "budget": b.loc[a, "budget"], "accuracy": b.loc[a, "accuracy"],
-             "ref_accuracy": b.loc[ref, "accuracy"], "diff_vs_ref": b.loc[a, "diff_vs_ref"],
-             "diff_ci_low": b.loc[a, "diff_ci_low"], "diff_ci_high": b.loc[a, "diff_ci_high"],
-             "seeds": int(b.loc[a, "seeds"])}
-        )  # fmt: skip
+            {
+                "k": int(t.k),
+                "allocator": a,
+                "target_accuracy": t.target_accuracy,
+                "reached": t.reached,
+                "ref_reached": target.loc[ref, "reached"],
+                "not_reached": t.not_reached,
+                "paired_seeds": int(t.paired_seeds),
+                "ratio": t.ratio,
+                "ci_low": t.ci_low,
+                "ci_high": t.ci_high,
+                "note": t.note,
+                "budget": b.loc[a, "budget"],
+                "accuracy": b.loc[a, "accuracy"],
+                "ref_accuracy": b.loc[ref, "accuracy"],
+                "diff_vs_ref": b.loc[a, "diff_vs_ref"],
+                "diff_ci_low": b.loc[a, "diff_ci_low"],
+                "diff_ci_high": b.loc[a, "diff_ci_high"],
+                "seeds": int(b.loc[a, "seeds"]),
+            }
+        )
     return out
 
 
@@ -97,10 +109,17 @@ def budget_table(data: ClaimData, ref: str = REF, level: float = cs.LEVEL) -> pd
     rows = []
     for r in budget_frame(data, ref, level).itertuples(index=False):
         rows.append(
-            (f"{r.setting}, k {r.k}", r.allocator, cs.fmt(r.target_accuracy),
-             f"{r.reached} ({r.ref_reached})", _ratio_cell(r), f"{r.budget:.0f}",
-             f"{cs.fmt(r.accuracy)} vs {cs.fmt(r.ref_accuracy)}: {_signed(r.diff_vs_ref)} "
-             f"[{_signed(r.diff_ci_low)}, {_signed(r.diff_ci_high)}] ({r.seeds} seeds)",
-             _verdict(r), r.files)
-        )  # fmt: skip
+            (
+                f"{r.setting}, k {r.k}",
+                r.allocator,
+                cs.fmt(r.target_accuracy),
+                f"{r.reached} ({r.ref_reached})",
+                _ratio_cell(r),
+                f"{r.budget:.0f}",
+                f"{cs.fmt(r.accuracy)} vs {cs.fmt(r.ref_accuracy)}: {_signed(r.diff_vs_ref)} "
+                f"[{_signed(r.diff_ci_low)}, {_signed(r.diff_ci_high)}] ({r.seeds} seeds)",
+                _verdict(r),
+                r.files,
+            )
+        )
     return pd.DataFrame(rows, columns=list(COLUMNS))

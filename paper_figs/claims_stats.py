@@ -90,11 +90,18 @@ def step_diff(df, allocator, k, ref: str = "ds", level: float = LEVEL) -> pd.Dat
         d = a.loc[seeds, step] - b.loc[seeds, step]
         m, lo, hi, n = paired_ci(d.tolist(), level)
         out.append(
-            {"k": int(k), "allocator": allocator, "step": int(step),
-             "accuracy": float(a.loc[seeds, step].mean()), "ref_accuracy":
-             float(b.loc[seeds, step].mean()), "diff": m, "ci_low": lo, "ci_high": hi,
-             "seeds": n}
-        )  # fmt: skip
+            {
+                "k": int(k),
+                "allocator": allocator,
+                "step": int(step),
+                "accuracy": float(a.loc[seeds, step].mean()),
+                "ref_accuracy": float(b.loc[seeds, step].mean()),
+                "diff": m,
+                "ci_low": lo,
+                "ci_high": hi,
+                "seeds": n,
+            }
+        )
     return pd.DataFrame(out)
 
 

@@ -175,10 +175,16 @@ def claim_table(data: ClaimData, margin: float = cs.MARGIN) -> pd.DataFrame:
     for setting in ESTIMATORS:
         if setting in EXPECTED or setting in data.sources:  # Dr. GRPO: only if it was run
             rows.append(
-                claim_accuracy(data, 5, f"SARA helps other RL algorithms ({setting})",
-                               "helps RLOO, REINFORCE++ (and PPO, GRPO)", setting, ("sara",),
-                               margin)
-            )  # fmt: skip
+                claim_accuracy(
+                    data,
+                    5,
+                    f"SARA helps other RL algorithms ({setting})",
+                    "helps RLOO, REINFORCE++ (and PPO, GRPO)",
+                    setting,
+                    ("sara",),
+                    margin,
+                )
+            )
     rows.append(claim_baseline(data, margin))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 

@@ -80,8 +80,9 @@ def parse_taus(text) -> list[float]:
 # ------------------------------------------------------------------ sampling
 
 
-def sample_pass(engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch,
-                bar=None) -> list[dict]:  # fmt: skip
+def sample_pass(
+    engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch, bar=None
+) -> list[dict]:
     """k rollouts of prompts 0..P-1 -> one history row each (with token sums per outcome)."""
     bases = np.random.default_rng([seed, 0xA0D1, epoch]).integers(0, 2**31 - 1 - k, n_prompts)
     rows = []
@@ -163,9 +164,19 @@ def run_audit(a, engine=None) -> int:
     for epoch in range(a.passes):
         if epoch and a.train_steps:
             train_between(a, engine, model_dir or engine.model, epoch)
-        rows = sample_pass(engine, task, guard, a.k, epoch, a.prompts, seed=a.seed,
-                           max_tokens=max_tokens, temperature=a.temperature, batch=a.batch,
-                           bar=bar)  # fmt: skip
+        rows = sample_pass(
+            engine,
+            task,
+            guard,
+            a.k,
+            epoch,
+            a.prompts,
+            seed=a.seed,
+            max_tokens=max_tokens,
+            temperature=a.temperature,
+            batch=a.batch,
+            bar=bar,
+        )
         append_rows(hist, rows)
     if bar:
         bar.close()
@@ -182,12 +193,24 @@ def run_audit(a, engine=None) -> int:
 def train_between(a, engine, model_dir, epoch) -> None:
     """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
     cfg = Config(
-        model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
-        groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,
-        out=str(Path(a.out) / "train"), resume=epoch > 1, overwrite=epoch == 1,
-        eval_every=10**6, eval_problems=16, eval_samples=2, max_tokens=a.max_tokens,
-        temperature=a.temperature, progress=False, engine_url=a.engine_url,
-    )  # fmt: skip
+        model=str(model_dir),
+        task=a.task,
+        task_path=a.task_path,
+        k=a.k,
+        groups=max(1, min(16, a.prompts // 4)),
+        steps=epoch * a.train_steps,
+        seed=a.seed,
+        out=str(Path(a.out) / "train"),
+        resume=epoch > 1,
+        overwrite=epoch == 1,
+        eval_every=10**6,
+        eval_problems=16,
+        eval_samples=2,
+        max_tokens=a.max_tokens,
+        temperature=a.temperature,
+        progress=False,
+        engine_url=a.engine_url,
+    )
     train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
 
 

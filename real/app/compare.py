@@ -70,8 +70,9 @@ def _run_cfg(cfg, spec: str, resume: bool):
     name, carry = split_spec(spec)
     alloc = replace(cfg.alloc, carry=cfg.alloc.carry and carry)
     out = Path(cfg.out) / spec
-    return replace(cfg, allocator=name, alloc=alloc, out=str(out), resume=resume,
-                   overwrite=not resume)  # fmt: skip
+    return replace(
+        cfg, allocator=name, alloc=alloc, out=str(out), resume=resume, overwrite=not resume
+    )
 
 
 def _previous(out: Path) -> list[str] | None:

@@ -44,10 +44,16 @@ def model_label(model) -> str:
         key = (Path(model) / STAMP).read_text().strip()
     except OSError:
         return str(model)
-    names = {s.digest(): n for n, s in (("graded", TinySettings.graded()),
-             ("reasoning", TinySettings.reasoning()),
-             ("reasoning_long", TinySettings.reasoning_long()), ("test", TinySettings.test()),
-             ("default", TinySettings()))}  # fmt: skip
+    names = {
+        s.digest(): n
+        for n, s in (
+            ("graded", TinySettings.graded()),
+            ("reasoning", TinySettings.reasoning()),
+            ("reasoning_long", TinySettings.reasoning_long()),
+            ("test", TinySettings.test()),
+            ("default", TinySettings()),
+        )
+    }
     return f"tiny {names.get(key, 'model')} settings, cache key {key}"
 
 

@@ -304,8 +304,15 @@ INFORMED = names("real", needs_history=True)
 _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
 
 
-def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, seed: int,
-                    epoch_size: int | None = None):  # fmt: skip
+def build_collector(
+    name: str,
+    alloc: AllocatorConfig,
+    *,
+    k: int,
+    groups: int,
+    seed: int,
+    epoch_size: int | None = None,
+):
     """The collector of one run: the one place `real/` calls `make_collector`. History
     allocators need `epoch_size` (the finite task's size). A bad setting is a ParameterError
     naming the AllocatorConfig field (check_config turns it into its flag).

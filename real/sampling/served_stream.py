@@ -131,14 +131,17 @@ class ServedStream(StreamSampler):
             # finish (each has its own read timeout) instead of failing as if a server had not
             # answered; read_bufsize: a chunk's line may exceed aiohttp's 64 KiB default
             timeout = aiohttp.ClientTimeout(
-                total=None, connect=None, sock_connect=engine.connect_timeout,
+                total=None,
+                connect=None,
+                sock_connect=engine.connect_timeout,
                 sock_read=engine.timeout,
-            )  # fmt: skip
+            )
             limit = engine.concurrency * len(engine.urls)
             return aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
-                timeout=timeout, read_bufsize=2**20,
-            )  # fmt: skip
+                timeout=timeout,
+                read_bufsize=2**20,
+            )
 
         self.http = self._call(client())
 

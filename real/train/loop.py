@@ -34,8 +34,18 @@ from real.tasks import PromptStream
 from sara_sim.core.files import dumps_json
 
 # running sums over the run's steps (kept in the checkpoint)
-TOTAL_KEYS = ("rollouts", "tokens", "effective", "groups", "rounds", "abandoned", "wall_s",
-              "gen_s", "alloc_s", "reward_errors")  # fmt: skip
+TOTAL_KEYS = (
+    "rollouts",
+    "tokens",
+    "effective",
+    "groups",
+    "rounds",
+    "abandoned",
+    "wall_s",
+    "gen_s",
+    "alloc_s",
+    "reward_errors",
+)
 
 
 def _mean(xs) -> float:

@@ -80,9 +80,13 @@ def _collector(allocator, collector, options, k, groups, seed, epoch_size, sched
             raise ParameterError(bad[0], f"unknown option; choose from {', '.join(known)}")
         # history strategies: stream ids are epoch * size + row (see make_collector)
         return build_collector(
-            allocator, AllocatorConfig(**options, schedule=schedule), k=k, groups=groups, seed=seed,
+            allocator,
+            AllocatorConfig(**options, schedule=schedule),
+            k=k,
+            groups=groups,
+            seed=seed,
             epoch_size=epoch_size,
-        )  # fmt: skip
+        )
     if options or (collector.k, collector.groups) != (k, groups):
         raise ParameterError("collector", f"give a collector for k={k}, groups={groups} or options")
     return collector
@@ -153,10 +157,20 @@ class SaraRollout:
     `use_vllm=True`)."""
 
     def __init__(
-        self, args, train_dataset, reward_funcs, allocator: str = "sara", *,
-        threshold: float = 1.0, engine=None, seed: int | None = None, eval_dataset=None,
-        collector=None, schedule: str = "rounds", **collector_options,
-    ):  # fmt: skip
+        self,
+        args,
+        train_dataset,
+        reward_funcs,
+        allocator: str = "sara",
+        *,
+        threshold: float = 1.0,
+        engine=None,
+        seed: int | None = None,
+        eval_dataset=None,
+        collector=None,
+        schedule: str = "rounds",
+        **collector_options,
+    ):
         self.k, self.groups, funcs, weights = check_trl_args(args, reward_funcs)
         self.schedule = check_choice(schedule, "schedule", SCHEDULES)
         if allocator not in STRATEGIES:
@@ -176,9 +190,15 @@ class SaraRollout:
         self.seed = (args.seed if seed is None else seed) + 1_000_003 * self.rank
         self.name = allocator
         self.collector = _collector(
-            allocator, collector, collector_options, self.k, self.groups, self.seed,
-            self.data.size, schedule,
-        )  # fmt: skip
+            allocator,
+            collector,
+            collector_options,
+            self.k,
+            self.groups,
+            self.seed,
+            self.data.size,
+            schedule,
+        )
         self.driver = None  # schedule "stream": the stream driver of the collector (on self)
         if schedule == "stream":
             self.driver = _stream_driver(self, self.collector)

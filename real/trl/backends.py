@@ -28,11 +28,20 @@ def cpu_grpo_config(output_dir, *, k: int, groups: int, steps: int, seed: int = 
     from trl import GRPOConfig
 
     base = dict(
-        output_dir=str(output_dir), num_generations=k, per_device_train_batch_size=k * groups,
-        max_completion_length=8, max_steps=steps, learning_rate=1e-4, lr_scheduler_type="constant",
-        logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, seed=seed,
+        output_dir=str(output_dir),
+        num_generations=k,
+        per_device_train_batch_size=k * groups,
+        max_completion_length=8,
+        max_steps=steps,
+        learning_rate=1e-4,
+        lr_scheduler_type="constant",
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        seed=seed,
         disable_tqdm=True,
-    )  # fmt: skip
+    )
     return GRPOConfig(**{**base, **overrides})
 
 

@@ -135,9 +135,14 @@ def train_trl(cfg, checked, engine=None) -> dict:
     if engine is None:
         engine = build.make_engine(cfg, model_dir)
     sara = SaraRollout(
-        args, ds, [_reward(task, guard)], cfg.allocator, engine=engine,
-        collector=checked.collector, schedule=cfg.alloc.schedule,
-    )  # fmt: skip
+        args,
+        ds,
+        [_reward(task, guard)],
+        cfg.allocator,
+        engine=engine,
+        collector=checked.collector,
+        schedule=cfg.alloc.schedule,
+    )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     start = checkpoint_step(ckpts[-1]) // cfg.grpo.minibatches if resume else 0
     rows = truncate_metrics(metrics_path, start, restore=saved_row(ckpts[-1]) if resume else None)

@@ -105,9 +105,19 @@ class DSCollector(_Base):
 
 
 def make_collector(
-    name, *, k=8, groups=None, budget=None, seed=0, params=None, history=None, epoch_size=None,
-    selector=None, schedule="rounds", **knobs,
-):  # fmt: skip
+    name,
+    *,
+    k=8,
+    groups=None,
+    budget=None,
+    seed=0,
+    params=None,
+    history=None,
+    epoch_size=None,
+    selector=None,
+    schedule="rounds",
+    **knobs,
+):
     """One collector object per run; it carries state (surplus, in-progress prompts, fitted prior,
     per-prompt histories) from step to step.
 
@@ -150,9 +160,15 @@ def _make(name, k, groups, budget, seed, params, history, epoch_size, selector, 
         return DSCollector(name, k=k, groups=groups, budget=budget, seed=seed, params=params)
     if meta.family == "peer-select":
         return PeerSelectCollector(
-            name, k=k, groups=groups, budget=budget, seed=seed, epoch_size=epoch_size,
-            history=history, selector=selector,
-        )  # fmt: skip
+            name,
+            k=k,
+            groups=groups,
+            budget=budget,
+            seed=seed,
+            epoch_size=epoch_size,
+            history=history,
+            selector=selector,
+        )
     if meta.needs_history and history is None and epoch_size:
         # integer ids epoch * epoch_size + index (a finite task's stream): build the defaults
         from ..core.informed import PromptHistory
@@ -163,6 +179,13 @@ def _make(name, k, groups, budget, seed, params, history, epoch_size, selector, 
         if meta.selector is not None and selector is None:
             selector = Selector(meta.selector, ratio=HISTORY.ratio, seed=seed)
     return SaraCollector(
-        name, k=k, groups=groups, budget=budget, seed=seed, params=params, history=history,
-        epoch_size=epoch_size, selector=selector,
-    )  # fmt: skip
+        name,
+        k=k,
+        groups=groups,
+        budget=budget,
+        seed=seed,
+        params=params,
+        history=history,
+        epoch_size=epoch_size,
+        selector=selector,
+    )

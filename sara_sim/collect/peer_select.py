@@ -56,8 +56,18 @@ def peer_history(name, epoch_size, seed=0):
 class PeerSelectCollector(_Base):
     """MoPPS / DPS selection of whole groups (the registry's ``peer-select`` family)."""
 
-    def __init__(self, name, *, k, groups=None, budget=None, seed=0, epoch_size=None,
-                 history=None, selector=None):  # fmt: skip
+    def __init__(
+        self,
+        name,
+        *,
+        k,
+        groups=None,
+        budget=None,
+        seed=0,
+        epoch_size=None,
+        history=None,
+        selector=None,
+    ):
         meta = row(name, "collector", "allocator")
         if meta.family != "peer-select":
             raise ParameterError("allocator", f"{name} is not a peer-select strategy")

@@ -87,9 +87,18 @@ class SaraCollector(_Base):
     """SARA's collector (fixed-yield: `groups`; fixed-budget: `budget`)."""
 
     def __init__(
-        self, name, *, k, groups=None, budget=None, seed=0, params=None, history=None,
-        epoch_size=None, selector=None,
-    ):  # fmt: skip
+        self,
+        name,
+        *,
+        k,
+        groups=None,
+        budget=None,
+        seed=0,
+        params=None,
+        history=None,
+        epoch_size=None,
+        selector=None,
+    ):
         """`params`: a ``registry.SaraParams`` (None: its defaults), passed whole; sara-history
         needs `history` and `epoch_size`, sara-mopps / sara-dps also a `selector`."""
         super().__init__(name, k, groups, budget, seed)
@@ -114,9 +123,17 @@ class SaraCollector(_Base):
         # the round state machine: open prompts, counters and the running rates (``schedule.R_*``:
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
-            self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low), p.carry, *cfg.knobs,
-        )  # fmt: skip
+            self.k,
+            self.groups or 0,
+            self.budget or 0,
+            self.capacity,
+            self.probe,
+            self.increment,
+            self.max_rounds,
+            float(self.tau_low),
+            p.carry,
+            *cfg.knobs,
+        )
         self.rounds = new_rounds(64)
         self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys

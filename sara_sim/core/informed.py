@@ -88,9 +88,12 @@ class PromptHistory:
     def params(self, rule="tau"):
         """The knobs as the jitted schedule takes them (``schedule.HistoryKnobs``)."""
         return HistoryKnobs(
-            float(self.rho), float(self.kappa), float(self.explore), float(self.max_skip),
+            float(self.rho),
+            float(self.kappa),
+            float(self.explore),
+            float(self.max_skip),
             rule == "price",
-        )  # fmt: skip
+        )
 
     def _evidence(self, pid):
         ev = self.evidence.get(self.key(pid))

@@ -119,8 +119,11 @@ def check_request_cost(name, request_cost, probe=0, increment=0, flag="request_c
     if c > 0 and name != "sara-auto":
         raise ParameterError(flag, f"prices sara-auto's plan only (0 for {name}), got {c:g}")
     if c > 0 and (probe or increment):
-        raise ParameterError(flag, "prices the auto schedule's requests: needs probe 0, "
-                             f"increment 0 (got {probe}, {increment})")  # fmt: skip
+        raise ParameterError(
+            flag,
+            "prices the auto schedule's requests: needs probe 0, "
+            f"increment 0 (got {probe}, {increment})",
+        )
     return c
 
 

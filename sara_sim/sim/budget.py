@@ -62,8 +62,9 @@ def largest_factor(k, groups, budget, steps, replicates):
     return "--budget" if budget is not None and worst == "--groups" else worst
 
 
-def check_resources(strategy, law, *, k, groups, budget, steps, replicates, capacity, params,
-                    force):  # fmt: skip
+def check_resources(
+    strategy, law, *, k, groups, budget, steps, replicates, capacity, params, force
+):
     """Refuse (ParameterError naming the biggest factor) what would not finish in a few minutes
     or would not fit in memory; ``force=True`` skips the check."""
     if force:

@@ -142,8 +142,20 @@ class Replicate(NamedTuple):
 
 @njit(**NO_REFCOUNT)
 def _round_config(cfg):
-    return RoundConfig(cfg.k, cfg.groups, cfg.budget, cfg.capacity, cfg.probe, cfg.increment,
-                       cfg.max_rounds, cfg.tau_low, cfg.carry, 1.0, 0, False)  # fmt: skip
+    return RoundConfig(
+        cfg.k,
+        cfg.groups,
+        cfg.budget,
+        cfg.capacity,
+        cfg.probe,
+        cfg.increment,
+        cfg.max_rounds,
+        cfg.tau_low,
+        cfg.carry,
+        1.0,
+        0,
+        False,
+    )
 
 
 @njit(**NO_REFCOUNT)
@@ -349,8 +361,18 @@ def sara_steps(law, cfg, plans, state, step0, n_steps, outs, hist):
         req = np.empty((oi.shape[1], 2), np.int64)  # the round's requests, reused step to step
         sm = Rounds(oi[r], state.og[r], req, state.cnt[r], state.rates[r])
         stream = Stream(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
-        rep = Replicate(state.rng[r], stream, state.ev[r], sm, state.done[r], state.pop[r],
-                        plans[r], new_evidence(), outs.eb[r], outs.log[r])  # fmt: skip
+        rep = Replicate(
+            state.rng[r],
+            stream,
+            state.ev[r],
+            sm,
+            state.done[r],
+            state.pop[r],
+            plans[r],
+            new_evidence(),
+            outs.eb[r],
+            outs.log[r],
+        )
         out = outs.out[r]
         for j in range(n_steps):
             if hist is None:  # a literal None: Numba prunes `hist is None` only for a None-typed

@@ -188,5 +188,6 @@ def encode_law(law, k, pool=0):
         cw, ck, ca, cb = _components(law)
     else:
         raise ParameterError("--difficulty", f"cannot simulate law {law!r}")
-    return Law(int(kind), int(n_pool), int(n_epochs), cw, ck, ca, cb, rec_c, rec_n, drift, seq,
-               seq_pool)  # fmt: skip
+    return Law(
+        int(kind), int(n_pool), int(n_epochs), cw, ck, ca, cb, rec_c, rec_n, drift, seq, seq_pool
+    )

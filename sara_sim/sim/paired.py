@@ -46,8 +46,15 @@ def paired_ratio(t: dict, ds: dict, level: float = LEVEL, seed: int = 0):
     per_step = (data[0] / data[1]) / (data[2] / data[3])
     if np.ptp(per_step) == 0 and np.ptp(data[1] / data[3]) == 0:
         return r, r, r  # every pair the same ratio: no spread (and BCa is undefined)
-    res = bootstrap(data, _ratio, paired=True, vectorized=True, confidence_level=level,
-                    n_resamples=RESAMPLES, rng=np.random.default_rng(seed))  # fmt: skip
+    res = bootstrap(
+        data,
+        _ratio,
+        paired=True,
+        vectorized=True,
+        confidence_level=level,
+        n_resamples=RESAMPLES,
+        rng=np.random.default_rng(seed),
+    )
     return r, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -73,8 +80,10 @@ def print_paired(rows: dict, level: float = LEVEL) -> None:
     """Each strategy's wall ratio to DS by rounds and to DS streamed, paired by step."""
     ds, dss = rows["ds rounds"], rows.get("ds stream")
     n = len(ds.get("step_wall", []))
-    print(f"\npaired by step ({n} steps): wall per effective group over DS's, "
-          f"{level:.0%} bootstrap interval")  # fmt: skip
+    print(
+        f"\npaired by step ({n} steps): wall per effective group over DS's, "
+        f"{level:.0%} bootstrap interval"
+    )
     print(f"{'strategy':<24}{'/ DS by rounds':>22}{'/ DS streamed':>22}")
     for label, t in rows.items():
         if label == "ds rounds":

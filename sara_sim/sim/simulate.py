@@ -150,16 +150,41 @@ def _checked(strategy, law, size, opts, params):
     cap = (groups * k if budget is None else budget) if capacity is None else capacity
     cap = err.check_int(cap, "--capacity", k)
     check_resources(
-        strategy, law, k=k, groups=groups, budget=budget, steps=steps, replicates=replicates,
-        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"],
-    )  # fmt: skip
+        strategy,
+        law,
+        k=k,
+        groups=groups,
+        budget=budget,
+        steps=steps,
+        replicates=replicates,
+        capacity=cap,
+        params={**prm, "max_rounds": max_rounds},
+        force=opts["force"],
+    )
     return SimpleNamespace(
-        strategy=strategy, meta=meta, k=k, groups=groups, budget=budget, steps=steps,
-        replicates=replicates, seed=seed, pool=pool, tau_low=tau_low, tau_high=tau_high,
-        prior=prior, tokens=tokens, log_events=log_events, probe=probe, increment=increment,
-        max_rounds=max_rounds, carry=bool(carry), prm=prm, cap=cap, progress=opts["progress"],
+        strategy=strategy,
+        meta=meta,
+        k=k,
+        groups=groups,
+        budget=budget,
+        steps=steps,
+        replicates=replicates,
+        seed=seed,
+        pool=pool,
+        tau_low=tau_low,
+        tau_high=tau_high,
+        prior=prior,
+        tokens=tokens,
+        log_events=log_events,
+        probe=probe,
+        increment=increment,
+        max_rounds=max_rounds,
+        carry=bool(carry),
+        prm=prm,
+        cap=cap,
+        progress=opts["progress"],
         table=table,
-    )  # fmt: skip
+    )
 
 
 def _simulate(run, law, slots):
@@ -216,9 +241,15 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
 
     k, replicates, steps, prm = run.k, run.replicates, run.steps, run.prm
     planner = SaraPlanner(
-        run.strategy, k, replicates, run.tau_low, run.tau_high, run.prior, prm,
+        run.strategy,
+        k,
+        replicates,
+        run.tau_low,
+        run.tau_high,
+        run.prior,
+        prm,
         (run.probe, run.increment),
-    )  # fmt: skip
+    )
     probe_p = planner.probe(prm, run.probe)
     first = int(next_request(0, 0, k, planner.plans[0], probe_p, run.increment))
     maxo = slots * (run.cap // max(first, 1)) + 64  # open prompts: ~ one round of probes
@@ -226,21 +257,33 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     n_prompts = lawt.seq_pool if lawt.seq_pool > 0 else stream.pool_x.shape[1]
     ev = np.tile(new_evidence(), (replicates, n_prompts if history else 0, 1))
     state = SaraState(
-        rng, *stream, ev,
+        rng,
+        *stream,
+        ev,
         np.zeros((replicates, maxo, N_FIELDS), np.int64),  # open prompts
         np.zeros((replicates, maxo)),  # their rates
         np.zeros((replicates, maxo, 2), np.int64),  # carried groups
         np.zeros((replicates, N_COUNTS), np.int64),  # the state machine's counters, n_log
         np.tile(new_rates(), (replicates, 1)),
         planner.pop,
-    )  # fmt: skip
+    )
     _, rho, kappa, explore, rule_price, max_skip = planner.history_cfg
     hist = HistoryKnobs(float(rho), float(kappa), float(explore), float(max_skip), rule_price > 0)
     cfg = SaraConfig(
-        k, run.groups, run.budget or 0, run.cap, probe_p, run.increment, run.max_rounds,
-        float(run.tau_low), float(run.tokens.len_pass), float(run.tokens.len_fail), history, *hist,
+        k,
+        run.groups,
+        run.budget or 0,
+        run.cap,
+        probe_p,
+        run.increment,
+        run.max_rounds,
+        float(run.tau_low),
+        float(run.tokens.len_pass),
+        float(run.tokens.len_fail),
+        history,
+        *hist,
         run.carry,
-    )  # fmt: skip
+    )
     knobs = hist if history else None  # None: the kernel's step without reference counts
     log = np.zeros((replicates, int(run.log_events), 7), np.int64)
     outs, plan_rows, prior_rows = [], [], []

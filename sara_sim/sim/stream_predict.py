@@ -48,16 +48,19 @@ def laws(law: dict):
     """(difficulty, lengths) of a run: DS's prompts as a history law, its lengths by outcome."""
     rec = np.asarray(law["prompts"], dtype=np.int64).reshape(-1, 2)
     n = len(rec)
-    frame = pd.DataFrame({
-        "prompt_id": np.tile(np.arange(n), EPOCHS),
-        "epoch": np.repeat(np.arange(EPOCHS), n),
-        "correct": np.tile(rec[:, 0], EPOCHS),
-        "samples": np.tile(rec[:, 1], EPOCHS),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "prompt_id": np.tile(np.arange(n), EPOCHS),
+            "epoch": np.repeat(np.arange(EPOCHS), n),
+            "correct": np.tile(rec[:, 0], EPOCHS),
+            "samples": np.tile(rec[:, 1], EPOCHS),
+        }
+    )
     lengths = np.asarray(law["lengths"], dtype=np.int64).reshape(-1, 2)
     passed = lengths[:, 0] == 1
-    length_law = LengthLaw("empirical", pass_values=lengths[passed, 1],
-                           fail_values=lengths[~passed, 1])  # fmt: skip
+    length_law = LengthLaw(
+        "empirical", pass_values=lengths[passed, 1], fail_values=lengths[~passed, 1]
+    )
     return HistoryLaw(frame, "stream_real"), length_law
 
 
@@ -84,8 +87,17 @@ def knobs(allocator: str, over: float, inflight: int = 0, cost: float = 0.0) -> 
     return kw
 
 
-def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int,
-             inflight: int = 0, cost: float = 0.0):  # fmt: skip
+def simulate(
+    law,
+    setup,
+    meta: dict,
+    allocator: str,
+    schedule: str,
+    over: float,
+    seeds: int,
+    inflight: int = 0,
+    cost: float = 0.0,
+):
     """Mean over seeds of wall / rollouts / tokens / requests / rounds per effective group and
     utilisation of one strategy of the run's shape (streamed: the real loop's boundary;
     inflight: max_inflight; cost: sara-auto's request_cost)."""
@@ -93,18 +105,28 @@ def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float,
     if schedule == "stream":
         kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
     got = [
-        run_strategy(law, allocator, setup, k=meta["k"], groups=meta["groups"],
-                     steps=meta["steps"], seed=s, **kw)
+        run_strategy(
+            law,
+            allocator,
+            setup,
+            k=meta["k"],
+            groups=meta["groups"],
+            steps=meta["steps"],
+            seed=s,
+            **kw,
+        )
         for s in range(seeds)
-    ]  # fmt: skip
+    ]
     out = {
         key: statistics.fmean(g[col] for g in got)
-        for key, col in (("wall", "wall_per_effective_group_s"),
-                         ("rollouts", "rollouts_per_effective_group"),
-                         ("tokens", "tokens_per_effective_group"),
-                         ("requests", "requests_per_effective_group"),
-                         ("util", "time_utilisation"))
-    }  # fmt: skip
+        for key, col in (
+            ("wall", "wall_per_effective_group_s"),
+            ("rollouts", "rollouts_per_effective_group"),
+            ("tokens", "tokens_per_effective_group"),
+            ("requests", "requests_per_effective_group"),
+            ("util", "time_utilisation"),
+        )
+    }
     barriers = [g["rounds_per_step"] * g["steps"] / g["effective_groups"] for g in got]
     out["rounds"] = statistics.fmean(barriers) if schedule == "rounds" else 0.0  # per eff. group
     return out
@@ -114,10 +136,19 @@ def predict(meta: dict, run: dict, seeds: int = SEEDS, preset: str | None = None
     """{label: mean over seeds of wall / rollouts / tokens per effective group, utilisation}."""
     law, setup = model_of(meta, run, preset)
     return {
-        label: simulate(law, setup, meta, row["allocator"], row["schedule"], row["overprovision"],
-                        seeds, row.get("max_inflight", 0), row.get("request_cost", 0.0))
+        label: simulate(
+            law,
+            setup,
+            meta,
+            row["allocator"],
+            row["schedule"],
+            row["overprovision"],
+            seeds,
+            row.get("max_inflight", 0),
+            row.get("request_cost", 0.0),
+        )
         for label, row in run["rows"].items()
-    }  # fmt: skip
+    }
 
 
 def errors(rows: dict, pred: dict) -> dict:
@@ -141,23 +172,29 @@ def print_prediction(rows: dict, pred: dict, preset: str = "cpu-tiny") -> None:
     """The prediction beside the measurement, and the calibration error."""
     err = errors(rows, pred)
     pds = pred["ds rounds"]
-    print(f"\nwall-clock model ({preset} preset, this run's laws, mean of {SEEDS} simulated "
-          "runs) vs measured, ratios to DS by rounds")  # fmt: skip
-    print(f"{'strategy':<22}{'wall/eff s':>11}{'pred s':>8}{'wall/DS':>8}{'pred':>6}{'error':>7}"
-          f"{'roll/DS':>8}{'pred':>6}{'tok/DS':>7}{'pred':>6}{'req/eff':>8}{'pred':>6}"
-          f"{'util':>6}")  # fmt: skip
+    print(
+        f"\nwall-clock model ({preset} preset, this run's laws, mean of {SEEDS} simulated "
+        "runs) vs measured, ratios to DS by rounds"
+    )
+    print(
+        f"{'strategy':<22}{'wall/eff s':>11}{'pred s':>8}{'wall/DS':>8}{'pred':>6}{'error':>7}"
+        f"{'roll/DS':>8}{'pred':>6}{'tok/DS':>7}{'pred':>6}{'req/eff':>8}{'pred':>6}"
+        f"{'util':>6}"
+    )
     ds = rows["ds rounds"]
     for label, t in rows.items():
         p, (meas, pr, e) = pred[label], err[label]
         eff = t["eff"]
-        print(f"{label:<22}{_f(t['wall'] / eff if eff else None, '.4f'):>11}"
-              f"{p['wall']:>8.4f}{_f(meas):>8}{_f(pr):>6}{_f(e, '+.2f'):>7}"
-              f"{_f((t['rollouts'] / eff) / (ds['rollouts'] / ds['eff']) if eff else None):>8}"
-              f"{p['rollouts'] / pds['rollouts']:>6.2f}"
-              f"{_f((t['tokens'] / eff) / (ds['tokens'] / ds['eff']) if eff else None):>7}"
-              f"{p['tokens'] / pds['tokens']:>6.2f}"
-              f"{_f(t['requests'] / eff if eff and t.get('requests') else None):>8}"
-              f"{p['requests']:>6.2f}{p['util']:>6.2f}")  # fmt: skip
+        print(
+            f"{label:<22}{_f(t['wall'] / eff if eff else None, '.4f'):>11}"
+            f"{p['wall']:>8.4f}{_f(meas):>8}{_f(pr):>6}{_f(e, '+.2f'):>7}"
+            f"{_f((t['rollouts'] / eff) / (ds['rollouts'] / ds['eff']) if eff else None):>8}"
+            f"{p['rollouts'] / pds['rollouts']:>6.2f}"
+            f"{_f((t['tokens'] / eff) / (ds['tokens'] / ds['eff']) if eff else None):>7}"
+            f"{p['tokens'] / pds['tokens']:>6.2f}"
+            f"{_f(t['requests'] / eff if eff and t.get('requests') else None):>8}"
+            f"{p['requests']:>6.2f}{p['util']:>6.2f}"
+        )
     es = [abs(e) for _, _, e in err.values() if e is not None]
     if es:
         mean = statistics.fmean(es)

@@ -108,8 +108,10 @@ def run_engine(cfg: EngineConfig, submit, length, opens=None) -> EngineRun:
     length = np.asarray(length, dtype=np.int64).reshape(-1)
     opens = np.ones(len(length), bool) if opens is None else np.asarray(opens, bool).reshape(-1)
     if len(submit) != len(length) or len(opens) != len(length):
-        raise ParameterError("length", f"{len(length)} lengths for {len(submit)} submit times "
-                             f"and {len(opens)} request marks")  # fmt: skip
+        raise ParameterError(
+            "length",
+            f"{len(length)} lengths for {len(submit)} submit times and {len(opens)} request marks",
+        )
     if len(length) and (length.min() < 1 or not np.isfinite(submit).all()):
         raise ParameterError("length", "every request needs >= 1 token and a finite submit time")
     a, b, c, cap, d = check_config(cfg, "")  # a + b > 0: every block of iterations takes time

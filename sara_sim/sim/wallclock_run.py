@@ -126,8 +126,21 @@ def _collector(name, k, groups, seed, pool, kw):
     return make_collector(name, k=k, groups=groups, seed=seed, **kw)
 
 
-def run_strategy(law, strategy, setup, *, k=8, groups=64, steps=20, seed=0, pool=1024,
-                 trace_step=None, schedule="rounds", boundary="carry", **kw):  # fmt: skip
+def run_strategy(
+    law,
+    strategy,
+    setup,
+    *,
+    k=8,
+    groups=64,
+    steps=20,
+    seed=0,
+    pool=1024,
+    trace_step=None,
+    schedule="rounds",
+    boundary="carry",
+    **kw,
+):
     """Run `strategy` for `steps` steps (fewer if a history runs out) against the engine model,
     round by round or streamed (``stream.py``; the engine's slots bound what is in flight).
     Returns totals and per-step rows; `trace` is the engine's running count over step
@@ -158,10 +171,17 @@ def _run_rounds(col, src, setup, seed, steps):
         t0, first, req0 = timer.t, len(timer.runs), timer.requests
         res = col.collect_step(stream, timer)
         runs = [run for _, run in timer.runs[first:]]
-        rows.append(_step_row(res, timer.t - t0, sum(run.busy for run in runs), res.rounds,
-                              sum(run.iterations for run in runs),
-                              sum(run.busy_slot_seconds for run in runs),
-                              requests=timer.requests - req0))  # fmt: skip
+        rows.append(
+            _step_row(
+                res,
+                timer.t - t0,
+                sum(run.busy for run in runs),
+                res.rounds,
+                sum(run.iterations for run in runs),
+                sum(run.busy_slot_seconds for run in runs),
+                requests=timer.requests - req0,
+            )
+        )
         segments += [seg for _, run in timer.runs[first:] for seg in run.segments]
         marks.append(len(segments))
         if res.stream_exhausted:
@@ -182,9 +202,19 @@ def _run_stream(col, src, setup, seed, steps, boundary):
         t0, tok0, it0, bss0 = eng.t, eng.tokens, eng.iterations, eng.busy_slot_seconds
         can0, cantok0, req0 = live.cancelled, live.cancelled_tokens, live.requests
         res = drv.collect_step(stream)
-        rows.append(_step_row(res, eng.t - t0, eng.tokens - tok0, math.nan, eng.iterations - it0,
-                              eng.busy_slot_seconds - bss0, live.cancelled - can0,
-                              live.cancelled_tokens - cantok0, live.requests - req0))  # fmt: skip
+        rows.append(
+            _step_row(
+                res,
+                eng.t - t0,
+                eng.tokens - tok0,
+                math.nan,
+                eng.iterations - it0,
+                eng.busy_slot_seconds - bss0,
+                live.cancelled - can0,
+                live.cancelled_tokens - cantok0,
+                live.requests - req0,
+            )
+        )
         marks.append(len(eng.segments))
         if res.stream_exhausted:
             break
@@ -197,8 +227,9 @@ def _run_stream(col, src, setup, seed, steps, boundary):
     return rows, eng.segments, marks
 
 
-def _step_row(res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelled_tokens=0,
-              requests=0):  # fmt: skip
+def _step_row(
+    res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelled_tokens=0, requests=0
+):
     return {
         "wall_s": wall,
         "rollouts": res.rollouts,

@@ -48,25 +48,38 @@ def test_no_module_spells_out_a_list_of_strategy_names():
 def test_defaults_are_written_once():
     opts = sim_module.OPTIONS
     assert opts["tau_low"] == SARA.tau_low and opts["max_rounds"] == SARA.max_rounds
-    args = build_parser().parse_args(["simulate", "--strategy", "sara", "--difficulty", "x"] + [
-        "--k", "8"])  # fmt: skip
+    args = build_parser().parse_args(
+        ["simulate", "--strategy", "sara", "--difficulty", "x"] + ["--k", "8"]
+    )
     assert args.tau_low == SARA.tau_low
     col = allocator.make_collector("sara", groups=4)
-    assert (col.tau_low, col.eb_window, col.max_rounds) == (0.2, 4, 100) == (
-        SARA.tau_low, SARA.eb_window, SARA.max_rounds)  # fmt: skip
+    assert (
+        (col.tau_low, col.eb_window, col.max_rounds)
+        == (0.2, 4, 100)
+        == (SARA.tau_low, SARA.eb_window, SARA.max_rounds)
+    )
     ds = allocator.make_collector("ds", groups=4)
     assert ds.max_num_gen_batches == DSParams().max_num_gen_batches and ds.gen_batch_size == 4
     assert informed.INFORMED_DEFAULTS == {
-        "rho": HISTORY.rho, "kappa": HISTORY.kappa, "explore": HISTORY.explore,
-        "max_skip": HISTORY.max_skip, "rule": HISTORY.rule}  # fmt: skip
+        "rho": HISTORY.rho,
+        "kappa": HISTORY.kappa,
+        "explore": HISTORY.explore,
+        "max_skip": HISTORY.max_skip,
+        "rule": HISTORY.rule,
+    }
     assert informed.SELECTOR_RATIO == HISTORY.ratio
     h = informed.PromptHistory()
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (
-        HISTORY.rho, HISTORY.kappa, HISTORY.explore, HISTORY.max_skip)  # fmt: skip
+        HISTORY.rho,
+        HISTORY.kappa,
+        HISTORY.explore,
+        HISTORY.max_skip,
+    )
     hist = strategies.default_params("sara-history", 8)
     assert all(hist[key] == val for key, val in informed.INFORMED_DEFAULTS.items())
     assert inspect.signature(informed.PromptHistory.plan).parameters["tau_low"].default is (
-        inspect.Parameter.empty)  # fmt: skip
+        inspect.Parameter.empty
+    )
 
 
 def test_make_collector_takes_the_parameter_object_or_its_fields():

@@ -67,8 +67,10 @@ def test_without_carrying_a_step_drops_its_surplus_and_open_groups_as_spent():
     assert on.carried + held > 0  # this setting does carry: the check below can fail
     assert off.rollouts == on.rollouts and off.groups == on.groups
     assert off.waste == on.waste + 8 * on.carried + held
-    steps = {c: [first[c]] + [col.collect_step(streams[c], _sample) for _ in range(5)]
-             for c, col in cols.items()}  # fmt: skip
+    steps = {
+        c: [first[c]] + [col.collect_step(streams[c], _sample) for _ in range(5)]
+        for c, col in cols.items()
+    }
     assert all(r.carried == 0 and r.carried_open == 0 for r in steps[False])
     assert not cols[False].open and not cols[False].done_groups
     cost = {

@@ -34,8 +34,9 @@ def test_the_flags_reach_the_collectors(tmp_path):
         argv = ["validate", "--allocator", name, "--no-carry", "--task-size", "16"]
         col = check_config(run_config(p.parse_args([*argv, "--out", str(tmp_path / name)])))
         assert col.collector.params.carry is False and col.collector.rc.carry is False
-    a = p.parse_args(["validate", "--allocator", "ds-verl3n", "--groups", "5",
-                      "--out", str(tmp_path / "v")])  # fmt: skip
+    a = p.parse_args(
+        ["validate", "--allocator", "ds-verl3n", "--groups", "5", "--out", str(tmp_path / "v")]
+    )
     assert check_config(run_config(a)).collector.gen_batch_size == 15  # verl's 3N
     a = p.parse_args(["validate", "--allocator", "ds", "--groups", "5", "--out", str(tmp_path)])
     assert check_config(run_config(a)).collector.gen_batch_size == 5
@@ -54,8 +55,10 @@ def test_no_carry_drops_what_sara_carries():
         rng, rate = np.random.default_rng(0), {}
 
         def sample(requests):
-            return [[int(x) for x in rng.random(r.n) < rate.setdefault(r.prompt_id,
-                     rng.beta(0.5, 0.5))] for r in requests]  # fmt: skip
+            return [
+                [int(x) for x in rng.random(r.n) < rate.setdefault(r.prompt_id, rng.beta(0.5, 0.5))]
+                for r in requests
+            ]
 
         stream = iter(range(10**6))
         return [col.collect_step(stream, sample) for _ in range(6)]

@@ -325,13 +325,28 @@ def test_every_allocator_knob_reaches_the_collector():
     col = check_config(run_config(a)).collector
     assert (col.probe, col.increment, col.max_rounds, col.eb_window) == (2, 3, 7, 2)
     assert (col.tau_low, col.tau_high, col.prior, col.capacity, col.rule) == (
-        0.1, 0.9, (2.0, 3.0), 40, "tau"
-    )  # fmt: skip
+        0.1,
+        0.9,
+        (2.0, 3.0),
+        40,
+        "tau",
+    )
     h, sel = col.informed, col.selector
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (0.5, 2.0, 0.25, 5)
     assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
-    a = p.parse_args(["validate", "--allocator", "ds", "--out", "/tmp/unused",
-                      "--gen-batch-size", "5", "--max-num-gen-batches", "3"])  # fmt: skip
+    a = p.parse_args(
+        [
+            "validate",
+            "--allocator",
+            "ds",
+            "--out",
+            "/tmp/unused",
+            "--gen-batch-size",
+            "5",
+            "--max-num-gen-batches",
+            "3",
+        ]
+    )
     col = check_config(run_config(a)).collector
     assert (col.gen_batch_size, col.max_num_gen_batches) == (5, 3)
 

@@ -45,8 +45,10 @@ class FakeEngine:
         out = []
         for p, n, sd in zip(prompts, ns, seeds, strict=True):
             rate = self.rate(int(p[1:]))
-            cs = [Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1],
-                             [-float(s), -0.1]) for s in sd]  # fmt: skip
+            cs = [
+                Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1], [-float(s), -0.1])
+                for s in sd
+            ]
             assert len(cs) == n
             self.log.setdefault(p, []).extend(cs)
             out.append(PromptResult(p, [2, 3], cs))
@@ -89,8 +91,9 @@ def test_state_survives_a_pickle_round_trip_and_continues_identically():
                 rc.load_state_dict(state[0])
                 stream = PromptStream(task)
                 stream.load_state_dict(state[1])
-            ids.append([(g.prompt_id, [s.token_ids for s in g.samples])
-                        for g in rc.collect(stream).groups])  # fmt: skip
+            ids.append(
+                [(g.prompt_id, [s.token_ids for s in g.samples]) for g in rc.collect(stream).groups]
+            )
         return ids
 
     assert run(split=3) == run(split=-1)

@@ -22,8 +22,10 @@ def test_grpo_is_group_advantages_and_dr_grpo_only_centres():
     assert a[1] == [0, 0, 0, 0]
     assert advantages([MIXED], "grpo", std_norm=False) == advantages([MIXED], "dr-grpo")
     assert advantages([MIXED, PASS, FAIL], "dr-grpo") == [
-        [0.75, -0.25, -0.25, -0.25], [0, 0, 0, 0], [0, 0, 0, 0]
-    ]  # fmt: skip
+        [0.75, -0.25, -0.25, -0.25],
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+    ]
 
 
 def test_rloo_subtracts_the_mean_of_the_other_rollouts():

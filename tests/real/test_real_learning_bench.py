@@ -232,8 +232,10 @@ def test_each_task_starts_from_its_own_tiny_model(tmp_path):
     from real.models.tiny import STAMP, TinySettings
 
     bench = _bench()
-    pick = [bench.start_settings(Namespace(task=t, test_model=m)) for t, m in
-            (("arithmetic", False), ("reasoning", False), ("reasoning", True))]  # fmt: skip
+    pick = [
+        bench.start_settings(Namespace(task=t, test_model=m))
+        for t, m in (("arithmetic", False), ("reasoning", False), ("reasoning", True))
+    ]
     assert pick == [TinySettings.graded(), TinySettings.reasoning(), TinySettings.test()]
     folder = tmp_path / "m"
     folder.mkdir()

@@ -96,9 +96,13 @@ def test_a_rebuild_on_another_thread_count_and_a_loaded_machine_gives_the_same_m
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])]
     try:
         done = subprocess.run(
-            [sys.executable, "-c", code, str(tmp_path / "again"), str(threads)], env=env,
-            capture_output=True, text=True, timeout=1200, check=False,
-        )  # fmt: skip
+            [sys.executable, "-c", code, str(tmp_path / "again"), str(threads)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            check=False,
+        )
     finally:
         for h in hogs:
             h.kill()

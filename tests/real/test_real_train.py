@@ -220,8 +220,13 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     assert main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *common]) == 0
     text = capsys.readouterr().out
     assert "allocator comparison" in text and "sara-eb" in text and "uniform" in text
-    for name in ("compare_eval_vs_rollouts.png", "compare_cost.png", "compare_rounds.png",
-                 "compare.csv", "compare.json"):  # fmt: skip
+    for name in (
+        "compare_eval_vs_rollouts.png",
+        "compare_cost.png",
+        "compare_rounds.png",
+        "compare.csv",
+        "compare.json",
+    ):
         assert (out / name).stat().st_size > 0
     # a second compare into the same folder: refused without a flag, nothing changed
     before = (out / "sara-eb" / "metrics.jsonl").read_text()
@@ -230,14 +235,30 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     assert (out / "sara-eb" / "metrics.jsonl").read_text() == before
     # --resume continues every run of the compare (3 steps now), the lines of steps 0-1 kept
     more = [*common, "--steps", "3"]  # the later --steps wins
-    assert main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *more,
-                 "--resume"]) == 0  # fmt: skip
+    assert (
+        main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *more, "--resume"])
+        == 0
+    )
     rows = read_metrics(out / "sara-eb" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert (out / "sara-eb" / "metrics.jsonl").read_text().startswith(before)
     # a changed experiment is refused on resume, naming what changed
-    assert main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *more,
-                 "--resume", "--lr", "0.01"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "compare",
+                "--allocators",
+                "uniform,sara-eb",
+                "--out",
+                str(out),
+                *more,
+                "--resume",
+                "--lr",
+                "0.01",
+            ]
+        )
+        == 2
+    )
     assert "lr=" in capsys.readouterr().err
     # --overwrite starts over: the earlier compare's runs are not left stale beside the new one
     assert main(["compare", "--allocators", "ds", "--out", str(out), *common, "--overwrite"]) == 0
@@ -250,8 +271,10 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
 def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, engine, tmp_path):
     from sara_sim.core.errors import ParameterError
 
-    s = train(_cfg(tiny_dir, tmp_path / "cd", task="countdown", allocator="uniform", steps=1),
-              engine=engine)  # fmt: skip
+    s = train(
+        _cfg(tiny_dir, tmp_path / "cd", task="countdown", allocator="uniform", steps=1),
+        engine=engine,
+    )
     assert s["steps"] == 1 and s["rollouts"] == 6 * 8  # the arithmetic model cannot solve it
     with pytest.raises(ParameterError, match="--max-tokens"):
         train(_cfg(tiny_dir, tmp_path / "long", max_tokens=5000), engine=engine)

@@ -92,8 +92,10 @@ def test_length_benchmark_refuses_an_unknown_task_before_any_build(capsys, scrip
     mod = script("benchmarks/investigations/claim_run/reasoning_lengths.py")
     assert mod.main(["--task", "arithmetic"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("reasoning_lengths: error: --task: must be one of reasoning, reasoning-long, "
-                   "got 'arithmetic'")  # fmt: skip
+    assert err == (
+        "reasoning_lengths: error: --task: must be one of reasoning, reasoning-long, "
+        "got 'arithmetic'"
+    )
     assert mod.MODELS["reasoning-long"] == "reasoning_long"
 
 
@@ -126,9 +128,11 @@ def test_committed_claim_2_run_gives_its_pooled_verdicts():
     data = load_claims()
     assert data.sources[REASONING_LONG] == ["reasoning_long", "reasoning_long_more"]
     row = claim_tokens(data, REASONING_LONG, 0.02)
-    want = ("sara: tokens 0.830x / rollouts 0.828x = 1.003 [0.978, 1.028]",
-            "sara-auto: tokens 0.704x / rollouts 0.735x = 0.957 [0.939, 0.976]",
-            "sara-dps: tokens 0.828x / rollouts 0.897x = 0.924 [0.906, 0.941]")  # fmt: skip
+    want = (
+        "sara: tokens 0.830x / rollouts 0.828x = 1.003 [0.978, 1.028]",
+        "sara-auto: tokens 0.704x / rollouts 0.735x = 0.957 [0.939, 0.976]",
+        "sara-dps: tokens 0.828x / rollouts 0.897x = 0.924 [0.906, 0.941]",
+    )
     assert row["ours (90 % interval)"] == "; ".join(want) and row["seeds"] == "8"
     assert row["verdict"] == (
         "sara: no effect larger than 0.978x; sara-auto: confirmed; sara-dps: confirmed"

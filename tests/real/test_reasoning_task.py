@@ -92,8 +92,13 @@ def test_cache_keys_of_earlier_models_are_unchanged():
 
 def test_length_laws_per_outcome():
     laws = tiny_sample.length_laws([(5, True), (7, True), (20, False), (32, False), (9, False)], 32)
-    assert laws["pass"] == {"n": 2, "mean": 6.0, "median": 6.0, "p90": pytest.approx(6.8),
-                            "at_cap": 0.0}  # fmt: skip
+    assert laws["pass"] == {
+        "n": 2,
+        "mean": 6.0,
+        "median": 6.0,
+        "p90": pytest.approx(6.8),
+        "at_cap": 0.0,
+    }
     assert laws["fail"]["n"] == 3 and laws["fail"]["at_cap"] == pytest.approx(1 / 3)
     assert tiny_sample.length_laws([(5, True)], 32)["fail"]["mean"] is None
 

@@ -333,10 +333,20 @@ def test_validate_engine_url_trains_pushes_resumes_same_contract(
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert json.loads(p.stdout.splitlines()[-1])["steps"] == 3
     ref = train(
-        Config(model=str(tiny_dir), allocator="sara", k=8, groups=4, steps=1, eval_every=2,
-               eval_problems=16, eval_samples=2, out=str(tmp_path / "inproc"), progress=False),
+        Config(
+            model=str(tiny_dir),
+            allocator="sara",
+            k=8,
+            groups=4,
+            steps=1,
+            eval_every=2,
+            eval_problems=16,
+            eval_samples=2,
+            out=str(tmp_path / "inproc"),
+            progress=False,
+        ),
         engine=engine,
-    )  # fmt: skip
+    )
     ref_row = read_metrics(tmp_path / "inproc" / "metrics.jsonl")[0]
     # the in-process run's metrics contract, key for key: its one line is a first line (the
     # start model's per-problem wins) and an evaluated one
@@ -360,9 +370,29 @@ def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
 
     out = tmp_path / "audit"
     taus = "0.2,0.5,0.7"
-    p = _cli("audit", "--engine-url", servers["urls"][0], "--model", str(tiny_dir), "--task",
-             "arithmetic", "--prompts", "24", "--k", "8", "--passes", "2", "--train-steps", "1",
-             "--tau-grid", taus, "--bootstrap", "40", "--out", str(out))  # fmt: skip
+    p = _cli(
+        "audit",
+        "--engine-url",
+        servers["urls"][0],
+        "--model",
+        str(tiny_dir),
+        "--task",
+        "arithmetic",
+        "--prompts",
+        "24",
+        "--k",
+        "8",
+        "--passes",
+        "2",
+        "--train-steps",
+        "1",
+        "--tau-grid",
+        taus,
+        "--bootstrap",
+        "40",
+        "--out",
+        str(out),
+    )
     assert "recommended: --allocator" in p.stdout and "audit:" in p.stderr  # table; progress bar
     frame = load_history(out / "history.csv")  # sara-sim's reader accepts it
     assert len(frame) == 48 and set(frame["samples"]) == {8} and set(frame["epoch"]) == {0, 1}

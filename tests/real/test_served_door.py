@@ -156,8 +156,22 @@ def test_a_model_of_another_architecture_is_refused_at_the_door(
     server, tiny_dir, other_dir, tmp_path
 ):
     out = tmp_path / "run"
-    p = _cli("validate", "--engine-url", server, "--model", str(other_dir), "--k", "4", "--groups",
-             "2", "--steps", "1", "--no-progress", "--out", str(out))  # fmt: skip
+    p = _cli(
+        "validate",
+        "--engine-url",
+        server,
+        "--model",
+        str(other_dir),
+        "--k",
+        "4",
+        "--groups",
+        "2",
+        "--steps",
+        "1",
+        "--no-progress",
+        "--out",
+        str(out),
+    )
     _one_line_error(
         p,
         f"--model: {other_dir} does not fit the model served at {server} ({tiny_dir}): "

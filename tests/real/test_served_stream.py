@@ -464,8 +464,10 @@ def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server)
     rids, ended, left, mid, got, served, m1, books = out
     done = sum(f.completion.n_tokens for f in ended)
     total = done + (len(left) + busy) * long
-    print(f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
-          f"aborted ({got} counted), the server generated {served} of {total}")  # fmt: skip
+    print(
+        f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
+        f"aborted ({got} counted), the server generated {served} of {total}"
+    )
     assert sorted(left) == [rids[i] for i in never] and mid[running] == SEQS and mid[waiting] > 0
     assert all(f.completion.finish_reason == "stop" for f in ended)
     assert all(f.completion.n_tokens < long // 4 for f in ended)
@@ -541,8 +543,9 @@ def test_trl_trains_against_a_real_server(server, tiny_dir, hf_model, tmp_path, 
     ev = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in held])
     ds, spy = _dataset(), Spy()
     args = _args(tmp_path / "out", 2, per_device_eval_batch_size=16, num_generations_eval=2)
-    sara = SaraRollout(args, ds, [spy.correct], "sara", engine=server, schedule=schedule,
-                       eval_dataset=ev)  # fmt: skip
+    sara = SaraRollout(
+        args, ds, [spy.correct], "sara", engine=server, schedule=schedule, eval_dataset=ev
+    )
     check, gaps = _served_weights_check(server, "12+34=")
     pushes = server.pusher.pushes
 

@@ -250,21 +250,24 @@ def _visit_seeded(rc, seed):
 def test_schedule_flags_reach_the_collector():
     from real.app.checks import check_config
 
-    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
-                                   "--max-inflight", "2"])  # fmt: skip
+    a = build_parser().parse_args(
+        ["validate", "--out", "/tmp/unused", "--schedule", "stream", "--max-inflight", "2"]
+    )
     cfg = run_config(a)
     col = check_config(cfg).collector
     assert cfg.alloc.schedule == "stream" and col.rc.max_inflight == 2
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--overprovision", "1.5"])
     assert check_config(run_config(a)).collector.rc.overprovision == 1.5
-    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
-                                   "--overprovision", "2"])  # fmt: skip
+    a = build_parser().parse_args(
+        ["validate", "--out", "/tmp/unused", "--schedule", "stream", "--overprovision", "2"]
+    )
     assert check_config(run_config(a)).collector.rc.overprovision == 2.0  # the stream's fill
 
 
 @pytest.mark.integration
-def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_model, tmp_path,
-                                                          monkeypatch, capsys):  # fmt: skip
+def test_sara_real_validate_streams_end_to_end_and_resumes(
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
+):
     """`sara-real validate --schedule stream` at toy size: steps with cancelled counts in their
     lines; a resumed run samples what an uninterrupted one does; a changed schedule is refused."""
     import json
@@ -281,8 +284,21 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_
         assert main([*argv, "--steps", "3", "--out", str(tmp_path / "ref")]) == 0
         assert main([*argv, "--steps", "2", "--out", str(tmp_path / "cut")]) == 0
         capsys.readouterr()
-        assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--schedule", "rounds",
-                     "--resume"]) == 2  # fmt: skip
+        assert (
+            main(
+                [
+                    *argv,
+                    "--steps",
+                    "3",
+                    "--out",
+                    str(tmp_path / "cut"),
+                    "--schedule",
+                    "rounds",
+                    "--resume",
+                ]
+            )
+            == 2
+        )
         assert "schedule" in capsys.readouterr().err
         assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--resume"]) == 0
         line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -378,8 +394,11 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     assert (
         rows["sara stream eager"]["max_inflight"] == 4 and rows["sara stream"]["max_inflight"] == 0
     )
-    one = real_bench["measure"](engine, _arith(), argparse.Namespace(**{
-        **vars(args), "steps": 1, "strategies": "sara stream"}))  # fmt: skip
+    one = real_bench["measure"](
+        engine,
+        _arith(),
+        argparse.Namespace(**{**vars(args), "steps": 1, "strategies": "sara stream"}),
+    )
     assert list(one["rows"]) == ["ds rounds", "sara stream"]  # DS by rounds: always the reference
     ds = rows["ds rounds"]
     assert real_bench["ratio"](ds, ds, "rollouts") == 1.0

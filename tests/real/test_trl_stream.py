@@ -20,8 +20,11 @@ def _stamp_versions(sara, engine, monkeypatch):
     per push), each step's sampler and the groups it hands TRL; the books the test reads."""
     books = {"version": 0, "stamp": {}, "samplers": [], "groups": [], "landed": []}
     push, land, open_stream, claim = (
-        engine.push_weights, sara.land, sara.open_stream, sara.store.claim
-    )  # fmt: skip
+        engine.push_weights,
+        sara.land,
+        sara.open_stream,
+        sara.store.claim,
+    )
 
     def pushed(model):
         push(model)
@@ -95,8 +98,9 @@ def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
     assert sum(r["cancelled"] for r in sara.step_log) > 0  # the stream did abort rollouts
 
 
-def test_cli_trl_schedule_stream_runs_and_resumes(tiny_dir, engine, hf_model, tmp_path,
-                                                  monkeypatch):  # fmt: skip
+def test_cli_trl_schedule_stream_runs_and_resumes(
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch
+):
     """`sara-real validate --trainer trl --schedule stream`: streamed steps with their cancelled
     rollouts in the native lines; a --resume restores the stream driver's state and continues."""
     import real.sampling.build

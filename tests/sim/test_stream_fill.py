@@ -51,8 +51,9 @@ def test_the_extra_probes_taper_as_the_step_fills(over, done):
 def _drive(name, over, steps=6, groups=12, seed=0):
     law = parse_law("beta:0.6,0.6")
     src = OutcomeSource(law, seed, pool=4096)
-    col = make_collector(name, k=8, groups=groups, seed=seed, epoch_size=src.pool,
-                         overprovision=over)  # fmt: skip
+    col = make_collector(
+        name, k=8, groups=groups, seed=seed, epoch_size=src.pool, overprovision=over
+    )
     live = Live(SETUP, src, seed)
     drv = stream_driver(col, live, SETUP.engine.max_num_seqs, "fresh")
     stream = src.stream()
@@ -127,9 +128,14 @@ def test_stream_fill_sweeps_the_knob_on_a_run_s_laws(script, capsys):
     lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (4 - c)]
     meta = {"k": 4, "groups": 2, "steps": 2, "max_num_seqs": 16}
     out = stream_fill.sweep(meta, {"law": {"prompts": prompts, "lengths": lengths}}, [1.0, 2.0], 1)
-    assert list(out) == [("ds rounds", 1.0), ("ds stream", 1.0), ("sara stream", 1.0),
-                         ("sara stream", 2.0), ("sara-auto stream", 1.0),
-                         ("sara-auto stream", 2.0)]  # fmt: skip
+    assert list(out) == [
+        ("ds rounds", 1.0),
+        ("ds stream", 1.0),
+        ("sara stream", 1.0),
+        ("sara stream", 2.0),
+        ("sara-auto stream", 1.0),
+        ("sara-auto stream", 2.0),
+    ]
     stream_fill.table(out)
     lines = capsys.readouterr().out.splitlines()
     cells = lines[1].split()

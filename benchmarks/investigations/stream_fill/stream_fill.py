@@ -39,8 +39,10 @@ def sweep(meta, run, overs, seeds):
     from sara_sim.sim.stream_predict import model_of, simulate
 
     law, setup = model_of(meta, run)
-    out = {("ds rounds", 1.0): simulate(law, setup, meta, "ds", "rounds", 1.0, seeds),
-           ("ds stream", 1.0): simulate(law, setup, meta, "ds", "stream", 1.0, seeds)}  # fmt: skip
+    out = {
+        ("ds rounds", 1.0): simulate(law, setup, meta, "ds", "rounds", 1.0, seeds),
+        ("ds stream", 1.0): simulate(law, setup, meta, "ds", "stream", 1.0, seeds),
+    }
     for name in ("sara", "sara-auto"):
         for o in overs:
             out[f"{name} stream", o] = simulate(law, setup, meta, name, "stream", o, seeds)
@@ -49,12 +51,16 @@ def sweep(meta, run, overs, seeds):
 
 def table(out):
     ds, dss = out["ds rounds", 1.0], out["ds stream", 1.0]
-    print(f"{'strategy':<18}{'over':>6}{'wall/eff s':>11}{'wall/DS':>8}{'wall/DSs':>9}"
-          f"{'roll/DS':>8}{'tok/DS':>7}{'util':>6}")  # fmt: skip
+    print(
+        f"{'strategy':<18}{'over':>6}{'wall/eff s':>11}{'wall/DS':>8}{'wall/DSs':>9}"
+        f"{'roll/DS':>8}{'tok/DS':>7}{'util':>6}"
+    )
     for (label, o), r in out.items():
-        print(f"{label:<18}{o:>6g}{r['wall']:>11.4f}{r['wall'] / ds['wall']:>8.3f}"
-              f"{r['wall'] / dss['wall']:>9.3f}{r['rollouts'] / ds['rollouts']:>8.3f}"
-              f"{r['tokens'] / ds['tokens']:>7.3f}{r['util']:>6.2f}")  # fmt: skip
+        print(
+            f"{label:<18}{o:>6g}{r['wall']:>11.4f}{r['wall'] / ds['wall']:>8.3f}"
+            f"{r['wall'] / dss['wall']:>9.3f}{r['rollouts'] / ds['rollouts']:>8.3f}"
+            f"{r['tokens'] / ds['tokens']:>7.3f}{r['util']:>6.2f}"
+        )
 
 
 def main(argv=None):
@@ -73,10 +79,12 @@ def main(argv=None):
         return 2
     d = json.loads(Path(a.run).read_text())
     meta = d["meta"]
-    print(f"streamed SARA's fill knob on the wall-clock model: cpu-tiny preset, max_num_seqs "
-          f"{meta['max_num_seqs']}, the laws of {Path(a.run).name} (task {meta['task']}), k "
-          f"{meta['k']}, {meta['groups']} groups/step, {meta['steps']} steps, boundary fresh, "
-          f"mean of {a.seeds} simulated runs")  # fmt: skip
+    print(
+        f"streamed SARA's fill knob on the wall-clock model: cpu-tiny preset, max_num_seqs "
+        f"{meta['max_num_seqs']}, the laws of {Path(a.run).name} (task {meta['task']}), k "
+        f"{meta['k']}, {meta['groups']} groups/step, {meta['steps']} steps, boundary fresh, "
+        f"mean of {a.seeds} simulated runs"
+    )
     table(sweep(meta, d, overs, a.seeds))
     return 0
 
