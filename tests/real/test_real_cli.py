@@ -334,19 +334,8 @@ def test_every_allocator_knob_reaches_the_collector():
     h, sel = col.informed, col.selector
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (0.5, 2.0, 0.25, 5)
     assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
-    a = p.parse_args(
-        [
-            "validate",
-            "--allocator",
-            "ds",
-            "--out",
-            "/tmp/unused",
-            "--gen-batch-size",
-            "5",
-            "--max-num-gen-batches",
-            "3",
-        ]
-    )
+    ds = ["validate", "--allocator", "ds", "--out", "/tmp/unused"]
+    a = p.parse_args([*ds, "--gen-batch-size", "5", "--max-num-gen-batches", "3"])
     col = check_config(run_config(a)).collector
     assert (col.gen_batch_size, col.max_num_gen_batches) == (5, 3)
 

@@ -160,27 +160,20 @@ def test_pick_sends_each_request_to_the_least_loaded_server():
     assert eng.requests == Counter({"http://a": 4, "http://b": 4})
 
 
-def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
+def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path, capsys):
+    from real.app.cli import main
+
     for bad, msg in (
         ("localhost:8000", "is not an http"),
         ("http://a:1,http://a:1", "twice"),
         ("http://a:1,,http://b:2", "--engine-url: element 2 of 'http://a:1,,http://b:2' is empty"),
     ):
-        p = subprocess.run(
-            [sys.executable, "-m", "real.app.cli", "validate", "--engine-url", bad]
-            + ["--out", str(tmp_path / "o")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        assert p.returncode == 2 and msg in p.stderr and len(p.stderr.splitlines()) == 1
-    p = subprocess.run(
-        [sys.executable, "-m", "real.app.cli", "serve", "--port", "0"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert p.returncode == 2 and "--port: must be an integer in 1..65535" in p.stderr
+        rc = main(["validate", "--engine-url", bad, "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert rc == 2 and msg in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+    assert main(["serve", "--port", "0"]) == 2
+    assert "--port: must be an integer in 1..65535" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- real servers
@@ -370,29 +363,10 @@ def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
 
     out = tmp_path / "audit"
     taus = "0.2,0.5,0.7"
-    p = _cli(
-        "audit",
-        "--engine-url",
-        servers["urls"][0],
-        "--model",
-        str(tiny_dir),
-        "--task",
-        "arithmetic",
-        "--prompts",
-        "24",
-        "--k",
-        "8",
-        "--passes",
-        "2",
-        "--train-steps",
-        "1",
-        "--tau-grid",
-        taus,
-        "--bootstrap",
-        "40",
-        "--out",
-        str(out),
-    )
+    argv = ["audit", "--engine-url", servers["urls"][0], "--model", str(tiny_dir)]
+    argv += ["--task", "arithmetic", "--prompts", "24", "--k", "8", "--passes", "2"]
+    argv += ["--train-steps", "1", "--tau-grid", taus, "--bootstrap", "40", "--out", str(out)]
+    p = _cli(*argv)
     assert "recommended: --allocator" in p.stdout and "audit:" in p.stderr  # table; progress bar
     frame = load_history(out / "history.csv")  # sara-sim's reader accepts it
     assert len(frame) == 48 and set(frame["samples"]) == {8} and set(frame["epoch"]) == {0, 1}

@@ -232,21 +232,8 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
     )  # share it
 
     def common(steps=2):
-        return [
-            "--model",
-            str(tiny_dir),
-            "--k",
-            "8",
-            "--groups",
-            "4",
-            "--steps",
-            str(steps),
-            "--eval-every",
-            "2",
-            "--eval-problems",
-            "8",
-            "--no-progress",
-        ]
+        size = ["--k", "8", "--groups", "4", "--steps", str(steps), "--eval-every", "2"]
+        return ["--model", str(tiny_dir), *size, "--eval-problems", "8", "--no-progress"]
 
     n_out, t_out = tmp_path / "n", tmp_path / "t"
     assert main(["validate", *common(), "--allocator", "sara", "--out", str(n_out)]) == 0
