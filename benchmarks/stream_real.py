@@ -48,7 +48,7 @@ from pathlib import Path
 import real.base.env  # noqa: F401  (before torch / vllm)
 from sara_sim.core.errors import ParameterError, check_choice, check_int
 
-STRATEGIES = [  # (label, allocator, schedule, overprovision, eager, request_cost)
+STRATEGIES = [  # (label, strategy, schedule, overprovision, eager, request_cost)
     ("ds rounds", "ds", "rounds", 1.0, False, 0.0),
     ("sara rounds", "sara", "rounds", 1.0, False, 0.0),
     ("sara rounds x1.5", "sara", "rounds", 1.5, False, 0.0),
@@ -76,12 +76,12 @@ BOOKS = ("iterations", "requests", "api_cpu", "core_cpu")  # EngineBooks' (serve
 
 
 class Run:
-    """One strategy's collector, prompt stream and totals."""
+    """One strategy's collector, prompt source and totals."""
 
     def __init__(self, engine, task, args, label, name, schedule, over, eager, cost):
-        from real.rollout.collect import RolloutCollector
-        from real.tasks import PromptStream
-        from sara_sim.collect.allocator import make_collector
+        from real.rollout.collect import RolloutDriver
+        from real.tasks import PromptSource
+        from sara_sim.collect.collectors import make_collector
         from sara_sim.sim.stream_predict import knobs
 
         # eager: a prompt's k rollouts go out at once (max_inflight k), the rule still decides
@@ -95,12 +95,12 @@ class Run:
             schedule=schedule,
             **knobs(name, over, inflight, cost),
         )
-        self.rc = RolloutCollector(
+        self.rc = RolloutDriver(
             engine, task, col, args.k, seed=args.seed, max_tokens=args.max_tokens, schedule=schedule
         )
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
         self.inflight, self.cost = inflight, cost
-        self.stream = PromptStream(task, seed=args.seed)
+        self.stream = PromptSource(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
@@ -141,7 +141,7 @@ class Run:
         return {
             **self.tot,
             "median_rounds": statistics.median(self.rounds),
-            "allocator": self.name,
+            "strategy": self.name,
             "schedule": self.schedule,
             "overprovision": self.over,
             "max_inflight": self.inflight,
@@ -421,12 +421,12 @@ class engine_for:
 
     def __enter__(self):
         from real.sampling.client import ServerEngine
-        from real.sampling.engine import Engine
+        from real.sampling.engine import VLLMEngine
         from real.sampling.serve import free_port, start_server, wait_ready
 
         a = self.args
         if not (a.serve or a.engine_url):
-            eng = Engine(a.model, seed=0)
+            eng = VLLMEngine(a.model, seed=0)
             return eng, eng.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs, None
         url = a.engine_url
         if a.serve:  # the in-process engine's max_num_seqs (a CPU server's default is 128)

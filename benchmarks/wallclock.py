@@ -6,7 +6,7 @@ save), measured in one run on the wall-clock engine model.
 Paper-like setting: k 8, the DeepScaleR history law over epochs 0-52, lognormal trace lengths
 (pass 2,000 / fail 3,500 tokens, cv 0.5: failing traces 1.75x passing), the gpu preset's
 iteration costs with 256 slots, so a round of `groups` x k = 512 rollouts saturates the engine.
-Every strategy sees the same prompt stream (seeded).  Printed:
+Every strategy sees the same prompt source (seeded).  Printed:
 
 1. per strategy, round-synchronous and streamed: wall time and tokens per effective group, their
    ratios to DS run the same way and to DS by rounds (today's reference), rounds per step;
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.core.difficulty import parse_law
 from sara_sim.core.theory import plan_law
 from sara_sim.sim.stream import Live, stream_driver
@@ -248,7 +248,7 @@ def real_goals(path):
     streamed = [
         label
         for label, t in rows.items()  # every streamed SARA row, knobs included
-        if t["schedule"] == "stream" and t["allocator"] != "ds"
+        if t["schedule"] == "stream" and t["strategy"] != "ds"
     ]
     for label in streamed:
         if label not in per or not ds["eff"]:

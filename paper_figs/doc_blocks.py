@@ -180,7 +180,7 @@ def claims_budget() -> list[str]:
 
 
 def claims_reasoning_long() -> list[str]:
-    """Claim 2 on the long-failure model: each allocator's rollouts and tokens against DS and
+    """Claim 2 on the long-failure model: each strategy's rollouts and tokens against DS and
     tokens saved beyond rollouts, pooled over the committed reasoning-long files."""
     from . import claims_stats as cs
     from .claims_table import REASONING_LONG, _ci
@@ -188,7 +188,7 @@ def claims_reasoning_long() -> list[str]:
 
     df = _claims().setting(REASONING_LONG)
     lines = [
-        "| allocator | rollouts vs DS | tokens vs DS | tokens / rollouts | verdict |",
+        "| strategy | rollouts vs DS | tokens vs DS | tokens / rollouts | verdict |",
         "|-----------|----------------|--------------|-------------------|---------|",
     ]
     for a in ("sara", "sara-auto", "sara-dps"):

@@ -121,9 +121,9 @@ class PromptHistory:
         return history_plan(ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u)
 
     @classmethod
-    def for_integer_stream(cls, epoch_size, seed=0, **overrides):
+    def for_integer_ids(cls, epoch_size, seed=0, **overrides):
         """History for a stream of integer ids `epoch * epoch_size + index` (the real loop's
-        PromptStream over a finite task), with the cross-validated defaults."""
+        PromptSource over a finite task), with the cross-validated defaults."""
         opts = {**INFORMED_DEFAULTS, **overrides}
         opts.pop("rule")
         return cls(

@@ -72,7 +72,7 @@ class DriftLaw:
 class SequenceLaw:
     """Pre-drawn outcome rows (one per visit, in stream order) — for identity tests.  With
     ``pool`` > 0 the rows revisit a finite pool: row i is prompt i % pool in epoch i // pool (the
-    ids ``informed.PromptHistory.for_integer_stream`` reads), so histories have evidence."""
+    ids ``informed.PromptHistory.for_integer_ids`` reads), so histories have evidence."""
 
     rows: np.ndarray
     pool: int = 0

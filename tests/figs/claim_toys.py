@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 STEPS, EVAL_EVERY = 6, 3
-# allocator -> (accuracy offset vs DS, rollouts per step, tokens per rollout, effective fraction
+# strategy -> (accuracy offset vs DS, rollouts per step, tokens per rollout, effective fraction
 # at the first and at the last step)
 ARITH = {
     "ds": (0.0, 400, 5.0, 1.0, 1.0),
@@ -22,7 +22,7 @@ ARITH = {
 
 def toy_rows(spec, seeds, k=8, tokens=None, noise=0.002):
     """learning.csv rows: accuracy 0.4 + 0.02 per step + offset (+ per-seed noise, shared by
-    the allocators of a seed, and a little of each run's own), linear costs."""
+    the strategies of a seed, and a little of each run's own), linear costs."""
     rows = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
@@ -36,7 +36,7 @@ def toy_rows(spec, seeds, k=8, tokens=None, noise=0.002):
                 frac = f0 + (f1 - f0) * (st - 1) / (STEPS - 1) if st else None
                 rows.append(
                     {
-                        "allocator": a,
+                        "strategy": a,
                         "k": k,
                         "seed": seed,
                         "step": st,
@@ -59,7 +59,7 @@ def toy_meta(estimator="grpo", task="arithmetic", lr=3e-4):
         "out": None,
         "steps": STEPS,
         "grpo": {"lr": lr, "estimator": estimator},
-        "alloc": {"tau_low": 0.2},
+        "knobs": {"tau_low": 0.2},
     }
     return {
         "command": "python benchmarks/real_learning.py --out OUT",

@@ -15,7 +15,7 @@ def _run(n=60, k=4):
     lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (k - c)]
     rows = {
         label: {
-            "allocator": name,
+            "strategy": name,
             "schedule": schedule,
             "overprovision": 1.0,
             "wall": wall,

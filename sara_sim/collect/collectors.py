@@ -150,7 +150,7 @@ def make_collector(
 
 
 def _make(name, k, groups, budget, seed, params, history, epoch_size, selector, knobs):
-    meta = row(name, "collector", "allocator")
+    meta = row(name, "collector", "strategy")
     if epoch_size is not None:
         epoch_size = check_int(epoch_size, "epoch_size", 1)
     params = collector_params(name, params, **knobs)
@@ -174,7 +174,7 @@ def _make(name, k, groups, budget, seed, params, history, epoch_size, selector, 
         from ..core.informed import PromptHistory
         from .selectors import Selector
 
-        history = PromptHistory.for_integer_stream(int(epoch_size), seed)
+        history = PromptHistory.for_integer_ids(int(epoch_size), seed)
         params = replace(params, rule=HISTORY.rule)
         if meta.selector is not None and selector is None:
             selector = Selector(meta.selector, ratio=HISTORY.ratio, seed=seed)
