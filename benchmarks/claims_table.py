@@ -5,7 +5,7 @@ the files (`paper_figs/claims_table.py` says how each is computed).
     .venv/bin/python benchmarks/claims_table.py [--claims benchmarks/results/claims] [--margin M]
     .venv/bin/python benchmarks/claims_table.py --budget    # rollouts to target, equal budget
 
---budget prints instead one line per setting, k and allocator against DS: the rollouts it needs to
+--budget prints instead one line per setting, k and strategy against DS: the rollouts it needs to
 reach figure 10's target (90 % of DS's mean gain) as a ratio to DS's, the seeds that reached it,
 and the accuracy at an equal rollout budget minus DS's (`paper_figs/claims_budget.py`).
 

@@ -3,7 +3,7 @@
 Prints, from one `compare` (same model start, seed and effective groups per step):
   * rollouts and tokens per effective group, SARA / DS      goal <= 0.75
   * median rounds per step (SARA)                           goal <= 3
-  * the allocator's share of step wall time (SARA)          goal < 1 %
+  * the strategy's share of step wall time (SARA)          goal < 1 %
 Ratios, not timed asserts: the exit status is 0 unless --strict and a goal is missed.
 
     .venv/bin/python benchmarks/real_compare.py [--steps 12 --groups 16 --k 8 --also sara-eb]
@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tau-low", type=float, default=0.2)
-    ap.add_argument("--also", default="", help="more allocators to run, e.g. sara-eb,sara-auto")
+    ap.add_argument("--also", default="", help="more strategies to run, e.g. sara-eb,sara-auto")
     ap.add_argument("--model", default=None, help="default: the tiny model (built if missing)")
     ap.add_argument("--out", default="runs/bench_real_compare")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
@@ -50,17 +50,17 @@ def _run(a) -> int:
     from real.app.compare import format_table, run_compare
     from real.base.config import Config
 
-    allocators = ["ds", "sara"] + [x for x in a.also.split(",") if x.strip()]
+    strategies = ["ds", "sara"] + [x for x in a.also.split(",") if x.strip()]
     same = ("model", "k", "groups", "steps", "seed", "tau_low", "out", "overwrite", "resume")
-    cfg = Config.from_dict(  # flat names: tau_low lands in cfg.alloc
+    cfg = Config.from_dict(  # flat names: tau_low lands in cfg.knobs
         {n: getattr(a, n) for n in same}
         | {"eval_every": max(1, a.steps // 3), "eval_problems": 64, "eval_samples": 4}
         | {"progress": not a.no_progress}
     )
-    table, curves = run_compare(cfg, allocators)
+    table, curves = run_compare(cfg, strategies)
     print(format_table(table, curves))
 
-    t = table.set_index("allocator")
+    t = table.set_index("strategy")
     sara, ds = t.loc["sara"], t.loc["ds"]
 
     def ratio(col):  # None when a run produced no effective group (then the goal is missed)
@@ -79,7 +79,7 @@ def _run(a) -> int:
         "rollouts_per_eff_ratio": (0.75, False, "rollouts per effective group, sara/ds"),
         "tokens_per_eff_ratio": (0.75, False, "tokens per effective group, sara/ds"),
         "sara_median_rounds": (3, False, "median rounds per step (sara)"),
-        "sara_alloc_share": (0.01, True, "allocator share of step wall time (sara)"),
+        "sara_alloc_share": (0.01, True, "allocation share of step wall time (sara)"),
     }
     goals = {}
     print()

@@ -1,14 +1,14 @@
 """Benchmark: learning per rollout in the real GRPO loop — held-out accuracy against cumulative
-rollouts, tokens and wall time, for several allocators, k values and seeds (issue 13).
+rollouts, tokens and wall time, for several strategies, k values and seeds (issue 13).
 
-    .venv/bin/python benchmarks/real_learning.py --allocators uniform,ds,sara --k 8,16 \\
+    .venv/bin/python benchmarks/real_learning.py --strategies uniform,ds,sara --k 8,16 \\
         --seeds 0,1,2 --out runs/real_learning
 
-For each (k, seed) one `real.app.compare.run_compare` trains every allocator from the same start
+For each (k, seed) one `real.app.compare.run_compare` trains every strategy from the same start
 (the graded tiny model, `real.models.tiny.TinySettings.graded()`), with the same seed, the same
 finite pool of training problems (so sara-history's prompts come round again) and the same number of
 effective groups per step (uniform: groups per step); one vLLM engine serves every run. Runs live
-under OUT/runs/k<K>-seed<S>/<allocator>/ (metrics.jsonl, checkpoint.pt); after each (k, seed) the
+under OUT/runs/k<K>-seed<S>/<strategy>/ (metrics.jsonl, checkpoint.pt); after each (k, seed) the
 table OUT/learning.csv is rewritten from every finished run, with OUT/learning.meta.json (command,
 settings, package versions, wall time; the model by its tiny-cache key and runs relative to OUT,
 never a path of this machine). A killed benchmark continues with --resume (finished compares are
@@ -17,7 +17,7 @@ changed one is refused, naming it, since the kept data would not match the meta 
 --overwrite starts over.
 The defaults reproduce the committed benchmarks/results/real_learning.csv (a copy of
 OUT/learning.csv, with real_learning.meta.json): rerun rows are equal in every column but wall_s.
-After the table, one verdict line per claim and allocator against DS (paper_figs.claims_stats:
+After the table, one verdict line per claim and strategy against DS (paper_figs.claims_stats:
 paired 90 % intervals over the seeds; TOST at --margin on the late accuracy); --summary prints
 them for OUT's finished table alone. --task reasoning starts from the reasoning tiny model
 (a worked scratchpad before the answer, its length set by the problem: hard problems fail and
@@ -25,15 +25,15 @@ are long); --task reasoning-long from the model whose failures run long within a
 loses the thread, re-checks, runs to the budget). The sized plan of the claim run, with the
 pilot's measured per-run costs: benchmarks/README.md.
 
-learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.
-  allocator, k, seed   the run
+learning.csv: one row per (strategy, k, seed, step); step 0 is the start model.
+  strategy, k, seed   the run
   step                 optimizer steps done (0 = before training)
-  cum_rollouts         rollouts sampled so far (budget: every rollout the allocator asked for)
+  cum_rollouts         rollouts sampled so far (budget: every rollout the strategy asked for)
   cum_tokens           completion tokens sampled so far
   cum_effective        effective (mixed, trained-on) groups so far
   wall_s               cumulative wall seconds of the training steps (collect + train + sync),
                        without the held-out evaluations (their cost is the benchmark's, not the
-                       allocator's); with the audit's one extra engine call per step (SARA family,
+                       strategy's); with the audit's one extra engine call per step (SARA family,
                        --audit > 0), which slightly overstates their time
   eval_accuracy        held-out pass@1 (mean success over eval_problems x eval_samples samples);
                        empty where the step was not evaluated
@@ -42,7 +42,7 @@ learning.csv: one row per (allocator, k, seed, step); step 0 is the start model.
   eval_se_sampling     its standard error from sampling alone, on this fixed problem set (what
                        limits a comparison between runs evaluated on the same problems)
   rollouts, tokens     this step's
-  groups               groups trained on this step (= effective groups, for every allocator but
+  groups               groups trained on this step (= effective groups, for every strategy but
                        uniform, which trains on saturated groups too)
   effective_groups     this step's mixed groups (nonzero GRPO advantage)
   effective_fraction   effective_groups / groups (uniform: < 1; the others: 1 by construction)
@@ -71,20 +71,20 @@ import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
 
 COLUMNS = (
-    "allocator", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",
+    "strategy", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",
     "eval_accuracy", "eval_se", "eval_se_sampling", "rollouts", "tokens", "groups",
     "effective_groups", "effective_fraction", "rounds", "abandoned", "audited", "audit_mixed",
     "false_abandon_rate", "reward_mean",
 )  # fmt: skip
-DEFAULT_ALLOCATORS = "uniform,ds,sara,sara-auto,sara-history,sara-dps"
+DEFAULT_STRATEGIES = "uniform,ds,sara,sara-auto,sara-history,sara-dps"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--allocators",
-        default=DEFAULT_ALLOCATORS,
-        help="comma-separated (real.base.validate.ALLOCATORS, e.g. ds-verl3n: DS with verl's 3N "
+        "--strategies",
+        default=DEFAULT_STRATEGIES,
+        help="comma-separated (real.base.validate.STRATEGIES, e.g. ds-verl3n: DS with verl's 3N "
         "generation batch); NAME+no-carry: a SARA-family run that drops its surplus and open "
         "groups at each step's end, as DS does (run folder and table rows named so)",
     )
@@ -179,7 +179,7 @@ def check_args(a) -> list:
     from real.base.config import SEED_MAX
     from sara_sim.core.errors import ParameterError, check_choice, check_int
 
-    allocators = _list(a.allocators, "--allocators", str)
+    strategies = _list(a.strategies, "--strategies", str)
     ks = _list(a.k, "--k", int)
     seeds = _list(a.seeds, "--seeds", int)
     for s in seeds:
@@ -205,18 +205,18 @@ def check_args(a) -> list:
             resume = a.resume and (Path(cfg.out) / "compare_config.json").exists() and not done
             cfg = replace(cfg, resume=resume, overwrite=a.overwrite or (a.resume and not resume))
             if a.resume and done:
-                check_unchanged(cfg, allocators)  # its data are kept: same settings, or refuse
+                check_unchanged(cfg, strategies)  # its data are kept: same settings, or refuse
             else:
-                check_compare(replace(cfg, model=None) if _unbuilt(a.model) else cfg, allocators)
-            plan.append((cfg, allocators, a.resume and done))
+                check_compare(replace(cfg, model=None) if _unbuilt(a.model) else cfg, strategies)
+            plan.append((cfg, strategies, a.resume and done))
     return plan
 
 
 # Settings that change how a run is watched or where it lives, not what it computes.
-NOT_DATA = ("progress", "resume", "overwrite", "force", "out", "engine_url", "allocator")
+NOT_DATA = ("progress", "resume", "overwrite", "force", "out", "engine_url", "strategy")
 
 
-def check_unchanged(cfg, allocators) -> None:
+def check_unchanged(cfg, strategies) -> None:
     """A finished compare that --resume keeps was run with the settings asked now (one line
     naming the first that differs): otherwise learning.meta.json would claim settings its data
     were not made with."""
@@ -225,13 +225,13 @@ def check_unchanged(cfg, allocators) -> None:
     from sara_sim.core.errors import ParameterError
 
     record = json.loads((Path(cfg.out) / "compare_config.json").read_text())
-    if list(record["allocators"]) != list(allocators):
+    if list(record["strategies"]) != list(strategies):
         raise ParameterError(
-            "--allocators",
-            f"the finished runs in {cfg.out} compared {','.join(record['allocators'])}, not "
-            f"{','.join(allocators)}; resume with the same settings or --overwrite",
+            "--strategies",
+            f"the finished runs in {cfg.out} compared {','.join(record['strategies'])}, not "
+            f"{','.join(strategies)}; resume with the same settings or --overwrite",
         )
-    then = Config.from_dict({**record["config"], "allocator": None}).flat()
+    then = Config.from_dict({**record["config"], "strategy": None}).flat()
     for name, now in cfg.flat().items():
         old = then[name]
         if name == "model":
@@ -273,20 +273,20 @@ def run(a, plan) -> int:
     if _unbuilt(a.model):  # the default start model: built (deterministically) once, cached
         build_tiny(a.model, start_settings(a), progress=not a.no_progress)
     engine = None
-    for i, (cfg, allocators, done) in enumerate(plan):
+    for i, (cfg, strategies, done) in enumerate(plan):
         if not done:
             if engine is None:  # one engine for every run: each pushes its start weights
                 engine = make_engine(cfg, cfg.model)
             print(f"[{i + 1}/{len(plan)}] k={cfg.k} seed={cfg.seed}", file=sys.stderr)
-            run_compare(cfg, allocators, engine=engine)
-        write_table(out, [c for c, _, _ in plan[: i + 1]], allocators)
+            run_compare(cfg, strategies, engine=engine)
+        write_table(out, [c for c, _, _ in plan[: i + 1]], strategies)
     write_meta(a, plan, time.time() - t0)
     print(f"wrote {out / 'learning.csv'} ({time.time() - t0:.0f} s)")
     return summary(out / "learning.csv", a.margin)
 
 
 def summary(table: Path, margin: float) -> int:
-    """One verdict line per claim and allocator (paper_figs.claims_stats), from a finished table."""
+    """One verdict line per claim and strategy (paper_figs.claims_stats), from a finished table."""
     import pandas as pd
 
     from paper_figs.claims_stats import verdicts
@@ -299,7 +299,7 @@ def summary(table: Path, margin: float) -> int:
     return 0
 
 
-def run_rows(run_dir: Path, allocator: str, k: int, seed: int) -> list[dict]:
+def run_rows(run_dir: Path, strategy: str, k: int, seed: int) -> list[dict]:
     """learning.csv rows of one finished run, from its metrics lines (the source of truth)."""
     from real.io.runlog import read_metrics
 
@@ -307,7 +307,7 @@ def run_rows(run_dir: Path, allocator: str, k: int, seed: int) -> list[dict]:
     summary = json.loads((run_dir / "summary.json").read_text())
     n_samples = summary["config"]["eval_samples"]
     first = metrics[0].get("eval_initial_wins") if metrics else None
-    base = {"allocator": allocator, "k": k, "seed": seed}
+    base = {"strategy": strategy, "k": k, "seed": seed}
     rows = [
         {**base, "step": 0, "cum_rollouts": 0, "cum_tokens": 0, "cum_effective": 0, "wall_s": 0.0,
          "eval_accuracy": summary["eval_initial"], **eval_se(first, n_samples)}
@@ -364,7 +364,7 @@ def eval_se(wins, n_samples: int) -> dict:
     return {"eval_se": clustered, "eval_se_sampling": float(sampling)}
 
 
-def write_table(out: Path, cfgs, allocators) -> None:
+def write_table(out: Path, cfgs, strategies) -> None:
     """OUT/learning.csv from every finished run of `cfgs` (atomic: a crash keeps the old one)."""
     import pandas as pd
 
@@ -374,7 +374,7 @@ def write_table(out: Path, cfgs, allocators) -> None:
     for cfg in cfgs:
         if not _finished(cfg):
             continue
-        for al in allocators:
+        for al in strategies:
             rows += run_rows(Path(cfg.out) / al, al, cfg.k, cfg.seed)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     atomic_write(out / "learning.csv", frame.to_csv(index=False, float_format="%.6g").encode())

@@ -10,7 +10,7 @@ one thread), prints its build report (pass@1, mixed fraction at k, and the lengt
 outcome on 512 held-out problems x 8 samples), then samples --problems held-out problems x --k
 at temperature 1 (torch, one thread, --seed) and prints, per prompt class — all-fail, mixed,
 all-pass at k — the prompts, their share and their mean completion tokens (with <eos>, as the
-engine counts). An allocator that abandons saturated prompts saves more tokens than rollouts
+engine counts). A strategy that abandons saturated prompts saves more tokens than rollouts
 only if the classes it abandons are longer than the mixed prompts it keeps. Bad arguments exit 2
 with one line."""
 

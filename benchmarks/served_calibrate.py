@@ -56,7 +56,7 @@ SERVED = (  # committed stream_real --serve runs with the engine's books, oldest
     "stream_real_served_priced_64.json",
 )
 HELD_OUT = SERVED[4:]  # the priced plans: C 2 was the model's largest error (0.15)
-PLANS = [("ds", 1.0, 0.0)]  # (allocator, overprovision, request_cost), streamed
+PLANS = [("ds", 1.0, 0.0)]  # (strategy, overprovision, request_cost), streamed
 PLANS += [("sara-auto", x, c) for x in (1.5, 2.0, 3.0) for c in (0.0, 0.5, 1.0)]
 PLANS += [("sara", x, 0.0) for x in (1.5, 2.0, 3.0)]
 
@@ -113,7 +113,7 @@ def pick(path: Path, seeds: int) -> list[dict]:
     out = []
     for alloc, over, cost in PLANS:
         p = simulate(law, setup, meta, alloc, "stream", over, seeds, 0, cost)
-        out.append({"allocator": alloc, "overprovision": over, "request_cost": cost,
+        out.append({"strategy": alloc, "overprovision": over, "request_cost": cost,
                     "wall_ratio": p["wall"] / ds["wall"],
                     "rollout_ratio": p["rollouts"] / ds["rollouts"],
                     "requests": p["requests"]})  # fmt: skip
@@ -187,13 +187,13 @@ def main(argv=None) -> int:
     print(f"\nthe preset's streamed plans on the laws of {SERVED[-1]}, over DS by rounds:")
     print(f"{'plan':<28}{'wall':>7}{'rollouts':>9}{'req/eff':>8}")
     for p in plans:
-        name = f"{p['allocator']} x{p['overprovision']:g} c{p['request_cost']:g}"
+        name = f"{p['strategy']} x{p['overprovision']:g} c{p['request_cost']:g}"
         print(f"{name:<28}{p['wall_ratio']:>7.3f}{p['rollout_ratio']:>9.3f}{p['requests']:>8.2f}")
-    ok = [p for p in plans if p["allocator"] != "ds" and p["rollout_ratio"] <= 0.80]
+    ok = [p for p in plans if p["strategy"] != "ds" and p["rollout_ratio"] <= 0.80]
     best = min(ok, key=lambda p: p["wall_ratio"]) if ok else None
     print("pick (least wall with rollouts <= 0.80x): " + (
         "none" if best is None else
-        f"{best['allocator']} x{best['overprovision']:g} c{best['request_cost']:g}"))  # fmt: skip
+        f"{best['strategy']} x{best['overprovision']:g} c{best['request_cost']:g}"))  # fmt: skip
     report["plans"], report["pick"] = plans, best
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {out}", file=sys.stderr)

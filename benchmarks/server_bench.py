@@ -1,5 +1,5 @@
 """In-process vLLM engine vs one vLLM server vs two: rollouts per second of SARA collection and the
-allocator's share of step time, on the tiny model, measured in one run (ratios to in-process).
+strategy's share of step time, on the tiny model, measured in one run (ratios to in-process).
 
     python benchmarks/server_bench.py [--steps 8] [--groups 16] [--k 8] [--urls URL,URL]
 
@@ -21,12 +21,12 @@ from real.base import env as _env  # noqa: E402,F401  (env before torch / vllm)
 
 
 def _collector(engine, task, k, groups, seed):
-    from real.rollout.collect import RolloutCollector
-    from real.tasks import PromptStream
-    from sara_sim.collect.allocator import make_collector
+    from real.rollout.collect import RolloutDriver
+    from real.tasks import PromptSource
+    from sara_sim.collect.collectors import make_collector
 
     col = make_collector("sara", k=k, groups=groups, tau_low=0.3, seed=seed)
-    return RolloutCollector(engine, task, col, k, seed=seed), PromptStream(task, seed=seed)
+    return RolloutDriver(engine, task, col, k, seed=seed), PromptSource(task, seed=seed)
 
 
 def run(engines: dict, steps: int, k: int, groups: int, seed: int = 0) -> list[dict]:
@@ -108,9 +108,9 @@ def main(argv=None, in_process=None) -> list[dict]:
                 wait_ready(u, p)
             print(f"two servers ready in {time.monotonic() - t0:.0f} s", file=sys.stderr)
         if in_process is None:
-            from real.sampling.engine import Engine
+            from real.sampling.engine import VLLMEngine
 
-            in_process = Engine(model, seed=0)
+            in_process = VLLMEngine(model, seed=0)
         from transformers import AutoModelForCausalLM
 
         weights = AutoModelForCausalLM.from_pretrained(model, dtype="float32")

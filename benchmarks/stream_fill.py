@@ -37,7 +37,7 @@ def _overs(text):
 
 
 def sweep(meta, run, overs, seeds):
-    """{(allocator, over): the model's means} for DS (rounds, stream) and the SARA streams."""
+    """{(strategy, over): the model's means} for DS (rounds, stream) and the SARA streams."""
     from stream_predict import model_of, simulate
 
     law, setup = model_of(meta, run)

@@ -75,25 +75,25 @@ def model_of(meta: dict, run: dict, preset: str | None = None):
     return law, Setup(engine, lengths, pre.decision_s)
 
 
-def knobs(allocator: str, over: float, inflight: int = 0, cost: float = 0.0) -> dict:
+def knobs(strategy: str, over: float, inflight: int = 0, cost: float = 0.0) -> dict:
     """A strategy's collector knobs (``make_collector``), as the real run and the model pass
     them: DS has none; `cost` is sara-auto's request_cost (0: not passed)."""
-    kw = {"overprovision": over, "max_inflight": inflight} if allocator != "ds" else {}
+    kw = {"overprovision": over, "max_inflight": inflight} if strategy != "ds" else {}
     if cost:
         kw["request_cost"] = cost  # sara-auto's plan priced in requests too
     return kw
 
 
-def simulate(law, setup, meta: dict, allocator: str, schedule: str, over: float, seeds: int,
+def simulate(law, setup, meta: dict, strategy: str, schedule: str, over: float, seeds: int,
              inflight: int = 0, cost: float = 0.0):  # fmt: skip
     """Mean over seeds of wall / rollouts / tokens / requests / rounds per effective group and
     utilisation of one strategy of the run's shape (streamed: the real loop's boundary;
     inflight: max_inflight; cost: sara-auto's request_cost)."""
-    kw = knobs(allocator, over, inflight, cost)
+    kw = knobs(strategy, over, inflight, cost)
     if schedule == "stream":
         kw |= {"schedule": "stream", "boundary": STREAM_BOUNDARY}
     got = [
-        run_strategy(law, allocator, setup, k=meta["k"], groups=meta["groups"],
+        run_strategy(law, strategy, setup, k=meta["k"], groups=meta["groups"],
                      steps=meta["steps"], seed=s, **kw)
         for s in range(seeds)
     ]  # fmt: skip
@@ -114,7 +114,7 @@ def predict(meta: dict, run: dict, seeds: int = SEEDS, preset: str | None = None
     """{label: mean over seeds of wall / rollouts / tokens per effective group, utilisation}."""
     law, setup = model_of(meta, run, preset)
     return {
-        label: simulate(law, setup, meta, row["allocator"], row["schedule"], row["overprovision"],
+        label: simulate(law, setup, meta, row["strategy"], row["schedule"], row["overprovision"],
                         seeds, row.get("max_inflight", 0), row.get("request_cost", 0.0))
         for label, row in run["rows"].items()
     }  # fmt: skip

@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # stream_predict, pair
 import real.base.env  # noqa: E402,F401  (before torch / vllm)
 from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
 
-STRATEGIES = [  # (label, allocator, schedule, overprovision, eager, request_cost)
+STRATEGIES = [  # (label, strategy, schedule, overprovision, eager, request_cost)
     ("ds rounds", "ds", "rounds", 1.0, False, 0.0),
     ("sara rounds", "sara", "rounds", 1.0, False, 0.0),
     ("sara rounds x1.5", "sara", "rounds", 1.5, False, 0.0),
@@ -79,25 +79,25 @@ BOOKS = ("iterations", "requests", "api_cpu", "core_cpu")  # EngineBooks' (serve
 
 
 class Run:
-    """One strategy's collector, prompt stream and totals."""
+    """One strategy's collector, prompt source and totals."""
 
     def __init__(self, engine, task, args, label, name, schedule, over, eager, cost):
         from stream_predict import knobs
 
-        from real.rollout.collect import RolloutCollector
-        from real.tasks import PromptStream
-        from sara_sim.collect.allocator import make_collector
+        from real.rollout.collect import RolloutDriver
+        from real.tasks import PromptSource
+        from sara_sim.collect.collectors import make_collector
 
         # eager: a prompt's k rollouts go out at once (max_inflight k), the rule still decides
         # at each return and an abandoned prompt's rollouts in flight are aborted
         inflight = args.k if eager else 0
         col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed,
                              schedule=schedule, **knobs(name, over, inflight, cost))  # fmt: skip
-        self.rc = RolloutCollector(engine, task, col, args.k, seed=args.seed,
+        self.rc = RolloutDriver(engine, task, col, args.k, seed=args.seed,
                                    max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
         self.inflight, self.cost = inflight, cost
-        self.stream = PromptStream(task, seed=args.seed)
+        self.stream = PromptSource(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
@@ -125,7 +125,7 @@ class Run:
 
     def summary(self) -> dict:
         return {**self.tot, "median_rounds": statistics.median(self.rounds),
-                "allocator": self.name, "schedule": self.schedule, "overprovision": self.over,
+                "strategy": self.name, "schedule": self.schedule, "overprovision": self.over,
                 "max_inflight": self.inflight, "request_cost": self.cost,
                 "step_wall": self.step_wall, "step_eff": self.step_eff}  # fmt: skip
 
@@ -383,12 +383,12 @@ class engine_for:
 
     def __enter__(self):
         from real.sampling.client import ServerEngine
-        from real.sampling.engine import Engine
+        from real.sampling.engine import VLLMEngine
         from real.sampling.serve import free_port, start_server, wait_ready
 
         a = self.args
         if not (a.serve or a.engine_url):
-            eng = Engine(a.model, seed=0)
+            eng = VLLMEngine(a.model, seed=0)
             return eng, eng.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs, None
         url = a.engine_url
         if a.serve:  # the in-process engine's max_num_seqs (a CPU server's default is 128)

@@ -117,11 +117,11 @@ def main(argv=None):
     out = Path(mkdtemp(prefix="trl_compare_"))
     names, engine = ["trl-default", "trl+uniform", "trl+ds", "trl+sara"], None
     if a.engine:
-        from real.sampling.engine import Engine
+        from real.sampling.engine import VLLMEngine
 
         names, engine = (
             names[1:] + ["trl+ds/stream", "trl+sara/stream"],
-            Engine(model_dir, seed=a.seed),
+            VLLMEngine(model_dir, seed=a.seed),
         )
     table = pd.DataFrame([run(n, model_dir, ds, a, out, engine) for n in names])
     ref = table.iloc[0]

@@ -5,7 +5,7 @@
 Every run is real_learning.py's run (same start model, task pool, held-out set, lr, effective
 groups per step, evaluation, seeds; one `compare` per seed) with `trainer="trl"`: TRL's
 GRPOTrainer optimises, our vLLM engine samples and real.trl.adapter allocates
-(real/trl/run.py).  Defaults that differ from real_learning.py's: --allocators ds,sara --k 8
+(real/trl/run.py).  Defaults that differ from real_learning.py's: --strategies ds,sara --k 8
 --seeds 0,1 (the issue's TRL comparison), --audit 0 (the TRL path has no off-budget audit) and
 --out runs/trl_learning.  Writes what real_learning.py writes (DIR/learning.csv, the same
 schema; DIR/learning.meta.json, with this script's command) plus DIR/learning_tables.md: the
@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-DEFAULTS = ["--allocators", "ds,sara", "--k", "8", "--seeds", "0,1", "--audit", "0"]
+DEFAULTS = ["--strategies", "ds,sara", "--k", "8", "--seeds", "0,1", "--audit", "0"]
 DEFAULTS += ["--out", "runs/trl_learning"]
 
 

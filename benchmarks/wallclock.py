@@ -5,7 +5,7 @@
 Paper-like setting: k 8, the DeepScaleR history law over epochs 0-52, lognormal trace lengths
 (pass 2,000 / fail 3,500 tokens, cv 0.5: failing traces 1.75x passing), the gpu preset's
 iteration costs with 256 slots, so a round of `groups` x k = 512 rollouts saturates the engine.
-Every strategy sees the same prompt stream (seeded).  Printed:
+Every strategy sees the same prompt source (seeded).  Printed:
 
 1. per strategy, round-synchronous and streamed: wall time and tokens per effective group, their
    ratios to DS run the same way and to DS by rounds (today's reference), rounds per step;
@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sara_sim.collect.allocator import make_collector  # noqa: E402
+from sara_sim.collect.collectors import make_collector  # noqa: E402
 from sara_sim.core.difficulty import parse_law  # noqa: E402
 from sara_sim.core.theory import plan_law  # noqa: E402
 from sara_sim.sim.stream import Live, stream_driver  # noqa: E402
@@ -225,7 +225,7 @@ def real_goals(path):
     per = {label: {key: t[key] / t["eff"] for key in ("wall", "cpu", "rollouts")} for label, t
            in rows.items() if t["eff"]}  # fmt: skip
     streamed = [label for label, t in rows.items()  # every streamed SARA row, knobs included
-                if t["schedule"] == "stream" and t["allocator"] != "ds"]  # fmt: skip
+                if t["schedule"] == "stream" and t["strategy"] != "ds"]  # fmt: skip
     for label in streamed:
         if label not in per or not ds["eff"]:
             print(f"  {label}: no effective group (ratios undefined)")

@@ -83,12 +83,12 @@ def main():
     if not args.overwrite and any(out.with_suffix(s).exists() for s in (".json", ".txt")):
         sys.exit(f"wallclock_calibrate: error: --out {out}.json/.txt exist (use --overwrite)")
     from real.models.tiny import TinySettings, build_tiny, default_dir
-    from real.sampling.engine import Engine
+    from real.sampling.engine import VLLMEngine
 
     settings = TinySettings.test()
     load0 = os.getloadavg()
     model = build_tiny(default_dir(settings), settings)
-    engine = Engine(model, seed=0, max_num_seqs=max(SIZES))
+    engine = VLLMEngine(model, seed=0, max_num_seqs=max(SIZES))
     llm_engine = engine.llm.llm_engine
     run_batch(llm_engine, 8, "warmup")  # first steps pay one-off allocation costs
     rows, t0 = [], time.perf_counter()

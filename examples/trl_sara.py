@@ -3,7 +3,7 @@
 Offline, on CPU, with the project's tiny arithmetic model (built and cached on first use):
 
     python examples/trl_sara.py                          # SARA, 5 steps
-    python examples/trl_sara.py --allocator ds           # DAPO dynamic sampling instead
+    python examples/trl_sara.py --strategy ds           # DAPO dynamic sampling instead
     accelerate launch --num_processes 2 --cpu examples/trl_sara.py   # two processes
 
 Prints one JSON line per step and process (the adapter's metrics; TRL logs the same under sara/).
@@ -36,7 +36,7 @@ def correct(completions, answer, **kwargs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="HF model dir (default: the tiny model)")
-    ap.add_argument("--allocator", default="sara", help="uniform | ds | sara | sara-eb | ...")
+    ap.add_argument("--strategy", default="sara", help="uniform | ds | sara | sara-eb | ...")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--out", default="runs/trl-sara")
     ap.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
@@ -61,7 +61,7 @@ def main(argv=None):
         seed=0,
     )
     # SARA decides on `correct` (pass = reward >= threshold 1.0) and hands TRL the same numbers
-    sara = SaraRollout(config, dataset, [correct], allocator=a.allocator, tau_low=0.2)
+    sara = SaraRollout(config, dataset, [correct], strategy=a.strategy, tau_low=0.2)
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         reward_funcs=sara.reward_funcs,  # pass-through: no second scoring

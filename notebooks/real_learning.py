@@ -19,15 +19,15 @@
 # **Answers:** from the committed real-loop learning benchmarks — the native GRPO loop
 # (`benchmarks/real_learning.py` -> `benchmarks/results/real_learning.csv`) and the same comparison
 # through TRL's GRPOTrainer (`benchmarks/trl_learning.py` -> `benchmarks/results/trl_learning.csv`)
-# — how held-out accuracy rises against cumulative rollouts and tokens per allocator (mean over
-# seeds, 95 % band), how many rollouts and tokens each allocator needs to reach 90 % of DS's gain
+# — how held-out accuracy rises against cumulative rollouts and tokens per strategy (mean over
+# seeds, 95 % band), how many rollouts and tokens each strategy needs to reach 90 % of DS's gain
 # as a ratio to DS (95 % CI over seeds), its accuracy at an equal rollout budget, and every seed's
 # own cost to target (so no seed is hidden behind a mean). Last section: the training claims of
 # the paper (issue 19) from the claim run's files (`benchmarks/results/claims/`): one line per
 # claim with its verdict, the rollouts to target and equal-budget accuracy vs DS, and figure 13 —
 # whichever of those files exist.
 #
-# Nothing is trained here: the cells read the CSVs (one row per allocator, k, seed and step). The
+# Nothing is trained here: the cells read the CSVs (one row per strategy, k, seed and step). The
 # figure and tables are `paper_figs` figure 10 (`python -m paper_figs --only 10`); the statistics
 # are in `paper_figs/learning_stats.py`.
 
@@ -96,12 +96,12 @@ per_seed = []
 for label, df in data.items():
     for a, k, s in ls.runs(df):
         goal = ls.target_accuracy(df, k, FRAC, REF)
-        row = {"source": label, "allocator": a, "k": k, "seed": s, "target": goal}
+        row = {"source": label, "strategy": a, "k": k, "seed": s, "target": goal}
         for m in ls.MEASURES:
             row[m.removeprefix("cum_") + "_to_target"] = ls.reach(*ls.curve(df, a, k, s, m), goal)
         x, y = ls.curve(df, a, k, s)
         row["start_accuracy"], row["final_accuracy"] = y[0], y[-1]
-        run = df[(df["allocator"] == a) & (df["k"] == k) & (df["seed"] == s) & (df["step"] > 0)]
+        run = df[(df["strategy"] == a) & (df["k"] == k) & (df["seed"] == s) & (df["step"] > 0)]
         for col in ("effective_fraction", "rounds"):
             row[col] = run[col].mean() if col in run else np.nan
         per_seed.append(row)

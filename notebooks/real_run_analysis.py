@@ -14,17 +14,17 @@
 # ---
 
 # %% [markdown]
-# # Real-run analysis: what did each allocator buy on a real model?
+# # Real-run analysis: what did each strategy buy on a real model?
 #
-# **Answers:** for one or more `sara-real` run folders, how many rollouts and tokens each allocator
+# **Answers:** for one or more `sara-real` run folders, how many rollouts and tokens each strategy
 # spent per effective group, how full its batches were, how many synchronisation rounds a step took,
 # where the wall-clock time went (generation / training / weight sync), and how eval accuracy moved
 # against the rollouts spent.
 #
-# A run folder holds `metrics.jsonl` (one JSON line per step: `step, allocator, rollouts, tokens,
+# A run folder holds `metrics.jsonl` (one JSON line per step: `step, strategy, rollouts, tokens,
 # effective_groups, rounds, abandoned, reward_mean, gen_s, train_s, sync_s, wall_s`, plus
 # `eval_accuracy` on eval steps) and `summary.json`; `sara-real compare --out DIR` writes one such
-# folder per allocator under DIR. The default reads `example_run/` beside this notebook: a tiny real
+# folder per strategy under DIR. The default reads `example_run/` beside this notebook: a tiny real
 # `sara-real compare` run (the offline tiny model on the arithmetic task; see its README for the
 # command). Point `RUN_DIRS` at your own runs.
 
@@ -81,8 +81,8 @@ for run in [r for d in RUN_DIRS for r in run_folders(d)]:
 metrics = pd.concat(frames, ignore_index=True)
 if "eval_accuracy" not in metrics:
     metrics["eval_accuracy"] = np.nan
-same = metrics["run"] == metrics["allocator"]
-metrics["series"] = metrics["run"].where(same, metrics["run"] + " / " + metrics["allocator"])
+same = metrics["run"] == metrics["strategy"]
+metrics["series"] = metrics["run"].where(same, metrics["run"] + " / " + metrics["strategy"])
 metrics = metrics.sort_values(["series", "step"]).reset_index(drop=True)
 metrics["cum_rollouts"] = metrics.groupby("series")["rollouts"].cumsum()
 metrics["cum_tokens"] = metrics.groupby("series")["tokens"].cumsum()
@@ -94,7 +94,7 @@ scalars = {
 pd.DataFrame(scalars).T
 
 # %% [markdown]
-# ## Per-allocator totals
+# ## Per-strategy totals
 
 # %%
 tot = metrics.groupby("series")[
@@ -143,7 +143,7 @@ fig, axes = plt.subplots(2, 2, figsize=(13, 8))
 
 
 def by_series(data, x, y, ax, **kw):
-    """One line per series (a run, or run / allocator), a marker per point."""
+    """One line per series (a run, or run / strategy), a marker per point."""
     sns.lineplot(data=data, x=x, y=y, hue="series", marker="o", ax=ax, **kw)
 
 

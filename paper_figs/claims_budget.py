@@ -1,5 +1,5 @@
 """Rollouts-to-target and equal-budget accuracy on the claim files (issue 19, claim 1: "keep
-rollouts-to-target and equal-budget accuracy as well"): one row per setting, k and allocator
+rollouts-to-target and equal-budget accuracy as well"): one row per setting, k and strategy
 against DS, printed by `python benchmarks/claims_table.py --budget`.
 
 The statistics are figure 10's (`learning_stats.target_table` / `budget_table`), run on one
@@ -12,7 +12,7 @@ t-intervals over the seeds:
   ratios over the seeds where both reached it (t-interval on the logs). A run that never
   reaches it has no number: `reached` counts the seeds that did, the ratio rests on the paired
   ones, and with none it is undefined (NaN here, '-' in the table — never a stand-in).
-- equal budget: the largest rollout budget every run of the allocator and of DS at that k
+- equal budget: the largest rollout budget every run of the strategy and of DS at that k
   reached (per pair: uniform's small budget does not cut the others'), each run's accuracy there
   (interpolated on its eval curve) and the paired difference to DS's.
 
@@ -28,7 +28,7 @@ from .claims_data import ClaimData
 
 REF = "ds"
 FIELDS = (
-    "setting", "k", "allocator", "target_accuracy", "reached", "ref_reached", "not_reached",
+    "setting", "k", "strategy", "target_accuracy", "reached", "ref_reached", "not_reached",
     "paired_seeds", "ratio", "ci_low", "ci_high", "note", "budget", "accuracy", "ref_accuracy",
     "diff_vs_ref", "diff_ci_low", "diff_ci_high", "seeds", "files",
 )  # fmt: skip
@@ -40,28 +40,28 @@ COLUMNS = (
 
 
 def budget_frame(data: ClaimData, ref: str = REF, level: float = cs.LEVEL) -> pd.DataFrame:
-    """One row (FIELDS) per (setting, k, allocator) of the claim files with `ref` at that k."""
+    """One row (FIELDS) per (setting, k, strategy) of the claim files with `ref` at that k."""
     rows = []
     for setting in data.sources:
         df = data.setting(setting)
         for k in sorted(df["k"].unique()):
             at_k = df[df["k"] == k]
-            if (at_k["allocator"] == ref).any():
+            if (at_k["strategy"] == ref).any():
                 for row in _pairs(at_k, ref, level):
                     rows.append({"setting": setting, **row, "files": data.files(setting)})
     return pd.DataFrame(rows, columns=list(FIELDS))
 
 
 def _pairs(at_k: pd.DataFrame, ref: str, level: float) -> list[dict]:
-    """Each allocator of one setting and k against `ref`: rollouts to target, equal budget."""
+    """Each strategy of one setting and k against `ref`: rollouts to target, equal budget."""
     target = ls.target_table(at_k, ref=ref, level=level)
-    target = target[target["measure"] == "rollouts"].set_index("allocator")
+    target = target[target["measure"] == "rollouts"].set_index("strategy")
     out = []
     for a, t in target.drop(index=ref).iterrows():
-        pair = at_k[at_k["allocator"].isin((a, ref))]
-        b = ls.budget_table(pair, ref, level=level).set_index("allocator")
+        pair = at_k[at_k["strategy"].isin((a, ref))]
+        b = ls.budget_table(pair, ref, level=level).set_index("strategy")
         out.append(
-            {"k": int(t.k), "allocator": a, "target_accuracy": t.target_accuracy,
+            {"k": int(t.k), "strategy": a, "target_accuracy": t.target_accuracy,
              "reached": t.reached, "ref_reached": target.loc[ref, "reached"],
              "not_reached": t.not_reached, "paired_seeds": int(t.paired_seeds),
              "ratio": t.ratio, "ci_low": t.ci_low, "ci_high": t.ci_high, "note": t.note,
@@ -93,11 +93,11 @@ def _signed(x) -> str:
 
 
 def budget_table(data: ClaimData, ref: str = REF, level: float = cs.LEVEL) -> pd.DataFrame:
-    """`budget_frame` as the README's table (COLUMNS): one line per setting, k and allocator."""
+    """`budget_frame` as the README's table (COLUMNS): one line per setting, k and strategy."""
     rows = []
     for r in budget_frame(data, ref, level).itertuples(index=False):
         rows.append(
-            (f"{r.setting}, k {r.k}", r.allocator, cs.fmt(r.target_accuracy),
+            (f"{r.setting}, k {r.k}", r.strategy, cs.fmt(r.target_accuracy),
              f"{r.reached} ({r.ref_reached})", _ratio_cell(r), f"{r.budget:.0f}",
              f"{cs.fmt(r.accuracy)} vs {cs.fmt(r.ref_accuracy)}: {_signed(r.diff_vs_ref)} "
              f"[{_signed(r.diff_ci_low)}, {_signed(r.diff_ci_high)}] ({r.seeds} seeds)",

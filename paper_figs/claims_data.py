@@ -6,7 +6,7 @@ of every file found, with four columns added: `source` (the file's NAME), `estim
 (from the meta file: the CSV has no such column) and `setting` (their label, e.g. "GRPO",
 "RLOO", "GRPO, reasoning"). Files of one setting are pooled (k8 + k8_more: the same run, more
 seeds), after checking that they were made with the same data settings and share no
-(allocator, k, seed) — so the statistics of `claims_stats` run on a setting's rows as on one
+(strategy, k, seed) — so the statistics of `claims_stats` run on a setting's rows as on one
 benchmark's table.
 
 A file that is absent, or a CSV without its meta file, is reported by name in `missing`, never an
@@ -25,7 +25,7 @@ from ._common import REPO
 
 CLAIMS = REPO / "benchmarks" / "results" / "claims"
 # The claim run's files (benchmarks/README.md): k8 and k8_more are GRPO at k 8 (seeds 0-5 with
-# six allocators, 6-11 with three), k8_sara_mopps sara-mopps on seeds 0-11, k16 and k16_more
+# six strategies, 6-11 with three), k8_sara_mopps sara-mopps on seeds 0-11, k16 and k16_more
 # GRPO at k 16 (seeds 0-5, 6-11), rloo / reinforcepp the other estimators, reasoning and
 # reasoning_long (+ _more: seeds 0-3, 4-7) claim 2 (the scratchpad model; the model whose
 # failures run long within a prompt).
@@ -35,7 +35,7 @@ ESTIMATOR_LABELS = {"grpo": "GRPO", "dr-grpo": "Dr. GRPO", "rloo": "RLOO"}
 ESTIMATOR_LABELS["reinforce++"] = "REINFORCE++"
 # Settings that say how a benchmark ran or where, not what it computed: may differ between
 # pooled files (the k and seed are the rows' own columns).
-NOT_DATA = ("k", "seed", "out", "allocator", "progress", "resume", "overwrite", "force")
+NOT_DATA = ("k", "seed", "out", "strategy", "progress", "resume", "overwrite", "force")
 NOT_DATA += ("engine_url",)
 
 
@@ -73,7 +73,7 @@ def setting_label(estimator: str, task: str) -> str:
 def load_claims(folder=None, names=NAMES) -> ClaimData:
     """Every claim file of `names` found in `folder` (default benchmarks/results/claims), pooled
     by setting; absent files are listed in `.missing`. Pooling files whose data settings differ,
-    or that repeat an (allocator, k, seed), is a ParameterError naming both files."""
+    or that repeat an (strategy, k, seed), is a ParameterError naming both files."""
     folder = Path(folder) if folder is not None else CLAIMS
     parts, metas, missing = [], {}, {}
     for name in names:
@@ -126,11 +126,11 @@ def _check_pool(rows: pd.DataFrame, pooled: list, metas: dict) -> None:
                     f"{name}.csv and {pooled[0]}.csv cannot be pooled: {key} is "
                     f"{other.get(key)!r} there, {first.get(key)!r} here",
                 )
-    runs = rows[rows["step"] == 0][["allocator", "k", "seed", "source"]]
-    twice = runs[runs.duplicated(["allocator", "k", "seed"], keep=False)]
+    runs = rows[rows["step"] == 0][["strategy", "k", "seed", "source"]]
+    twice = runs[runs.duplicated(["strategy", "k", "seed"], keep=False)]
     if len(twice):
         r = twice.iloc[0]
         files = " and ".join(f"{n}.csv" for n in dict.fromkeys(twice["source"]))
         raise ParameterError(
-            "--claims", f"{files} both hold {r.allocator} k={r.k} seed={r.seed}: pool one of them"
+            "--claims", f"{files} both hold {r.strategy} k={r.k} seed={r.seed}: pool one of them"
         )

@@ -1,8 +1,8 @@
 """The paired statistics that decide the paper's training claims (issue 19), from the learning CSV
-of `benchmarks/real_learning.py` (one row per allocator, k, seed, step).
+of `benchmarks/real_learning.py` (one row per strategy, k, seed, step).
 
-Design: every allocator runs on the same seeds, each seed fixing the start model, the prompt
-stream and the evaluation sampling, so allocator a and the reference (DS) are compared seed by
+Design: every strategy runs on the same seeds, each seed fixing the start model, the prompt
+stream and the evaluation sampling, so strategy a and the reference (DS) are compared seed by
 seed. One rule for every interval: Student's t over the paired per-seed values (n - 1 degrees of
 freedom), two-sided 90 % by default — the interval that, lying inside a margin, is a TOST
 equivalence test at alpha 0.05 (Schuirmann's two one-sided tests).
@@ -70,27 +70,27 @@ def tost(diffs, margin: float = MARGIN) -> dict:
     return {"mean": m, "p": p, "equivalent": p < (1 - LEVEL) / 2, "n": n}
 
 
-def _runs(df, allocator, k):
-    return df[(df["allocator"] == allocator) & (df["k"] == k)]
+def _runs(df, strategy, k):
+    return df[(df["strategy"] == strategy) & (df["k"] == k)]
 
 
-def _evaluated(df, allocator, k) -> pd.DataFrame:
+def _evaluated(df, strategy, k) -> pd.DataFrame:
     """seed x step table of held-out accuracy (evaluated steps only)."""
-    r = _runs(df, allocator, k).dropna(subset=["eval_accuracy"])
+    r = _runs(df, strategy, k).dropna(subset=["eval_accuracy"])
     return r.pivot(index="seed", columns="step", values="eval_accuracy")
 
 
-def step_diff(df, allocator, k, ref: str = "ds", level: float = LEVEL) -> pd.DataFrame:
-    """Per evaluated step: mean accuracy of `allocator` and of `ref`, their paired difference and
+def step_diff(df, strategy, k, ref: str = "ds", level: float = LEVEL) -> pd.DataFrame:
+    """Per evaluated step: mean accuracy of `strategy` and of `ref`, their paired difference and
     its t-interval over the seeds both ran (a seed one of them lacks is not paired)."""
-    a, b = _evaluated(df, allocator, k), _evaluated(df, ref, k)
+    a, b = _evaluated(df, strategy, k), _evaluated(df, ref, k)
     seeds = sorted(set(a.index) & set(b.index))
     out = []
     for step in sorted(set(a.columns) & set(b.columns)):
         d = a.loc[seeds, step] - b.loc[seeds, step]
         m, lo, hi, n = paired_ci(d.tolist(), level)
         out.append(
-            {"k": int(k), "allocator": allocator, "step": int(step),
+            {"k": int(k), "strategy": strategy, "step": int(step),
              "accuracy": float(a.loc[seeds, step].mean()), "ref_accuracy":
              float(b.loc[seeds, step].mean()), "diff": m, "ci_low": lo, "ci_high": hi,
              "seeds": n}
@@ -98,49 +98,49 @@ def step_diff(df, allocator, k, ref: str = "ds", level: float = LEVEL) -> pd.Dat
     return pd.DataFrame(out)
 
 
-def late_mean(df, allocator, k) -> pd.Series:
+def late_mean(df, strategy, k) -> pd.Series:
     """Per seed: mean held-out accuracy over the evaluated steps after 2/3 of training.
 
     >>> rows = [("ds", 8, 0, s, 0.1 * s) for s in (0, 3, 6, 9)]
-    >>> df = pd.DataFrame(rows, columns=["allocator", "k", "seed", "step", "eval_accuracy"])
+    >>> df = pd.DataFrame(rows, columns=["strategy", "k", "seed", "step", "eval_accuracy"])
     >>> round(float(late_mean(df, "ds", 8)[0]), 6)  # steps 6 and 9 (> 2/3 x 9 = 6 counts)
     0.75
     """
-    acc = _evaluated(df, allocator, k)
+    acc = _evaluated(df, strategy, k)
     last = max(acc.columns)
     keep = [s for s in acc.columns if s >= 2 * last / 3 and s > 0]
     return acc[keep].mean(axis=1)
 
 
-def late_diff(df, allocator, k, ref: str = "ds") -> pd.Series:
-    """Per paired seed: late_mean(allocator) - late_mean(ref)."""
-    a, b = late_mean(df, allocator, k), late_mean(df, ref, k)
+def late_diff(df, strategy, k, ref: str = "ds") -> pd.Series:
+    """Per paired seed: late_mean(strategy) - late_mean(ref)."""
+    a, b = late_mean(df, strategy, k), late_mean(df, ref, k)
     seeds = sorted(set(a.index) & set(b.index))
     return a.loc[seeds] - b.loc[seeds]
 
 
-def cost_ratio(df, allocator, k, what: str = "rollouts", ref: str = "ds", level: float = LEVEL):
+def cost_ratio(df, strategy, k, what: str = "rollouts", ref: str = "ds", level: float = LEVEL):
     """Geometric-mean ratio of `what` per step (its cumulative total at the last step) to `ref`,
     paired by seed, with the t-interval on the logs: (ratio, low, high, seeds)."""
     col = COST[what]
     end = {
         al: _runs(df, al, k).sort_values("step").groupby("seed")[col].last()
-        for al in (allocator, ref)
+        for al in (strategy, ref)
     }
-    seeds = sorted(set(end[allocator].index) & set(end[ref].index))
-    logs = [math.log(end[allocator][s] / end[ref][s]) for s in seeds if end[ref][s] > 0]
+    seeds = sorted(set(end[strategy].index) & set(end[ref].index))
+    logs = [math.log(end[strategy][s] / end[ref][s]) for s in seeds if end[ref][s] > 0]
     m, lo, hi, n = paired_ci(logs, level)
     return math.exp(m), math.exp(lo), math.exp(hi), n
 
 
-def log_ratio_gap(df, allocator, k, ref: str = "ds", level: float = LEVEL):
+def log_ratio_gap(df, strategy, k, ref: str = "ds", level: float = LEVEL):
     """Per seed log(token ratio) - log(rollout ratio) to `ref`: negative when tokens are saved
     more than rollouts. Returned as the factor exp(.) with its interval: (factor, low, high, n)."""
     logs = []
-    for s in sorted(set(_runs(df, allocator, k)["seed"]) & set(_runs(df, ref, k)["seed"])):
+    for s in sorted(set(_runs(df, strategy, k)["seed"]) & set(_runs(df, ref, k)["seed"])):
         one = df[df["seed"] == s]
-        tok = cost_ratio(one, allocator, k, "tokens", ref)[0]
-        rol = cost_ratio(one, allocator, k, "rollouts", ref)[0]
+        tok = cost_ratio(one, strategy, k, "tokens", ref)[0]
+        rol = cost_ratio(one, strategy, k, "rollouts", ref)[0]
         logs.append(math.log(tok / rol))
     m, lo, hi, n = paired_ci(logs, level)
     return math.exp(m), math.exp(lo), math.exp(hi), n
@@ -224,10 +224,10 @@ def verdict_drop(mean, lo, hi) -> str:
     return _below(lo, hi, 0.0, f"{-lo:.3f}")
 
 
-def fraction_change(df, allocator, k) -> pd.Series:
+def fraction_change(df, strategy, k) -> pd.Series:
     """Per seed: mean effective fraction over the last third of the steps minus the first third
     (steps >= 1; a step with no group has no fraction and is left out)."""
-    r = _runs(df, allocator, k)
+    r = _runs(df, strategy, k)
     r = r[r["step"] > 0].dropna(subset=["effective_fraction"])
     if r.empty:
         return pd.Series(dtype=float)
@@ -238,22 +238,22 @@ def fraction_change(df, allocator, k) -> pd.Series:
     return late.loc[seeds] - early.loc[seeds]
 
 
-def gain(df, allocator, k) -> pd.Series:
+def gain(df, strategy, k) -> pd.Series:
     """Per seed: held-out accuracy at the last evaluated step minus the start's (step 0)."""
-    acc = _evaluated(df, allocator, k)
+    acc = _evaluated(df, strategy, k)
     if acc.empty or 0 not in acc.columns:
         return pd.Series(dtype=float)
     return acc[max(acc.columns)] - acc[0]
 
 
 def verdicts(df, ks=None, ref: str = "ds", margin: float = MARGIN) -> list[str]:
-    """One line per (claim, k, allocator) the CSV can speak to: accuracy equivalence to `ref`
+    """One line per (claim, k, strategy) the CSV can speak to: accuracy equivalence to `ref`
     (claims 1, 3, 5), rollouts fewer than `ref` (claims 1, 3), tokens saved beyond rollouts
-    (claim 2). Allocators absent from the CSV are skipped; every line names its seeds."""
+    (claim 2). Strategies absent from the CSV are skipped; every line names its seeds."""
     lines = []
     for k in sorted(ks or df["k"].unique()):
-        names = [a for a in dict.fromkeys(df[df["k"] == k]["allocator"]) if a != ref]
-        if ref not in set(df[df["k"] == k]["allocator"]):
+        names = [a for a in dict.fromkeys(df[df["k"] == k]["strategy"]) if a != ref]
+        if ref not in set(df[df["k"] == k]["strategy"]):
             continue
         for a in names:
             m, lo, hi, n = paired_ci(late_diff(df, a, k, ref).tolist())

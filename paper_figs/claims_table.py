@@ -38,16 +38,16 @@ def _ci(m, lo, hi, signed=False, unit="") -> str:
     return f"{f(m)}{unit} [{f(lo)}, {f(hi)}]"
 
 
-def _has(df, allocator, k=K) -> bool:
-    return bool(len(df)) and ((df["allocator"] == allocator) & (df["k"] == k)).any()
+def _has(df, strategy, k=K) -> bool:
+    return bool(len(df)) and ((df["strategy"] == strategy) & (df["k"] == k)).any()
 
 
-def _absent(data: ClaimData, setting: str, allocators) -> str:
+def _absent(data: ClaimData, setting: str, strategies) -> str:
     files = EXPECTED.get(setting, ())
     why = [data.missing[n] for n in files if n in data.missing]
     if why:
         return "not measured: " + "; ".join(why)
-    return f"not measured: no {' / '.join(allocators)} rows in the {setting} files"
+    return f"not measured: no {' / '.join(strategies)} rows in the {setting} files"
 
 
 def _row(claim, paper, ours, verdict, seeds, files) -> dict:
@@ -78,12 +78,12 @@ def _vs_ref(df, a, margin, size=None, k=K):
     return ours, verdict, [n, r[3]]
 
 
-def claim_accuracy(data, number, claim, paper, setting, allocators, margin, size=None, k=K):
-    """Claims 1, 3 and 5: each allocator vs DS in one setting, at group size k."""
+def claim_accuracy(data, number, claim, paper, setting, strategies, margin, size=None, k=K):
+    """Claims 1, 3 and 5: each strategy vs DS in one setting, at group size k."""
     df = data.setting(setting)
-    there = [a for a in allocators if _has(df, a, k) and _has(df, REF, k)]
+    there = [a for a in strategies if _has(df, a, k) and _has(df, REF, k)]
     if not there:
-        return _row(f"{number}. {claim}", paper, "-", _absent(data, setting, allocators), [], "-")
+        return _row(f"{number}. {claim}", paper, "-", _absent(data, setting, strategies), [], "-")
     parts = [(a, *_vs_ref(df, a, margin, size, k)) for a in there]
     one = len(parts) == 1
     ours = "<br>".join(o if one else f"{a}: {o}" for a, o, _, _ in parts)
@@ -130,7 +130,7 @@ def claim_fraction(data) -> dict:
                 verdict.append(f"{a}'s edge over uniform shrinks: {cs.verdict_drop(m, lo, hi)}")
     for a in ("sara", "sara-dps"):
         if _has(df, a):
-            r = df[(df["allocator"] == a) & (df["k"] == K) & (df["step"] > 0)]
+            r = df[(df["strategy"] == a) & (df["k"] == K) & (df["step"] > 0)]
             frac = r["effective_fraction"].dropna()
             ours.append(f"{a}: mean {cs.fmt(frac.mean())} (lowest step {cs.fmt(frac.min())})")
             near = "confirmed" if len(frac) and frac.min() >= 0.95 else "refuted"

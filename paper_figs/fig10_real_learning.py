@@ -54,11 +54,11 @@ def verdict(row) -> str:
 def summary_text(target: pd.DataFrame, budget: pd.DataFrame) -> str:
     parts = []
     for k in sorted(target["k"].unique()):
-        t = target[(target["k"] == k) & (target["allocator"] != REF)]
-        b = budget[budget["k"] == k].set_index("allocator")
+        t = target[(target["k"] == k) & (target["strategy"] != REF)]
+        b = budget[budget["k"] == k].set_index("strategy")
         goal = target[target["k"] == k]["target_accuracy"].iloc[0]
-        for a in dict.fromkeys(t["allocator"]):
-            ro, to = (t[(t["allocator"] == a) & (t["measure"] == m)].iloc[0] for m, _ in MEASURES)
+        for a in dict.fromkeys(t["strategy"]):
+            ro, to = (t[(t["strategy"] == a) & (t["measure"] == m)].iloc[0] for m, _ in MEASURES)
             acc = b.loc[a]
             parts.append(
                 f"k={k}, {a}: to reach {goal:.3f} it needs {verdict(ro)}; tokens {verdict(to)}. "
@@ -74,15 +74,15 @@ def build(seed=0, history=None, learning=None):
     df = load(path)
     target, budget = ls.target_table(df, FRAC, REF), ls.budget_table(df, REF)
     bands = pd.concat([ls.band(df, "cum_" + m) for m, _ in MEASURES], ignore_index=True)
-    ks, allocators = sorted(df["k"].unique()), list(target["allocator"].drop_duplicates())
+    ks, strategies = sorted(df["k"].unique()), list(target["strategy"].drop_duplicates())
     fig, axes = plt.subplots(2, len(ks), figsize=(5.5 * len(ks), 7.6), squeeze=False)
-    colors = dict(zip(allocators, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    colors = dict(zip(strategies, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     for c, k in enumerate(ks):
         goal = target[target["k"] == k]["target_accuracy"].iloc[0]
         for r, (m, xlabel) in enumerate(MEASURES):
             ax = axes[r, c]
-            for a in allocators:
-                b = bands[(bands["k"] == k) & (bands["allocator"] == a) & (bands["measure"] == m)]
+            for a in strategies:
+                b = bands[(bands["k"] == k) & (bands["strategy"] == a) & (bands["measure"] == m)]
                 if b.empty:
                     continue
                 ax.plot(
@@ -95,7 +95,7 @@ def build(seed=0, history=None, learning=None):
             ax.set_xlabel(xlabel)
             ax.set_ylabel("held-out pass@1 [fraction]")
             ax.set_title(f"k = {k}: accuracy vs {m}")
-    axes[0, 0].legend(title="allocator (seeds)", loc="lower right", fontsize=8)
+    axes[0, 0].legend(title="strategy (seeds)", loc="lower right", fontsize=8)
     fig.suptitle("Real GRPO loop: held-out accuracy per rollout and per token (mean, 95 % band)")
     fig.tight_layout()
     runs = ls.runs(df)

@@ -3,7 +3,7 @@
 sara and sara-dps, on the simulator's drifting law at its own pace and at a faster one.
 
 All five run as the collectors the real loop uses (``make_collector``), so the selectors here are
-exactly ``--allocator mopps / dps``.  Outcomes follow ``drift:A,B,RATE,BOOST,POOL``
+exactly ``--strategy mopps / dps``.  Outcomes follow ``drift:A,B,RATE,BOOST,POOL``
 (``sim/laws.py``): prompt q's logit success rate is logit g_q(0) + RATE * t + BOOST * (times q
 entered a batch as an effective group), t = step; ids are epoch * POOL + index over a reshuffled
 pool, so every prompt comes round again and the selectors' posteriors go stale as rates move."""
@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.sim.laws import parse_sim_law
 
 from ._common import Figure

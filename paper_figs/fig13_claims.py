@@ -1,7 +1,7 @@
 """Figure 13 — the training claims (issue 19) from the committed claim files: (a) held-out
 accuracy per step of ds, sara and sara-dps, and (a') their paired difference to DS with its 90 %
 band; (b) the effective fraction of each step for uniform, mopps, dps, sara and sara-dps; (c)
-tokens vs rollouts as ratios to DS (90 % intervals) per allocator and setting.
+tokens vs rollouts as ratios to DS (90 % intervals) per strategy and setting.
 
 Drawn from benchmarks/results/claims/ (or --claims DIR) only, through `claims_data.load_claims`:
 no training here. A missing claim file is named in the caption and in the panel it would fill;
@@ -24,13 +24,13 @@ RATIOS = ("sara", "sara-auto", "sara-dps", "sara-mopps", "mopps", "dps", "unifor
 COLORS = {"ds": "#000000", "sara": "#0173b2", "sara-dps": "#cc78bc", "sara-auto": "#56b4e9"}
 COLORS |= {"sara-mopps": "#ca9161", "mopps": "#029e73", "dps": "#de8f05", "uniform": "#949494"}
 MARKERS = ("o", "s", "^", "D", "v", "P")
-CURVE_COLUMNS = ("step", "value", "ci_low", "ci_high", "seeds", "panel", "allocator")
+CURVE_COLUMNS = ("step", "value", "ci_low", "ci_high", "seeds", "panel", "strategy")
 PAPER = {"sara": 0.78, "sara-dps": 0.33}  # the paper's rollout ratios to DS
 
 
-def per_step(df, allocator, column) -> pd.DataFrame:
-    """Mean of `column` per step over the seeds of `allocator` at k, with its 90 % t-interval."""
-    r = df[(df["allocator"] == allocator) & (df["k"] == K)].dropna(subset=[column])
+def per_step(df, strategy, column) -> pd.DataFrame:
+    """Mean of `column` per step over the seeds of `strategy` at k, with its 90 % t-interval."""
+    r = df[(df["strategy"] == strategy) & (df["k"] == K)].dropna(subset=[column])
     out = []
     for step, g in r.groupby("step"):
         m, lo, hi = mean_ci(g[column].to_numpy(), cs.LEVEL)
@@ -42,29 +42,29 @@ def curves(df) -> pd.DataFrame:
     """Panels a, a' and b: accuracy, difference to DS and effective fraction per step."""
     parts = []
     for a in ACCURACY:
-        parts.append(per_step(df, a, "eval_accuracy").assign(panel="accuracy", allocator=a))
+        parts.append(per_step(df, a, "eval_accuracy").assign(panel="accuracy", strategy=a))
     for a in ACCURACY[1:]:
-        if (df["allocator"] == a).any() and (df["allocator"] == REF).any():
+        if (df["strategy"] == a).any() and (df["strategy"] == REF).any():
             d = cs.step_diff(df, a, K, REF).rename(columns={"diff": "value"})
             parts.append(d[["step", "value", "ci_low", "ci_high", "seeds"]].assign(
-                panel="diff_vs_ds", allocator=a))  # fmt: skip
+                panel="diff_vs_ds", strategy=a))  # fmt: skip
     for a in FRACTION:
         parts.append(per_step(df[df["step"] > 0], a, "effective_fraction").assign(
-            panel="effective_fraction", allocator=a))  # fmt: skip
+            panel="effective_fraction", strategy=a))  # fmt: skip
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
 
 
 def ratios(data) -> pd.DataFrame:
-    """Panel c: rollouts and tokens per allocator and setting as ratios to DS, with intervals."""
+    """Panel c: rollouts and tokens per strategy and setting as ratios to DS, with intervals."""
     out = []
     for setting in data.sources:
         df = data.setting(setting)
         for k in sorted(df["k"].unique()):
-            if not ((df["allocator"] == REF) & (df["k"] == k)).any():
+            if not ((df["strategy"] == REF) & (df["k"] == k)).any():
                 continue
-            for a in [x for x in RATIOS if ((df["allocator"] == x) & (df["k"] == k)).any()]:
-                row = {"setting": setting, "k": int(k), "allocator": a}
+            for a in [x for x in RATIOS if ((df["strategy"] == x) & (df["k"] == k)).any()]:
+                row = {"setting": setting, "k": int(k), "strategy": a}
                 for what in ("rollouts", "tokens"):
                     r, lo, hi, n = cs.cost_ratio(df, a, k, what, REF)
                     row |= {what: r, f"{what}_low": lo, f"{what}_high": hi, "seeds": n}
@@ -83,7 +83,7 @@ def _curve_panel(ax, frame, panel, names, title, ylabel, empty):
     part = frame[frame["panel"] == panel] if len(frame) else frame
     drawn = False
     for a in names:
-        c = part[part["allocator"] == a] if len(part) else part
+        c = part[part["strategy"] == a] if len(part) else part
         if len(c):
             _band(ax, c, a, f"{a} ({int(c['seeds'].max())})")
             drawn = True
@@ -91,7 +91,7 @@ def _curve_panel(ax, frame, panel, names, title, ylabel, empty):
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes, wrap=True)
     ax.set(title=title, xlabel="training step", ylabel=ylabel)
     if drawn:
-        ax.legend(title="allocator (seeds)", fontsize=8)
+        ax.legend(title="strategy (seeds)", fontsize=8)
 
 
 def _ratio_panel(ax, table, empty):
@@ -101,9 +101,9 @@ def _ratio_panel(ax, table, empty):
     for r in table.itertuples():
         xerr = [[r.rollouts - r.rollouts_low], [r.rollouts_high - r.rollouts]]
         yerr = [[r.tokens - r.tokens_low], [r.tokens_high - r.tokens]]
-        label = f"{r.allocator}, {r.setting}"
+        label = f"{r.strategy}, {r.setting}"
         ax.errorbar(r.rollouts, r.tokens, xerr=xerr, yerr=yerr, fmt=marks[r.setting],
-                    color=COLORS[r.allocator], ms=6, capsize=2, label=label)  # fmt: skip
+                    color=COLORS[r.strategy], ms=6, capsize=2, label=label)  # fmt: skip
     ends = table.filter(regex="_(low|high)$").to_numpy(float) if len(table) else []
     ends = [x for x in (ends.ravel() if len(ends) else []) if x == x]  # nan: not drawn
     lim = [min([0.2, *ends]) * 0.95, max([1.1, *ends]) * 1.05]  # every interval in view
@@ -149,13 +149,13 @@ def caption(data, table) -> str:
         f"{cs.MARGIN:g} equivalence margin; (b) effective fraction (mixed groups / groups "
         "trained on) of each step, mean and 90 % band; (c) tokens vs rollouts spent as ratios "
         "to DS (geometric mean of per-seed ratios, 90 % intervals on the log scale) per "
-        "allocator and setting; dashed: the paper's rollout ratios (sara 0.78x, sara-dps "
+        "strategy and setting; dashed: the paper's rollout ratios (sara 0.78x, sara-dps "
         "0.33x). uniform, mopps and dps spend groups x k rollouts a step whatever their "
         "effective fraction (b), so their ratio in (c) is a cost at a lower yield, not a saving."
     ]
     for r in table.itertuples():
         parts.append(
-            f"{r.allocator} ({r.setting}, k {r.k}, {r.seeds} seeds): rollouts "
+            f"{r.strategy} ({r.setting}, k {r.k}, {r.seeds} seeds): rollouts "
             f"{cs.fmt(r.rollouts)}x [{cs.fmt(r.rollouts_low)}, {cs.fmt(r.rollouts_high)}], "
             f"tokens {cs.fmt(r.tokens)}x [{cs.fmt(r.tokens_low)}, {cs.fmt(r.tokens_high)}]."
         )

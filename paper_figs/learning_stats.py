@@ -1,6 +1,6 @@
 """The numbers the paper prints from the real-loop learning curves (benchmarks/real_learning.py).
 
-Input: the learning CSV, one row per (allocator, k, seed, step) with cum_rollouts, cum_tokens and
+Input: the learning CSV, one row per (strategy, k, seed, step) with cum_rollouts, cum_tokens and
 eval_accuracy (empty where that step was not evaluated; step 0 = the start model).  Output:
 
 - `target_table`: the rollouts (and tokens) each run needs to reach a fixed accuracy, as a ratio
@@ -11,7 +11,7 @@ eval_accuracy (empty where that step was not evaluated; step 0 = the start model
 - `band`: mean curve over seeds with a 95 % band, on a common grid (for the figure).
 
 Statistics (one rule everywhere): seeds are independent replicates, the interval is Student's t
-over seeds (n - 1 degrees of freedom).  Allocator a and DS share a seed's start model, prompt
+over seeds (n - 1 degrees of freedom).  Strategy a and DS share a seed's start model, prompt
 stream and evaluation seeds, so ratios and differences are paired by seed: the ratio is the
 geometric mean of the per-seed ratios with the t-interval on their logs.  A run that never
 reaches the target has no cost: its seed is listed in `not_reached` and left out of the ratio,
@@ -27,7 +27,7 @@ from scipy import stats
 
 # The columns the figure and tables need (benchmarks/real_learning.py writes more).
 COLUMNS = (
-    "allocator",
+    "strategy",
     "k",
     "seed",
     "step",
@@ -98,8 +98,8 @@ def check(df: pd.DataFrame, source: str = "learning CSV") -> pd.DataFrame:
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{source}: missing columns {missing} (need {list(COLUMNS)})")
-    if df.duplicated(["allocator", "k", "seed", "step"]).any():
-        raise ValueError(f"{source}: more than one row for an (allocator, k, seed, step)")
+    if df.duplicated(["strategy", "k", "seed", "step"]).any():
+        raise ValueError(f"{source}: more than one row for an (strategy, k, seed, step)")
     start = df[df["step"] == 0]
     if start["eval_accuracy"].isna().any() or len(start) != len(runs(df)):
         raise ValueError(f"{source}: every run needs a step-0 row with its start accuracy")
@@ -107,32 +107,32 @@ def check(df: pd.DataFrame, source: str = "learning CSV") -> pd.DataFrame:
 
 
 def runs(df: pd.DataFrame) -> list[tuple]:
-    return sorted(df.groupby(["allocator", "k", "seed"]).groups)
+    return sorted(df.groupby(["strategy", "k", "seed"]).groups)
 
 
-def curve(df: pd.DataFrame, allocator, k, seed, measure="cum_rollouts"):
+def curve(df: pd.DataFrame, strategy, k, seed, measure="cum_rollouts"):
     """(x, accuracy) of one run's evaluated steps, in step order."""
-    r = df[(df["allocator"] == allocator) & (df["k"] == k) & (df["seed"] == seed)]
+    r = df[(df["strategy"] == strategy) & (df["k"] == k) & (df["seed"] == seed)]
     r = r.dropna(subset=["eval_accuracy"]).sort_values("step")
     return r[measure].to_numpy(float), r["eval_accuracy"].to_numpy(float)
 
 
 def target_accuracy(df: pd.DataFrame, k, frac: float = 0.9, ref: str = "ds") -> float:
     """start + frac x (final - start), both DS's means over seeds at this k."""
-    d = df[(df["allocator"] == ref) & (df["k"] == k)].dropna(subset=["eval_accuracy"])
+    d = df[(df["strategy"] == ref) & (df["k"] == k)].dropna(subset=["eval_accuracy"])
     if d.empty:
-        raise ValueError(f"no {ref} runs at k={k}: the ratios need the reference allocator")
+        raise ValueError(f"no {ref} runs at k={k}: the ratios need the reference strategy")
     ends = d.sort_values("step").groupby("seed")["eval_accuracy"].agg(["first", "last"]).mean()
     return float(ends["first"] + frac * (ends["last"] - ends["first"]))
 
 
 def _order(df, ref):
-    names = list(dict.fromkeys(df["allocator"]))
+    names = list(dict.fromkeys(df["strategy"]))
     return [ref] + [a for a in names if a != ref] if ref in names else names
 
 
 def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds", level: float = LEVEL):
-    """Per (k, allocator, measure): cost to the target accuracy and its ratio to `ref` (`level`
+    """Per (k, strategy, measure): cost to the target accuracy and its ratio to `ref` (`level`
     interval: 95 % by default, the claim table's 90 %).
 
     DS gains 0.2 in 200 rollouts on both seeds, so the target is 0.405 + 0.9 x 0.2 = 0.585;
@@ -144,9 +144,9 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds", level: fl
     ...         for step, x in enumerate((0, 100, 200)):
     ...             rows.append((a, 8, s, step, x, 10 * x, step, 0.4 + 0.01 * s + slope * x))
     >>> t = target_table(pd.DataFrame(rows, columns=COLUMNS))
-    >>> t[t.measure == "rollouts"][["allocator", "reached", "not_reached", "mean_to_target",
+    >>> t[t.measure == "rollouts"][["strategy", "reached", "not_reached", "mean_to_target",
     ...                             "ratio", "ci_low", "ci_high"]]
-      allocator reached not_reached  mean_to_target  ratio  ci_low  ci_high
+      strategy reached not_reached  mean_to_target  ratio  ci_low  ci_high
     0        ds     2/2                       180.0    1.0     1.0      1.0
     2      sara     2/2                        90.0    0.5     0.5      0.5
     4      slow     0/2         0 1             NaN    NaN     NaN      NaN
@@ -171,7 +171,7 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds", level: fl
                 out.append(
                     {
                         "k": int(k),
-                        "allocator": a,
+                        "strategy": a,
                         "measure": m.removeprefix("cum_"),
                         "target_accuracy": target,
                         "reached": f"{sum(not math.isnan(cost[s]) for s in have)}/{len(have)}",
@@ -188,23 +188,23 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds", level: fl
 
 
 def budget_table(df: pd.DataFrame, ref: str = "ds", measure="cum_rollouts", level=LEVEL):
-    """Per (k, allocator): accuracy at the largest budget every run at k reached, and - to `ref`
+    """Per (k, strategy): accuracy at the largest budget every run at k reached, and - to `ref`
     (`level` intervals over seeds).
 
     >>> rows = [("ds", 8, s, i, x, x, i, 0.4 + 1e-3 * x) for s in (0, 1)
     ...         for i, x in enumerate((0, 100, 200))]
     >>> rows += [("sara", 8, s, i, x, x, i, 0.4 + 2e-3 * x) for s in (0, 1)
     ...          for i, x in enumerate((0, 50, 150))]
-    >>> budget_table(pd.DataFrame(rows, columns=COLUMNS))[["allocator", "budget", "accuracy",
+    >>> budget_table(pd.DataFrame(rows, columns=COLUMNS))[["strategy", "budget", "accuracy",
     ...                                                    "diff_vs_ref"]]
-      allocator  budget  accuracy  diff_vs_ref
+      strategy  budget  accuracy  diff_vs_ref
     0        ds   150.0      0.55         0.00
     1      sara   150.0      0.70         0.15
     """
     out = []
     for k in sorted(df["k"].unique()):
         at_k = df[df["k"] == k]
-        ends = at_k.dropna(subset=["eval_accuracy"]).groupby(["allocator", "seed"])[measure].max()
+        ends = at_k.dropna(subset=["eval_accuracy"]).groupby(["strategy", "seed"])[measure].max()
         budget = float(ends.min())
         acc = {
             (a, s): float(np.interp(budget, *curve(df, a, k, s, measure))) for a, s in ends.index
@@ -217,7 +217,7 @@ def budget_table(df: pd.DataFrame, ref: str = "ds", measure="cum_rollouts", leve
             out.append(
                 {
                     "k": int(k),
-                    "allocator": a,
+                    "strategy": a,
                     "budget": budget,
                     "measure": measure.removeprefix("cum_"),
                     "seeds": len(seeds),
@@ -233,8 +233,8 @@ def budget_table(df: pd.DataFrame, ref: str = "ds", measure="cum_rollouts", leve
 
 
 def band(df: pd.DataFrame, measure: str = "cum_rollouts", points: int = 41) -> pd.DataFrame:
-    """Mean accuracy over seeds with its 95 % t-band, per (k, allocator), on a grid of `points`
-    budgets from 0 to the smallest final budget among that allocator's seeds (no extrapolation).
+    """Mean accuracy over seeds with its 95 % t-band, per (k, strategy), on a grid of `points`
+    budgets from 0 to the smallest final budget among that strategy's seeds (no extrapolation).
 
     >>> rows = [("ds", 8, s, i, x, x, i, a) for s, ys in ((0, (0.4, 0.6)), (1, (0.4, 0.8)))
     ...         for i, (x, a) in enumerate(zip((0, 100), ys))]
@@ -245,7 +245,7 @@ def band(df: pd.DataFrame, measure: str = "cum_rollouts", points: int = 41) -> p
     2  100.0  0.70      2
     """
     out = []
-    for (k, a), sub in df.groupby(["k", "allocator"], sort=True):
+    for (k, a), sub in df.groupby(["k", "strategy"], sort=True):
         seeds = sorted(sub["seed"].unique())
         curves = [curve(df, a, k, s, measure) for s in seeds]
         grid = np.linspace(0.0, min(float(x[-1]) for x, _ in curves), points)
@@ -255,7 +255,7 @@ def band(df: pd.DataFrame, measure: str = "cum_rollouts", points: int = 41) -> p
             out.append(
                 {
                     "k": int(k),
-                    "allocator": a,
+                    "strategy": a,
                     "measure": measure.removeprefix("cum_"),
                     "x": float(x),
                     "mean": round(m, 12),

@@ -1,4 +1,4 @@
-"""The real-model half of SARA: the same allocator driving a vLLM engine inside a GRPO loop.
+"""The real-model half of SARA: the same strategy driving a vLLM engine inside a GRPO loop.
 
 Layered subpackages; each imports only its own layer and the ones below it
 (`tests/core/test_layers.py` reads every import, lazy ones included; real/README.md, "Layout"):
@@ -9,14 +9,14 @@ Layered subpackages; each imports only its own layer and the ones below it
               checkpoint-N naming, check_writable)
     tasks     verifiable tasks (arithmetic, countdown, math) and the run's task
     models    tiny (the offline default model), resolve (model resolution), logprobs (torch)
-    sampling  engine (Sampler, in-process vLLM), serve / served / client / push (vLLM servers),
+    sampling  engine (Engine, in-process vLLM), serve / served / client / push (vLLM servers),
               build (the run's engine)
-    rollout   collect (allocator rounds -> committed groups), evaluation (held-out pass@1)
+    rollout   collect (collector rounds -> committed groups), evaluation (held-out pass@1)
     train     grpo (loss, step), loop (the native GRPO loop)               } siblings: neither
     trl       adapter, rewards, backends (SARA in TRL's GRPOTrainer), run  } imports the other
     app       checks, resume (checks that need the machine), run (one run), compare, audit,
               audit_theory, flags, cli (`sara-real`)
 
-real/ may import sara_sim (its allocators); sara_sim never imports real. Heavy third-party
+real/ may import sara_sim (its strategies); sara_sim never imports real. Heavy third-party
 imports (torch, vllm, transformers) happen inside functions, after real.base.env has set the
 environment, so every argument is checked before they load."""

@@ -6,7 +6,7 @@ the layers are drawn in sara_sim/README.md.
 
 The exports validate their arguments (``ParameterError`` naming the parameter); the jitted
 originals in ``core.policy`` / ``core.beta.p_eff_jit`` are for kernels and check nothing.
-``make_collector`` builds a round-synchronous collector (``collect.allocator``) from a strategy
+``make_collector`` builds a round-synchronous collector (``collect.collectors``) from a strategy
 name of ``core.registry`` and one parameter object (``SaraParams``, ``DSParams``) or its fields by
 name.  ``simulate`` is the simulator's front door (``sim.simulate.simulate``); ``theory`` and
 ``optimal`` are the exact per-prompt law and Bayes-optimal stopping (modules).
@@ -23,7 +23,7 @@ name.  ``simulate`` is the simulator's front door (``sim.simulate.simulate``); `
 7.74
 """
 
-from .collect.allocator import make_collector
+from .collect.collectors import make_collector
 from .core.beta import p_eff
 from .core.checked import decide, decide_plan, threshold_plan
 from .core.errors import ParameterError

@@ -6,7 +6,7 @@
 Samples k rollouts for each of P prompts (E passes; optionally `--train-steps S` GRPO steps
 between passes, off by default), writes `history.csv` in `sara-sim`'s `history:` format
 (prompt_id, epoch, correct, samples) plus the completion tokens of passing and failing rollouts,
-and prints (and writes to `audit.json`) what each allocator would cost on that model:
+and prints (and writes to `audit.json`) what each strategy would cost on that model:
 
 * DS (verl dynamic sampling) and SARA at each tau_low: rollouts and tokens per effective group,
   exact theory (`sara_sim.core.theory`) for the recorded law — the same numbers as
@@ -34,7 +34,7 @@ from real.base.config import Config, check_seed
 from real.base.validate import check_ints
 from real.io.runfolder import check_writable
 from real.models.resolve import resolve_model
-from real.sampling import engine as _engine  # the module: a test may swap Engine in it
+from real.sampling import engine as _engine  # the module: a test may swap VLLMEngine in it
 from real.sampling.client import ServerEngine
 from real.sampling.served import parse_urls
 from real.tasks import RewardGuard, make_task
@@ -144,7 +144,7 @@ def run_audit(a, engine=None) -> int:
     elif a.engine_url:
         engine = ServerEngine(a.engine_url, model=model_dir)
     else:
-        engine = _engine.Engine(model_dir, seed=a.seed)
+        engine = _engine.VLLMEngine(model_dir, seed=a.seed)
     max_tokens = a.max_tokens or task.max_tokens
     engine.check_fits([task.problem(i).prompt for i in range(min(a.prompts, 256))], max_tokens)
     out = Path(a.out)
@@ -193,7 +193,7 @@ def train_between(a, engine, model_dir, epoch) -> None:
 
 @dataclass
 class AuditConfig:
-    """`sara-real audit`: what each allocator would cost on a model (one flag per field)."""
+    """`sara-real audit`: what each strategy would cost on a model (one flag per field)."""
 
     engine_url: str | None = None
     """running vLLM server(s) URL[,URL...]"""

@@ -1,4 +1,4 @@
-"""The audit's numbers: every allocator's exact cost on a recorded outcome history.
+"""The audit's numbers: every strategy's exact cost on a recorded outcome history.
 
 Given `history.csv` (sara-sim's `history:` format plus pass_tokens / fail_tokens), the costs are
 exact theory for the recorded law (`sara_sim.core.theory`, `sara_sim.core.optimal`): DS's
@@ -64,7 +64,7 @@ def _row(name, law, k, res, lengths, ds):
     passes, fails = outcome_counts(law, k, res)
     tokens = passes * lengths[0] + fails * lengths[1]
     row = {
-        "allocator": name,
+        "strategy": name,
         "rollouts_per_effective_group": res["cost_per_effective_group"],
         "tokens_per_effective_group": _ratio(tokens, res["p_effective"]),
         "rollouts_per_prompt": res["rollouts_per_prompt"],
@@ -81,7 +81,7 @@ def _row(name, law, k, res, lengths, ds):
 
 
 def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) -> dict:
-    """Every allocator's exact cost on the recorded law of `frame` (a history.csv frame)."""
+    """Every strategy's exact cost on the recorded law of `frame` (a history.csv frame)."""
     from sara_sim.core.difficulty import HistoryLaw
     from sara_sim.core.optimal import bayes_optimal
     from sara_sim.core.theory import best_tau, sequential_law
@@ -99,7 +99,7 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
     for t in taus:
         rows.append(_row("sara", law, k, sequential_law(law, k, t), lengths, ds) | {"tau_low": t})
     best = opt = None
-    if ds_res["p_mixed"] > 0:  # else no allocator gets an effective group: nothing to optimise
+    if ds_res["p_mixed"] > 0:  # else no strategy gets an effective group: nothing to optimise
         tau, _, (lo, hi) = best_tau(law, k)
         best = _row("sara", law, k, sequential_law(law, k, tau), lengths, ds)
         best |= {"tau_low": tau, "tau_interval": [lo, hi]}
@@ -121,8 +121,8 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
     }
     if best is None:
         out["recommended"] = {
-            "allocator": "ds",
-            "flags": f"--allocator ds --k {k}",
+            "strategy": "ds",
+            "flags": f"--strategy ds --k {k}",
             "reason": "no mixed group in the sample: every prompt all-pass or all-fail at this k",
         }
         return out
@@ -165,7 +165,7 @@ def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
     for r in rows:
         costs = by_plan[tuple(r["plan"])]
         savings = [_savings(c, d) for c, d in zip(costs, ds_costs, strict=True)]
-        key = r["allocator"] + (f"@{r['tau_low']:g}" if "tau_low" in r else "")
+        key = r["strategy"] + (f"@{r['tau_low']:g}" if "tau_low" in r else "")
         if r is rows[-2]:
             key = "best_tau"
         out[key] = {
@@ -215,16 +215,16 @@ def replay_table(frame, k, tau, seed=0, groups=None) -> list[dict]:
 
 
 def recommend(out) -> dict:
-    """The allocator to train with: SARA's best tau_low only when its interval says it saves."""
+    """The strategy to train with: SARA's best tau_low only when its interval says it saves."""
     best, k = out["best_tau"], out["k"]
     ci = (out.get("bootstrap") or {}).get("best_tau", {}).get("savings_vs_ds")
     sure = ci is not None and ci[0] > 0
-    rec = {"allocator": "ds", "flags": f"--allocator ds --k {k}"}
+    rec = {"strategy": "ds", "flags": f"--strategy ds --k {k}"}
     if best["savings_vs_ds"] > 0 and (sure or ci is None):
         rec = {
-            "allocator": "sara",
+            "strategy": "sara",
             "tau_low": best["tau_low"],
-            "flags": f"--allocator sara --k {k} --tau-low {best['tau_low']:.3g}",
+            "flags": f"--strategy sara --k {k} --tau-low {best['tau_low']:.3g}",
         }
     rec["reason"] = (
         f"exact theory on this history: ds {out['ds']['rollouts_per_effective_group']:.2f} "
@@ -243,8 +243,8 @@ def recommend(out) -> dict:
         sara = {r["strategy"]: r for r in out["replay"]}["sara"]["rollouts_per_effective_group"]
         if sara is None or top["rollouts_per_effective_group"] < sara:
             rec["informed"] = {
-                "allocator": top["strategy"],
-                "flags": f"--allocator {top['strategy']} --k {k} --task-size N",
+                "strategy": top["strategy"],
+                "flags": f"--strategy {top['strategy']} --k {k} --task-size N",
                 "replay_savings_vs_ds": top["savings_vs_ds"],
             }
     return rec
@@ -258,7 +258,7 @@ def format_report(out) -> str:
     lines = [
         f"audit: {out['prompts']} prompts x {out['passes']} pass(es) x k={out['k']}: "
         f"mean success {out['mean_success']:.3f}, P(mixed group) {out['p_mixed']:.3f}",
-        f"{'allocator':<22}{'roll/eff':>9}{'tok/eff':>10}{'vs ds':>8}{'95% CI':>18}",
+        f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'vs ds':>8}{'95% CI':>18}",
     ]
     entries = [("ds", out["ds"], boot.get("ds"))]
     entries += [(f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}"))

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from real.app.resume import check_run_folder
 from real.base.config import build_collector, flag_of
-from real.base.validate import check_alloc, check_grpo, check_run_fields, check_trl_config
+from real.base.validate import check_knobs, check_grpo, check_run_fields, check_trl_config
 from real.models.resolve import resolve_model
 from real.models.tiny_net import CHARS, SPECIALS
 from real.sampling.served import check_servers
@@ -46,7 +46,7 @@ def check_config(cfg) -> Checked:
     check_grpo(cfg.grpo)
     if cfg.trainer == "trl":
         check_trl_config(cfg)
-    check_alloc(cfg.alloc, cfg.k)
+    check_knobs(cfg.knobs, cfg.k)
     checked = _build(cfg)
     if cfg.model is not None:
         resolve_model(cfg.model, build=False)
@@ -61,7 +61,7 @@ def _build(cfg) -> Checked:
     task = _task(cfg)
     try:
         collector = build_collector(
-            cfg.allocator, cfg.alloc, k=cfg.k, groups=cfg.groups, seed=cfg.seed,
+            cfg.strategy, cfg.knobs, k=cfg.k, groups=cfg.groups, seed=cfg.seed,
             epoch_size=task.size,
         )  # fmt: skip
     except ParameterError as e:
@@ -121,8 +121,8 @@ def check_memory(cfg, task) -> None:
     if cfg.force:
         return
     tokens = cfg.max_tokens or task.max_tokens
-    batch = cfg.alloc.gen_batch_size or cfg.groups * row(cfg.allocator).gen_batch_factor  # 3N
-    per_round = cfg.alloc.capacity or batch * cfg.k
+    batch = cfg.knobs.gen_batch_size or cfg.groups * row(cfg.strategy).gen_batch_factor  # 3N
+    per_round = cfg.knobs.capacity or batch * cfg.k
     longest_prompt = max(len(p.prompt) for p in task.eval_problems())  # chars >= tokens
     pool = 2 * per_round * tokens * 200  # a step holds about two rounds' worth
     micro = cfg.grpo.micro_batch

@@ -1,11 +1,11 @@
-"""`sara-real`: make the tiny model, validate or compare allocators in GRPO runs, serve, audit.
+"""`sara-real`: make the tiny model, validate or compare strategies in GRPO runs, serve, audit.
 
     sara-real make-tiny
-    sara-real validate --allocator sara --k 8 --groups 16 --steps 20 --out runs/sara
-    sara-real compare --allocators uniform,ds,sara --steps 20 --out runs/cmp
+    sara-real validate --strategy sara --k 8 --groups 16 --steps 20 --out runs/sara
+    sara-real compare --strategies uniform,ds,sara --steps 20 --out runs/cmp
 
 The flags of `validate` / `compare` are the leaf fields of `real.base.config.Config` and of its
-GRPO and allocator sections (`real/base/config.py`; dashes for underscores), with the field's
+GRPO and strategy sections (`real/base/config.py`; dashes for underscores), with the field's
 docstring as help and its default shown — one place for every default; `audit`, `serve` and
 `make-tiny` take theirs from `AuditConfig`, `ServeConfig` and `TinyConfig` the same way
 (`real/app/flags.py`). Every argument is checked before torch or vLLM starts: a bad one exits with
@@ -22,7 +22,7 @@ from real.app.flags import Parser, add_flags, config_of
 from real.app.run import train
 from real.base import env as _env  # noqa: F401  (env vars before any torch / vllm import)
 from real.base.config import Config, check_seed
-from real.base.validate import ALLOCATORS, DTYPES
+from real.base.validate import STRATEGIES, DTYPES
 from real.io.runfolder import check_writable
 from real.io.runlog import SUMMARY_KEYS
 from real.models.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
@@ -33,7 +33,7 @@ from sara_sim.core.errors import check_float
 from sara_sim.core.files import run_cli
 from sara_sim.core.informed import RULES
 
-NOT_FLAGS = ("allocator", "out")  # set per subcommand (validate: --allocator; compare: a list)
+NOT_FLAGS = ("strategy", "out")  # set per subcommand (validate: --strategy; compare: a list)
 
 
 def _config_flags(p) -> None:
@@ -48,14 +48,14 @@ def build_parser():
     ap = Parser(prog="sara-real", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     add_flags(sub.add_parser("make-tiny", help="train the tiny default model (cached)"), TinyConfig)
-    names = ", ".join(ALLOCATORS)
-    p = sub.add_parser("validate", help="one GRPO run with one allocator")
-    p.add_argument("--allocator", default="sara", help=f"one of {names}")
+    names = ", ".join(STRATEGIES)
+    p = sub.add_parser("validate", help="one GRPO run with one strategy")
+    p.add_argument("--strategy", default="sara", help=f"one of {names}")
     p.add_argument("--out", default="runs/validate", help="run directory")
     _config_flags(p)
-    p = sub.add_parser("compare", help="several allocators from the same start")
+    p = sub.add_parser("compare", help="several strategies from the same start")
     p.add_argument(
-        "--allocators",
+        "--strategies",
         default="uniform,ds,sara,sara-eb,sara-auto",
         help=f"comma-separated, from {names}; NAME+no-carry: a SARA-family run with --no-carry",
     )
@@ -65,17 +65,17 @@ def build_parser():
         sub.add_parser("serve", help="start a vLLM server for a model (CPU settings)"), ServeConfig
     )
     add_flags(
-        sub.add_parser("audit", help="what each allocator would cost on a model"), AuditConfig
+        sub.add_parser("audit", help="what each strategy would cost on a model"), AuditConfig
     )
     return ap
 
 
-def run_config(a, allocator=None):
-    """The run `Config` that parsed `validate` / `compare` arguments `a` describe (`allocator`:
+def run_config(a, strategy=None):
+    """The run `Config` that parsed `validate` / `compare` arguments `a` describe (`strategy`:
     compare's first; validate's own by default)."""
     names = set(Config().flat())
     return Config.from_dict(
-        {**{n: v for n, v in vars(a).items() if n in names}, "allocator": allocator or a.allocator}
+        {**{n: v for n, v in vars(a).items() if n in names}, "strategy": strategy or a.strategy}
     )
 
 
@@ -124,11 +124,11 @@ def cmd_validate(a) -> int:
 
 
 def cmd_compare(a) -> int:
-    allocators = [x.strip() for x in a.allocators.split(",") if x.strip()]
-    cfg = run_config(a, allocators[0] if allocators else "sara")
-    table, curves = run_compare(cfg, allocators)  # check_compare first, before any run
+    strategies = [x.strip() for x in a.strategies.split(",") if x.strip()]
+    cfg = run_config(a, strategies[0] if strategies else "sara")
+    table, curves = run_compare(cfg, strategies)  # check_compare first, before any run
     print(format_table(table, curves))
-    for p in plot_compare(a.out, table, curves, allocators):
+    for p in plot_compare(a.out, table, curves, strategies):
         print(f"saved {p}")
     return 0
 

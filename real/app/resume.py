@@ -103,7 +103,7 @@ def _check_trl_resume(cfg, out: Path) -> None:
 
 
 def check_same_run(saved: dict, cfg) -> None:
-    """Resuming with another allocator, k, lr, temperature... would silently splice two runs."""
+    """Resuming with another strategy, k, lr, temperature... would silently splice two runs."""
     try:
         then_cfg = Config.from_dict(saved)
     except (TypeError, ValueError) as e:  # a setting this version does not know

@@ -1,4 +1,4 @@
-"""One run's settings: `Config` with its GRPO and allocator sections, and the one place `real/`
+"""One run's settings: `Config` with its GRPO and strategy sections, and the one place `real/`
 builds a collector from them.
 
 Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
@@ -9,8 +9,8 @@ once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr
 
 Light on purpose (no torch, no vllm): the CLI imports it before any argument is checked.
 
->>> cfg = Config.from_dict({"allocator": "sara", "lr": 5e-4, "tau_low": 0.3})  # flat, as of old
->>> cfg.grpo.lr, cfg.alloc.tau_low, cfg.grpo.eps_high
+>>> cfg = Config.from_dict({"strategy": "sara", "lr": 5e-4, "tau_low": 0.3})  # flat, as of old
+>>> cfg.grpo.lr, cfg.knobs.tau_low, cfg.grpo.eps_high
 (0.0005, 0.3, 0.28)
 >>> from dataclasses import asdict
 >>> Config.from_dict(asdict(cfg)) == cfg  # nested, as written now
@@ -79,9 +79,9 @@ class GRPOConfig:
 
 @dataclass
 class AllocatorConfig:
-    """The allocator's own settings (sara_sim.collect.allocator.make_collector and the history /
+    """The strategy's own settings (sara_sim.collect.collectors.make_collector and the history /
     selector objects it runs with; defaults from sara_sim.core.registry); a setting the chosen
-    allocator does not use is ignored."""
+    strategy does not use is ignored."""
 
     tau_low: float = SARA.tau_low
     """SARA abandonment threshold on p_eff"""
@@ -108,15 +108,15 @@ class AllocatorConfig:
     max_num_gen_batches: int = _DS.max_num_gen_batches
     """DS cap on generation batches per step"""
     rule: str = HISTORY.rule
-    """history allocators: price (Bayes-optimal at the running cost) | tau (tau_low rule)"""
+    """history strategies: price (Bayes-optimal at the running cost) | tau (tau_low rule)"""
     rho: float = HISTORY.rho
-    """history allocators: evidence kept per epoch of age, in (0, 1]"""
+    """history strategies: evidence kept per epoch of age, in (0, 1]"""
     kappa: float = HISTORY.kappa
-    """history allocators: pull toward the population prior, > 0"""
+    """history strategies: pull toward the population prior, > 0"""
     explore: float = HISTORY.explore
-    """history allocators: chance a skip is overridden, in [0, 1]"""
+    """history strategies: chance a skip is overridden, in [0, 1]"""
     max_skip: int = HISTORY.max_skip
-    """history allocators: skips in a row before a prompt must be probed"""
+    """history strategies: skips in a row before a prompt must be probed"""
     selector_ratio: float = HISTORY.ratio
     """sara-mopps/dps: candidates pulled per prompt probed, >= 1"""
     selector_target: float = 0.5
@@ -133,7 +133,7 @@ class AllocatorConfig:
     requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
 
 
-SECTIONS = {"grpo": GRPOConfig, "alloc": AllocatorConfig}
+SECTIONS = {"grpo": GRPOConfig, "knobs": AllocatorConfig}
 SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
 
 
@@ -172,10 +172,10 @@ class Config:
     """JSONL file for the math task (default: the shipped sample)"""
     eval_path: str | None = None
     """JSONL held-out set for the math task (default: every 5th row of task_path)"""
-    allocator: str = "sara"
-    """one of real.base.validate.ALLOCATORS"""
+    strategy: str = "sara"
+    """one of real.base.validate.STRATEGIES"""
     task_size: int | None = None
-    """arithmetic, countdown: a finite pool of N training problems (history allocators need one)"""
+    """arithmetic, countdown: a finite pool of N training problems (history strategies need one)"""
     k: int = 8
     """rollouts per group"""
     groups: int = 16
@@ -183,7 +183,7 @@ class Config:
     steps: int = 20
     """optimizer steps"""
     seed: int = 0
-    """seeds the prompt stream, every rollout's sampling and minibatch order"""
+    """seeds the prompt source, every rollout's sampling and minibatch order"""
     out: str = "runs/validate"
     """run directory: metrics.jsonl, summary.json, checkpoint.pt"""
     resume: bool = False
@@ -229,7 +229,7 @@ class Config:
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """GRPO settings"""
     alloc: AllocatorConfig = field(default_factory=AllocatorConfig)
-    """allocator settings"""
+    """strategy settings"""
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":
@@ -273,7 +273,7 @@ def _tuples(cls, d: dict) -> dict:
 
 # ---------------------------------------------------------------- the run's collector
 
-# The allocators whose collector carries surplus and open groups from step to step (SARA's
+# The strategies whose collector carries surplus and open groups from step to step (SARA's
 # round state machine); in a compare's list, NAME+no-carry runs NAME with carry off.
 CARRIERS = tuple(
     n for n in names("real") if row(n).family in ("sara", "sara-history", "sara-select")
@@ -282,7 +282,7 @@ NO_CARRY = "+no-carry"
 
 
 def split_spec(spec: str) -> tuple[str, bool]:
-    """A compare's allocator entry -> (allocator, carry).
+    """A compare's strategy entry -> (strategy, carry).
 
     >>> split_spec("sara+no-carry"), split_spec("ds")
     (('sara', False), ('ds', True))
@@ -292,7 +292,7 @@ def split_spec(spec: str) -> tuple[str, bool]:
     return spec, True
 
 
-# The history allocators learn from revisits: their stream ids are epoch * size + index.
+# The history strategies learn from revisits: their stream ids are epoch * size + index.
 INFORMED = names("real", needs_history=True)
 # Where a history / selector object names a setting differently from AllocatorConfig.
 _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
@@ -301,14 +301,14 @@ _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
 def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, seed: int,
                     epoch_size: int | None = None):  # fmt: skip
     """The collector of one run: the one place `real/` calls `make_collector`. History
-    allocators need `epoch_size` (the finite task's size). A bad setting is a ParameterError
+    strategies need `epoch_size` (the finite task's size). A bad setting is a ParameterError
     naming the AllocatorConfig field (check_config turns it into its flag).
 
     >>> col = build_collector("sara", AllocatorConfig(probe=2), k=8, groups=4, seed=0)
     >>> col.probe, col.tau_low
     (2, 0.2)
     """
-    from sara_sim.collect.allocator import make_collector
+    from sara_sim.collect.collectors import make_collector
     from sara_sim.core.errors import ParameterError, check_int
 
     opts = {f.name: getattr(alloc, f.name) for f in fields(alloc)}

@@ -23,20 +23,20 @@ from sara_sim.core.errors import (
 )
 from sara_sim.core.registry import names, row
 
-ALLOCATORS = names("real")  # sara_sim.core.registry: the one list of strategies
+STRATEGIES = names("real")  # sara_sim.core.registry: the one list of strategies
 # generated tasks: they take --task-size
 FINITE_OPTION = ("arithmetic", "countdown", "reasoning", "reasoning-long")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
-def check_allocator(name: str, flag: str = "--allocator") -> str:
+def check_strategy(name: str, flag: str = "--strategy") -> str:
     return row(name, "real", flag).name
 
 
-def check_spec(spec: str, flag: str = "--allocators") -> tuple[str, bool]:
-    """A compare's entry: an allocator, or a carrying one with +no-carry -> (name, carry)."""
+def check_spec(spec: str, flag: str = "--strategies") -> tuple[str, bool]:
+    """A compare's entry: a strategy, or a carrying one with +no-carry -> (name, carry)."""
     name, carry = split_spec(spec)
-    check_allocator(name, flag)
+    check_strategy(name, flag)
     if not carry and name not in CARRIERS:
         raise ParameterError(
             flag, f"{spec}: {name} carries nothing; {NO_CARRY} takes one of {', '.join(CARRIERS)}"
@@ -45,12 +45,12 @@ def check_spec(spec: str, flag: str = "--allocators") -> tuple[str, bool]:
 
 
 def check_run_fields(cfg) -> None:
-    """The top-level fields of a Config (its sections: check_grpo, check_alloc)."""
-    check_allocator(cfg.allocator)
-    if not cfg.alloc.carry and cfg.allocator not in CARRIERS:
+    """The top-level fields of a Config (its sections: check_grpo, check_knobs)."""
+    check_strategy(cfg.strategy)
+    if not cfg.knobs.carry and cfg.strategy not in CARRIERS:
         raise ParameterError(
             "--no-carry",
-            f"{cfg.allocator} carries nothing to drop; only {', '.join(CARRIERS)} carry (in a "
+            f"{cfg.strategy} carries nothing to drop; only {', '.join(CARRIERS)} carry (in a "
             f"compare, name the runs without carrying NAME{NO_CARRY})",
         )
     check_choice(cfg.trainer, "--trainer", ("native", "trl"))
@@ -61,9 +61,9 @@ def check_run_fields(cfg) -> None:
                 "--task-size",
                 f"only {' and '.join(FINITE_OPTION)} take a pool size (task {cfg.task})",
             )
-    if cfg.allocator in INFORMED and cfg.task in FINITE_OPTION and not cfg.task_size:
+    if cfg.strategy in INFORMED and cfg.task in FINITE_OPTION and not cfg.task_size:
         raise ParameterError(
-            "--task-size", f"{cfg.allocator} learns from revisits: give a finite pool (>= 1)"
+            "--task-size", f"{cfg.strategy} learns from revisits: give a finite pool (>= 1)"
         )
     if cfg.eval_size is not None:
         check_int(cfg.eval_size, "--eval-size", 1)
@@ -103,8 +103,8 @@ def check_grpo(g) -> None:
     check_ints(g, epochs=1, minibatches=1, micro_batch=0)
 
 
-def check_alloc(a, k: int) -> None:
-    """The allocator section (real.base.config.AllocatorConfig), every field whichever allocator
+def check_knobs(a, k: int) -> None:
+    """The strategy section (real.base.config.AllocatorConfig), every field whichever strategy
     runs (a compare runs several on one config); cross-field rules are the collector's."""
     from sara_sim.core.informed import RULES
 

@@ -41,7 +41,7 @@ TIME_KEYS = ("gen_s", "reward_s", "alloc_s", "round_s", "train_s", "sync_s", "ev
 CUM_KEYS = ("cum_rollouts", "cum_tokens", "cum_effective")
 METRICS_KEYS = (
     "step",
-    "allocator",
+    "strategy",
     *COLLECT_KEYS,
     "reward_errors",
     *TRAIN_KEYS,
@@ -51,7 +51,7 @@ METRICS_KEYS = (
 TRL_KEYS = ("trainer", "padded")
 # What readers of older run folders may rely on (lines written before the later keys were added):
 # the notebook's REQUIRED columns.
-READER_KEYS = ("step", "allocator", "rollouts", "tokens", "effective_groups", "rounds") + (
+READER_KEYS = ("step", "strategy", "rollouts", "tokens", "effective_groups", "rounds") + (
     ("abandoned", "reward_mean", "gen_s", "train_s", "sync_s", "wall_s")
 )
 
@@ -192,7 +192,7 @@ def append_metrics(path: Path, row: dict) -> None:
 
 # What `validate` prints and `compare` tabulates, from the summary below.
 SUMMARY_KEYS = (
-    "allocator",
+    "strategy",
     "steps",
     "rollouts",
     "tokens",
@@ -223,7 +223,7 @@ def summarize(rows: list[dict], cfg: dict, eval_initial, model_dir) -> dict:
         (r["step"], r["cum_rollouts"], r["eval_accuracy"]) for r in rows if "eval_accuracy" in r
     ]
     return {
-        "allocator": cfg["allocator"],
+        "strategy": cfg["strategy"],
         "task": cfg["task"],
         "model": str(model_dir),
         "k": cfg["k"],

@@ -1,7 +1,7 @@
 """The embedded default model: a tiny Qwen2 trained from scratch, offline, on `arithmetic`.
 
 No model can be downloaded here, yet the real loop needs a policy whose per-prompt success rates
-spread over (0, 1) — otherwise every group is saturated and no allocator has anything to do. So we
+spread over (0, 1) — otherwise every group is saturated and no strategy has anything to do. So we
 build a character-level tokenizer and a ~0.5 M-parameter Qwen2 (head_dim 32: vLLM's CPU attention
 rejects 16), train it by supervised learning on generated problems, and stop as soon as sampling
 at temperature 1 gives a spread: >= 30 % of held-out problems mixed at k = 8 and mean success in

@@ -1,8 +1,8 @@
-"""One training step's collection: the core allocator decides, the vLLM engine samples.
+"""One training step's collection: the core strategy decides, the vLLM engine samples.
 
-`sara_sim.collect.allocator` collectors are pure state machines: each round they hand us a list of
+`sara_sim.collect.collectors` collectors are pure state machines: each round they hand us a list of
 requests (prompt id, n more rollouts, visit) and want n binary rewards back per request. Here one
-round is one batched `Engine.generate` call. Because a group's rollouts span several rounds — and,
+round is one batched `VLLMEngine.generate` call. Because a group's rollouts span several rounds — and,
 for committed groups carried over, several steps — `RolloutStore` keeps every visit's completions
 (once, keyed by `Request.visit`) in the order their rewards were returned; a committed group's GRPO
 batch is its visit's list cut to k (the collector names each group's visit: `group_visits`), and
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from real.tasks import PromptStream, RewardGuard, Task
+from real.tasks import PromptSource, RewardGuard, Task
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Group:
 @dataclass
 class StepBatch:
     groups: list[Group]
-    result: object  # the allocator's StepResult
+    result: object  # the collector's StepResult
     tokens: int = 0  # completion tokens generated during the step (all rollouts)
     rewards: list[int] = field(default_factory=list)  # every reward observed during the step
     lengths: list[int] = field(default_factory=list)  # ... and its rollout's tokens (aligned)
@@ -57,7 +57,7 @@ class StepBatch:
 
     @property
     def alloc_s(self) -> float:
-        """Time spent outside engine and verifiers: allocator decisions and bookkeeping."""
+        """Time spent outside engine and verifiers: collector decisions and bookkeeping."""
         return max(0.0, self.collect_s - self.gen_s - self.reward_s)
 
 
@@ -83,7 +83,7 @@ class RolloutStore:
         for (pid, rewards), visit in zip(res.groups, collector.group_visits, strict=True):
             e = self.entries.pop(visit, None)
             if e is None or len(e["samples"]) < k:
-                raise RuntimeError(f"allocator returned group {pid} without {k} rollouts")
+                raise RuntimeError(f"strategy returned group {pid} without {k} rollouts")
             if [reward(s) for s in e["samples"][:k]] != list(rewards)[:k]:
                 raise RuntimeError(f"group {pid}: rewards differ from the rollouts recorded")
             out.append(e)
@@ -100,14 +100,14 @@ class RolloutStore:
             del self.entries[v]
 
 
-class RolloutCollector:
-    """Drives a `make_collector` object with an Engine; owns the run's rollout store."""
+class RolloutDriver:
+    """Drives a `make_collector` object with an VLLMEngine; owns the run's rollout store."""
 
     def __init__(
         self,
         engine,
         task: Task,
-        allocator,
+        strategy,
         k: int,
         *,
         seed: int = 0,
@@ -117,7 +117,7 @@ class RolloutCollector:
         audit: int = 0,
         schedule: str = "rounds",
     ):
-        self.engine, self.task, self.collector, self.k = engine, task, allocator, k
+        self.engine, self.task, self.collector, self.k = engine, task, strategy, k
         self.audit = audit  # abandoned prompts per step to complete off-budget (0: no audit)
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         self.max_tokens = max_tokens or task.max_tokens
@@ -125,11 +125,11 @@ class RolloutCollector:
         self.store = RolloutStore()  # visit -> prompt id, problem, prompt_ids, samples
         self.calls = 0  # engine calls so far: the sampling-seed counter
         self._step: StepBatch | None = None
-        self.driver = None  # schedule "stream": real/rollout/streamed.py's driver of `allocator`
+        self.driver = None  # schedule "stream": real/rollout/streamed.py's driver of `strategy`
         if schedule == "stream":
             from real.rollout.streamed import make_driver
 
-            self.driver = make_driver(self, allocator)
+            self.driver = make_driver(self, strategy)
 
     # ---------------------------------------------------------------- one round
     def _new_entry(self, req) -> dict:
@@ -209,7 +209,7 @@ class RolloutCollector:
         return [r for entry, c in finished for r in self.score(entry, [c], entry["prompt_ids"])]
 
     # ---------------------------------------------------------------- one step
-    def collect(self, stream: PromptStream) -> StepBatch:
+    def collect(self, stream: PromptSource) -> StepBatch:
         self._step = st = StepBatch(groups=[], result=None)
         t0 = time.perf_counter()
         if self.driver is None:
@@ -262,14 +262,14 @@ class RolloutCollector:
             "pool": self.store.entries,
             "calls": self.calls,
             "reward_errors": self.guard.errors,
-            "allocator": self.collector.state_dict(),
+            "collector": self.collector.state_dict(),
         }
         if self.driver is not None:  # DS streamed keeps its counters in the driver
             state["stream"] = {"driver": self.driver.state_dict(), "sent": self.driver.live.sent}
         return state
 
     def load_state_dict(self, d: dict) -> None:
-        entries, state = d["pool"], dict(d["allocator"])  # the checkpoint's keys, as written
+        entries, state = d["pool"], dict(d["collector"])  # the checkpoint's keys, as written
         if any("visit" in e for e in entries.values()):  # older checkpoints: keyed by prompt id
             visit = {pid: e["visit"] for pid, e in entries.items()}  # ids were unique in a run
             done = state.get("done_groups", [])

@@ -1,4 +1,4 @@
-"""One step of round-free collection (``schedule="stream"``, issue 20) on a `StreamSampler`.
+"""One step of round-free collection (``schedule="stream"``, issue 20) on a `StreamEngine`.
 
 `sara_sim.collect.stream`'s driver (the same one the simulator runs) decides; `StreamRollouts` is
 its engine: ``submit`` adds a visit's planned rollouts as one seeded group request (`add_group`),
@@ -6,7 +6,7 @@ its engine: ``submit`` adds a visit's planned rollouts as one seeded group reque
 with their visit (`RolloutStore`, as a round does), ``cancel`` aborts a visit's rollouts in flight.
 
 Two hosts drive it, each through the same few calls (`StreamHost`): the native loop's
-`RolloutCollector` (text prompts, the task's verifier) and TRL's adapter `real.trl.adapter`
+`RolloutDriver` (text prompts, the task's verifier) and TRL's adapter `real.trl.adapter`
 (TRL's token-id prompts, the user's reward functions).
 
 Seeds are per rollout: rollout i of visit v gets ``rollout_seed(seed, v) + i``, whatever the
@@ -58,7 +58,7 @@ class StreamHost(Protocol):
 
     def stream_prompt(self, entry: dict) -> str | list[int]: ...  # what the engine samples
 
-    def open_stream(self): ...  # a StreamSampler for one step
+    def open_stream(self): ...  # a StreamEngine for one step
 
     def land(self, finished: list) -> list[int]: ...  # [(entry, Completion)] -> pass bits
 
@@ -78,7 +78,7 @@ class StreamRollouts:
 
     def __init__(self, host):
         self.host = host
-        self.sampler = None  # the step's StreamSampler
+        self.sampler = None  # the step's StreamEngine
         self.owner: dict[int, int] = {}  # rollout id -> visit
         self.by_visit: dict[int, set] = {}  # visit -> its rollout ids in flight
         self.sent: dict[int, int] = {}  # visit -> rollouts sent (the next one's seed index)
@@ -133,7 +133,7 @@ class StreamRollouts:
 
     def collect_step(self, driver, stream):
         """One step of `driver` on a fresh stream; what is still in flight at its end (the
-        prompt stream ran out, or the step was capped) is aborted and counted. The step's
+        prompt source ran out, or the step was capped) is aborted and counted. The step's
         engine books are `self.cost` afterwards."""
         self.cost = StreamCost()
         self.sampler = self.host.open_stream()

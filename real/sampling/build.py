@@ -3,7 +3,7 @@
 place every trainer asks for one."""
 
 from real.base.config import Config
-from real.sampling import engine as _engine  # the module, so a test may swap Engine in it
+from real.sampling import engine as _engine  # the module, so a test may swap VLLMEngine in it
 from real.sampling.client import ServerEngine
 
 
@@ -14,7 +14,7 @@ def make_engine(cfg: Config, model_dir):
     kw = {}
     if cfg.gpu_memory_utilization:
         kw["gpu_memory_utilization"] = cfg.gpu_memory_utilization
-    return _engine.Engine(
+    return _engine.VLLMEngine(
         model_dir,
         seed=cfg.seed,
         dtype=cfg.dtype,

@@ -1,6 +1,6 @@
-"""Rollouts from running vLLM servers: the `Engine` interface over vLLM's OpenAI-compatible API.
+"""Rollouts from running vLLM servers: the `VLLMEngine` interface over vLLM's OpenAI-compatible API.
 
-`ServerEngine` is what `--engine-url URL[,URL...]` builds instead of the in-process `Engine`; the
+`ServerEngine` is what `--engine-url URL[,URL...]` builds instead of the in-process `VLLMEngine`; the
 collectors and the GRPO loop cannot tell them apart (same `generate` / `greedy` / `push_weights`
 / `check_fits`, `tokenizer`, `max_model_len`, `model`). One collector round = one `generate` call
 = concurrent `POST /v1/completions` requests (token-id prompts, `n`, `seed`, `logprobs=0`,
@@ -21,7 +21,7 @@ round with the same seeds (a `--resume` replays the same seeds) reuses it instea
 Kept results are dropped when new weights are pushed.
 
 Streams: `open_stream` gives the request-level interface of round-free collection
-(``served_stream.ServedStream``): one streamed request per planned request of n rollouts (a
+(``served_stream.ServerStreamEngine``): one streamed request per planned request of n rollouts (a
 group), placed by the same rule and counters.
 
 Weights: `push_weights` has every server reload a safetensors snapshot of the policy, undone on
@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from real.sampling.engine import Completion, PromptResult, Sampler
+from real.sampling.engine import Completion, PromptResult, Engine
 from real.sampling.push import WeightPush
 from real.sampling.served import (  # parse_urls, ServerError: re-exported (callers import here)
     ServerError,
@@ -50,7 +50,7 @@ from real.sampling.served import (  # parse_urls, ServerError: re-exported (call
     served_cards,
     server_message,
 )
-from real.sampling.served_stream import ServedStream
+from real.sampling.served_stream import ServerStreamEngine
 
 
 @dataclass
@@ -79,8 +79,8 @@ def _seed_runs(seeds: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-class ServerEngine(Sampler):
-    """Engine-compatible client of one or more vLLM servers serving the same model."""
+class ServerEngine(Engine):
+    """VLLMEngine-compatible client of one or more vLLM servers serving the same model."""
 
     def __init__(
         self,
@@ -128,7 +128,7 @@ class ServerEngine(Sampler):
         self.rollouts = Counter()  # rollouts answered per server (each counted once)
         self.failures = Counter()  # failed attempts per server
         self.kept: dict[tuple, list[Completion]] = {}  # answers of a failed round, for its retry
-        self.stream = None  # the latest open_stream (served_stream.ServedStream)
+        self.stream = None  # the latest open_stream (served_stream.ServerStreamEngine)
         self.pusher = WeightPush(
             self.http, self.urls, cards, self.served_root, self.served_config, push_dir
         )
@@ -202,7 +202,7 @@ class ServerEngine(Sampler):
             f"{why} (request failed {len(tried)} times; servers tried: {', '.join(tried)})",
         )
 
-    # ------------------------------------------------------------ the Engine interface
+    # ------------------------------------------------------------ the VLLMEngine interface
 
     context = "server's context"
 
@@ -211,7 +211,7 @@ class ServerEngine(Sampler):
 
     def _generate(self, prompts, n_per_prompt, settings, seeds) -> list[PromptResult]:
         """All requests of the round in flight at once over every server (see
-        Sampler.generate)."""
+        Engine.generate)."""
         results = [PromptResult(p, self.prompt_ids(p)) for p in prompts]
         wires = []
         for i, n in enumerate(n_per_prompt):
@@ -265,10 +265,10 @@ class ServerEngine(Sampler):
         return res
 
     def open_stream(self, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
-        """A `StreamSampler` over these servers: one streamed request per group of rollouts
+        """A `StreamEngine` over these servers: one streamed request per group of rollouts
         (`add_group`; n choices), aborted by closing its connection
-        (``served_stream.ServedStream``)."""
-        self.stream = ServedStream(self, max_tokens, temperature, top_p)
+        (``served_stream.ServerStreamEngine``)."""
+        self.stream = ServerStreamEngine(self, max_tokens, temperature, top_p)
         return self.stream
 
     def push_weights(self, model) -> None:

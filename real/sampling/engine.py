@@ -1,6 +1,6 @@
 """vLLM rollout engine, in-process, with weight pushes from the torch policy after every step.
 
-One `generate` call per allocator round: all prompts of the round go in together, each with its
+One `generate` call per collector round: all prompts of the round go in together, each with its
 own n, so the engine batches them as one job. Every sampled token comes back with its logprob
 (GRPO's "old" logprobs) and the prompt's token ids (so torch scores exactly what was sampled).
 
@@ -20,8 +20,8 @@ from real.sampling.results import (  # noqa: F401  (Completion, PromptResult: re
 )
 
 
-class Sampler:
-    """What the collectors call: one batched, seeded sampling call per round. `Engine` samples
+class Engine:
+    """What the collectors call: one batched, seeded sampling call per round. `VLLMEngine` samples
     in-process, `real.sampling.client.ServerEngine` on running vLLM servers; a subclass gives
     `_generate(prompts, n_per_prompt, settings, seeds)`, `n_tokens(prompt)`, `max_model_len`
     and `context` (whose context, for the message)."""
@@ -40,7 +40,7 @@ class Sampler:
 
         `seeds[i]` (n_per_prompt[i] ints) seeds each rollout on its own. vLLM seeds the j-th of
         the n children of a request with seed `seed + j` (``vllm/v1/engine/parallel_sampling.py``),
-        so only consecutive seeds fit one request: `Engine` sends every seeded rollout as its own
+        so only consecutive seeds fit one request: `VLLMEngine` sends every seeded rollout as its own
         single-sample request (prefix caching shares their prompt), `ServerEngine` one request
         per run of consecutive seeds — the same samples either way. Seeding makes a round
         reproducible whatever the batch composition: a resumed run samples what the original did."""
@@ -66,7 +66,7 @@ class Sampler:
             )
 
 
-class Engine(Sampler):
+class VLLMEngine(Engine):
     """Offline vLLM engine for one HF-format model directory (or a hub id already cached)."""
 
     context = "model's context"
@@ -110,10 +110,10 @@ class Engine(Sampler):
         self.tokenizer = self.llm.get_tokenizer()
         self.model = str(model)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
-        self.stream = None  # the open InProcessStream, if any (real/sampling/inprocess_stream.py)
+        self.stream = None  # the open VLLMStreamEngine, if any (real/sampling/inprocess_stream.py)
 
     @classmethod
-    def from_llm(cls, llm) -> "Engine":
+    def from_llm(cls, llm) -> "VLLMEngine":
         """Wrap a vLLM `LLM` built elsewhere (TRL's colocated engine) for our seeded sampling;
         whoever built it keeps its weights in sync."""
         self = cls.__new__(cls)
@@ -126,11 +126,11 @@ class Engine(Sampler):
     # ------------------------------------------------------------ request-level sampling
 
     def open_stream(self, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
-        """A `StreamSampler` on this engine (real/sampling/inprocess_stream.py); while it has
+        """A `StreamEngine` on this engine (real/sampling/inprocess_stream.py); while it has
         rollouts in flight, generate / greedy / push_weights refuse."""
-        from real.sampling.inprocess_stream import InProcessStream
+        from real.sampling.inprocess_stream import VLLMStreamEngine
 
-        return InProcessStream(self, max_tokens, temperature, top_p)
+        return VLLMStreamEngine(self, max_tokens, temperature, top_p)
 
     def busy(self) -> bool:
         """Does an open stream have rollouts in flight?"""
@@ -147,7 +147,7 @@ class Engine(Sampler):
     # ------------------------------------------------------------ sampling
 
     def _generate(self, prompts, n_per_prompt, settings, seeds) -> list[PromptResult]:
-        """All in one engine call (see Sampler.generate)."""
+        """All in one engine call (see Engine.generate)."""
         from vllm import SamplingParams
 
         self._refuse_if_busy("generate")
@@ -261,7 +261,7 @@ def torch_greedy(model, prompt_ids: list[int], max_tokens: int, eos_id: int | No
 
 
 def parity_check(
-    engine: Engine, model, prompts: list[str], max_tokens: int = 8, tol: float = 1e-4
+    engine: VLLMEngine, model, prompts: list[str], max_tokens: int = 8, tol: float = 1e-4
 ) -> dict:
     """After a push: engine greedy == transformers greedy, and the engine's logprobs of its own
     greedy tokens match torch's teacher-forced logprobs within `tol`."""

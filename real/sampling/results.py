@@ -1,5 +1,5 @@
 """What a sampler returns: each completion with its tokens and logprobs, grouped by prompt
-(`Sampler.generate`) or one at a time (`StreamSampler.poll`)."""
+(`Engine.generate`) or one at a time (`StreamEngine.poll`)."""
 
 from dataclasses import dataclass, field
 

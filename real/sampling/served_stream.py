@@ -1,4 +1,4 @@
-"""Round-free sampling on running vLLM servers: `ServedStream`, the served `StreamSampler`.
+"""Round-free sampling on running vLLM servers: `ServerStreamEngine`, the served `StreamEngine`.
 
 `ServerEngine.open_stream(...)` opens one. Each group (`add_group`; a single `add` is a group
 of one) is one streamed `POST /v1/completions` (the token-id prompt the round path sends — a text
@@ -17,7 +17,7 @@ holds hundreds. Profiled (py-spy, GIL samples) on the reasoning benchmark, that 
 ~60 % of this thread's CPU; with aiohttp sara-auto's client CPU per effective group fell from
 0.053 s to ~0.016 s (real/README.md, served).
 
-Why streamed: aborting a group (whole: `StreamSampler._whole_groups`) cancels its task, which
+Why streamed: aborting a group (whole: `StreamEngine._whole_groups`) cancels its task, which
 closes its connection, and vLLM turns a client disconnect into an abort of the request — its
 `vllm:generation_tokens_total` stops growing and `vllm:num_requests_running` drops (measured,
 tests/real/test_served_stream.py; the abort is not counted in
@@ -54,7 +54,7 @@ from real.sampling.served import (
     completion_body,
     error_message,
 )
-from real.sampling.streaming import Finished, StreamSampler
+from real.sampling.streaming import Finished, StreamEngine
 
 STREAM_INTERVAL = 8  # tokens per streamed chunk (see the module docstring)
 
@@ -100,7 +100,7 @@ class _Group:
                 c.token_ids, c.logprobs, c.text, c.finish = [], [], [], None
 
 
-class ServedStream(StreamSampler):
+class ServerStreamEngine(StreamEngine):
     """Streamed rollouts over a `ServerEngine`'s servers. `ignore_eos`: every rollout runs to
     max_tokens (for measuring an engine, not for training); `stop`: a rollout also ends at these
     strings (with ignore_eos: rollouts of one group that end at different lengths, for testing an
@@ -146,7 +146,7 @@ class ServedStream(StreamSampler):
         """Run `coro` on the stream's loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
-    # ------------------------------------------------------------ the StreamSampler interface
+    # ------------------------------------------------------------ the StreamEngine interface
 
     def _add_group(self, prompt, seed, n) -> list[int]:
         if self.closed:

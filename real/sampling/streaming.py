@@ -1,6 +1,6 @@
 """Request-level sampling for round-free collection (``schedule="stream"``, issue 20).
 
-A round calls `Sampler.generate` once and waits for its longest rollout (a barrier). A stream
+A round calls `Engine.generate` once and waits for its longest rollout (a barrier). A stream
 instead adds requests as the plan makes them (a rollout, or a group of n), advances the engine
 to the next completion and aborts what is no longer wanted, so a freed slot goes at once to
 another rollout:
@@ -10,11 +10,11 @@ another rollout:
   turns into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its
   abort counter: docs/vllm_cpu.md).
 
-Both implement `StreamSampler`; `Sampler.open_stream(...)` returns one. A prompt is text (the
+Both implement `StreamEngine`; `Engine.open_stream(...)` returns one. A prompt is text (the
 engine tokenises it) or its token ids (already tokenised and templated, as TRL hands them over):
 vLLM's in-process engine takes ids as a ``TokensPrompt``, the served path sends them as the
 ``/v1/completions`` prompt it always sends (text is tokenised here first). A seeded rollout samples
-what `Sampler.generate` samples with the same seed (one single-sample request each), so a stream
+what `Engine.generate` samples with the same seed (one single-sample request each), so a stream
 and a round with the same seeds see the same completions. Tokens an aborted rollout generated
 before it stopped are real cost: `tokens` counts them once, beside the finished rollouts'.
 
@@ -40,12 +40,12 @@ from real.sampling.results import Completion
 class Finished:
     """One finished rollout of a stream."""
 
-    rid: int  # the id `StreamSampler.add` returned
+    rid: int  # the id `StreamEngine.add` returned
     prompt_token_ids: list[int]  # the prompt as the engine tokenised it
     completion: Completion  # its tokens, their logprobs, the finish reason
 
 
-class StreamSampler(abc.ABC):
+class StreamEngine(abc.ABC):
     """One open stream with fixed sampling settings (max_tokens, temperature, top_p).
 
     Ids are 0, 1, 2, ... in the order rollouts are added. Every added rollout ends exactly once:

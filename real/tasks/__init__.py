@@ -1,6 +1,6 @@
 """Verifiable tasks: prompts, reference answers and a 0/1 reward per task, looked up by name."""
 
-from real.tasks.base import Problem, PromptStream, RewardGuard, Task
+from real.tasks.base import Problem, PromptSource, RewardGuard, Task
 from sara_sim.core.errors import ParameterError
 
 TASKS = ("arithmetic", "countdown", "math", "reasoning", "reasoning-long")
@@ -46,7 +46,7 @@ def make_run_task(cfg):
 __all__ = [
     "TASKS",
     "Problem",
-    "PromptStream",
+    "PromptSource",
     "RewardGuard",
     "Task",
     "make_run_task",

@@ -68,7 +68,7 @@ class ArithmeticTask(Task):
         self.seed = seed
         self.n_eval = n_eval
         # size: a finite pool of training problems revisited epoch after epoch (ids cycle as
-        # epoch * size + index) — what history-informed allocators learn from; None = unbounded
+        # epoch * size + index) — what history-informed strategies learn from; None = unbounded
         self.size = None if not size else int(size)
         rng = np.random.default_rng([seed, 1_000_003])
         self._eval = []

@@ -1,7 +1,7 @@
 """What every task provides, and the guard that keeps a broken verifier from stopping a run.
 
 A task maps an integer prompt id to a Problem (prompt text + reference answer) and scores a
-completion 0/1. Ids are what the allocator's prompt stream hands out; generated tasks are
+completion 0/1. Ids are what the strategy's prompt source hands out; generated tasks are
 infinite (id = index), file tasks cycle through epochs (id = epoch * size + row), so an id never
 names two different live prompts at once."""
 
@@ -55,7 +55,7 @@ class RewardGuard:
             return 0
 
 
-class PromptStream:
+class PromptSource:
     """Infinite iterator of prompt ids for a task; its position is its whole state.
 
     File tasks are reshuffled every epoch from (seed, epoch), so the order is reproducible after

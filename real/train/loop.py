@@ -1,12 +1,12 @@
-"""The GRPO training loop with allocator-driven collection (cleanrl style: one config, one loop).
+"""The GRPO training loop with collector-driven collection (cleanrl style: one config, one loop).
 
 Crash safety: the metrics line of step s is appended (and fsynced) before the checkpoint of step s
 is written (to a temp file, then os.replace). A run killed anywhere — even by SIGKILL — therefore
 resumes from the last checkpoint c with every metrics line of steps <= c on disk; lines of later
 steps (and a torn last line) are dropped on resume and recomputed, so none is lost or duplicated;
 the checkpoint keeps a copy of step c's line, restored if that line is found torn.
-The checkpoint holds everything the next step depends on: model, optimizer, allocator state, the
-rollout pool (in-progress prompts and carried groups), the prompt stream position and the
+The checkpoint holds everything the next step depends on: model, optimizer, collector state, the
+rollout pool (in-progress prompts and carried groups), the prompt source position and the
 sampling-seed counter."""
 
 import io
@@ -27,10 +27,10 @@ from real.io.runlog import (
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
-from real.rollout.collect import RolloutCollector
+from real.rollout.collect import RolloutDriver
 from real.rollout.evaluation import evaluate
 from real.sampling import build  # the module: a test may swap build.make_engine
-from real.tasks import PromptStream
+from real.tasks import PromptSource
 from sara_sim.core.files import dumps_json
 
 # running sums over the run's steps (kept in the checkpoint)
@@ -70,8 +70,8 @@ class Run:
     model: object
     trainer: object  # real.train.grpo.GRPO
     engine: object
-    collector: RolloutCollector
-    stream: PromptStream
+    collector: RolloutDriver
+    stream: PromptSource
     totals: dict = field(default_factory=lambda: dict.fromkeys(TOTAL_KEYS, 0))
     start: int = 0  # the first step this process runs
     eval_initial: float | None = None
@@ -102,7 +102,7 @@ def train_native(cfg: Config, checked, out: Path, engine=None) -> dict:
 
 
 def _setup(cfg: Config, checked, out: Path, engine) -> Run:
-    """Task, policy, optimizer, engine, allocator and prompt stream of a fresh run."""
+    """Task, policy, optimizer, engine, strategy and prompt source of a fresh run."""
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     import torch
 
@@ -117,7 +117,7 @@ def _setup(cfg: Config, checked, out: Path, engine) -> Run:
         engine = build.make_engine(cfg, model_dir)
     probe = task.eval_problems()[:64] + [task.problem(i) for i in range(64)]
     engine.check_fits([p.prompt for p in probe], cfg.max_tokens or task.max_tokens)
-    rc = RolloutCollector(
+    rc = RolloutDriver(
         engine,
         task,
         checked.collector,  # built once, by check_config
@@ -126,9 +126,9 @@ def _setup(cfg: Config, checked, out: Path, engine) -> Run:
         temperature=cfg.temperature,
         max_tokens=cfg.max_tokens,
         audit=cfg.audit_abandoned,
-        schedule=cfg.alloc.schedule,
+        schedule=cfg.knobs.schedule,
     )
-    stream = PromptStream(task, seed=cfg.seed)
+    stream = PromptSource(task, seed=cfg.seed)
     return Run(cfg, out, model_dir, task, model, trainer, engine, rc, stream)
 
 
@@ -168,7 +168,7 @@ def _open_progress(run: Run) -> None:
         from tqdm import tqdm
 
         cfg = run.cfg
-        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.allocator}", unit="step")
+        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.strategy}", unit="step")
 
 
 def _step(run: Run, step: int) -> None:
@@ -234,7 +234,7 @@ def _metrics_row(run: Run, step: int, batch, stats: dict, times: dict, ev) -> di
     values |= {"gen_s": batch.gen_s, "reward_s": batch.reward_s, "alloc_s": batch.alloc_s}
     values |= {"round_s": batch.round_s, "train_s": times["train_s"], "sync_s": times["sync_s"]}
     values |= {"eval_s": times["eval_s"], "wall_s": times["wall_s"]}
-    values |= {"step": step, "allocator": run.cfg.allocator, "reward_errors": batch.reward_errors}
+    values |= {"step": step, "strategy": run.cfg.strategy, "reward_errors": batch.reward_errors}
     values |= {k: stats.get(k, 0.0) for k in TRAIN_KEYS}
     values |= {f"cum_{k}": run.totals[k] for k in ("rollouts", "tokens", "effective")}
     values |= {"audited": batch.audited, "audit_mixed": batch.audit_mixed}

@@ -2,7 +2,7 @@
 
 TRL hands `rollout_func(prompts, trainer)` this process's generation batch: `groups` prompts,
 each repeated k = `num_generations` times, contiguous.  `SaraRollout` treats those prompts as the
-first candidates of a prompt stream, runs one of our collectors (`sara_sim.collect.allocator`:
+first candidates of a prompt source, runs one of our collectors (`sara_sim.collect.collectors`:
 uniform, ds, sara, sara-eb, sara-auto, sara-history, ...) round by round, draws replacements for
 abandoned (sara) or discarded (ds) prompts from the train dataset through a seeded iterator it
 owns, and returns exactly `groups` committed groups of k rollouts — TRL computes advantages over
@@ -19,7 +19,7 @@ Every dataset column of the row a rollout came from reaches the reward functions
 (replacement rows included); TRL's `prompts` argument still names the original row, so a reward
 function that needs the prompt should read the `sara_prompt` column instead.
 
-Generation, first match wins (``backends.generate``): our in-process `real.sampling.engine.Engine`
+Generation, first match wins (``backends.generate``): our in-process `real.sampling.engine.VLLMEngine`
 or running vLLM servers (`real.sampling.client.ServerEngine`, `--engine-url`) given as `engine=`
 (the trainer's weights are pushed into it before each call), TRL's colocated vLLM (`use_vllm=True,
 vllm_mode="colocate"`; TRL syncs its weights before each call), else transformers `generate` (slow,
@@ -52,7 +52,7 @@ from real.io.runfolder import checkpoint_dir
 from real.io.runlog import collect_fields
 from real.rollout.collect import RolloutStore
 from real.rollout.streamed import make_driver
-from real.tasks.base import PromptStream
+from real.tasks.base import PromptSource
 from real.trl.backends import (
     SaveCallback,
     check_trl_args,
@@ -63,14 +63,14 @@ from real.trl.backends import (
     tokenize,
 )
 from real.trl.rewards import Datasets, Rewards, prompt_key
-from sara_sim.collect.allocator import STRATEGIES
+from sara_sim.collect.collectors import STRATEGIES
 from sara_sim.collect.collect_base import Request
 from sara_sim.core.errors import ParameterError, check_choice
 
 SCHEDULES = ("rounds", "stream")
 
 
-def _collector(allocator, collector, options, k, groups, seed, epoch_size, schedule):
+def _collector(strategy, collector, options, k, groups, seed, epoch_size, schedule):
     """The collector SaraRollout drives: `collector` as given (built for k and groups), else one
     built from `options` (``AllocatorConfig`` fields) for `schedule` — never both."""
     if collector is None:
@@ -80,7 +80,7 @@ def _collector(allocator, collector, options, k, groups, seed, epoch_size, sched
             raise ParameterError(bad[0], f"unknown option; choose from {', '.join(known)}")
         # history strategies: stream ids are epoch * size + row (see make_collector)
         return build_collector(
-            allocator, AllocatorConfig(**options, schedule=schedule), k=k, groups=groups, seed=seed,
+            strategy, AllocatorConfig(**options, schedule=schedule), k=k, groups=groups, seed=seed,
             epoch_size=epoch_size,
         )  # fmt: skip
     if options or (collector.k, collector.groups) != (k, groups):
@@ -153,15 +153,15 @@ class SaraRollout:
     `use_vllm=True`)."""
 
     def __init__(
-        self, args, train_dataset, reward_funcs, allocator: str = "sara", *,
+        self, args, train_dataset, reward_funcs, strategy: str = "sara", *,
         threshold: float = 1.0, engine=None, seed: int | None = None, eval_dataset=None,
         collector=None, schedule: str = "rounds", **collector_options,
     ):  # fmt: skip
         self.k, self.groups, funcs, weights = check_trl_args(args, reward_funcs)
         self.schedule = check_choice(schedule, "schedule", SCHEDULES)
-        if allocator not in STRATEGIES:
+        if strategy not in STRATEGIES:
             raise ParameterError(
-                "allocator", f"unknown strategy {allocator!r}; choose from {', '.join(STRATEGIES)}"
+                "strategy", f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}"
             )
         self.rewards = Rewards(funcs, weights, threshold)
         self.data = Datasets(train_dataset, eval_dataset)
@@ -174,15 +174,15 @@ class SaraRollout:
         # each process draws its own replacements and sampling seeds: its own seeded permutation
         self.rank = int(getattr(args, "process_index", 0))
         self.seed = (args.seed if seed is None else seed) + 1_000_003 * self.rank
-        self.name = allocator
+        self.name = strategy
         self.collector = _collector(
-            allocator, collector, collector_options, self.k, self.groups, self.seed,
+            strategy, collector, collector_options, self.k, self.groups, self.seed,
             self.data.size, schedule,
         )  # fmt: skip
         self.driver = None  # schedule "stream": the stream driver of the collector (on self)
         if schedule == "stream":
             self.driver = _stream_driver(self, self.collector)
-        self.stream = PromptStream(self.data, seed=self.seed)
+        self.stream = PromptSource(self.data, seed=self.seed)
         self.store = RolloutStore()  # visit -> row, prompt_ids, samples [(ids, lps, scores, pass)]
         self.calls = 0  # generation calls so far: the sampling-seed counter
         self.last = {}  # the last step's metrics (logged by the pass-through reward function)
@@ -349,7 +349,7 @@ class SaraRollout:
             "pool": self.store.entries,
             "calls": self.calls,
             "stream": self.stream.state_dict(),
-            "allocator": self.collector.state_dict(),
+            "collector": self.collector.state_dict(),
             "name": self.name,
             "G": self.k,
             "B": self.groups,
@@ -364,12 +364,12 @@ class SaraRollout:
         if (d["name"], d["G"], d["B"], was) != (self.name, self.k, self.groups, self.schedule):
             raise ParameterError(
                 "resume_from_checkpoint",
-                f"saved by allocator={d['name']} k={d['G']} groups={d['B']} schedule={was}, "
+                f"saved by strategy={d['name']} k={d['G']} groups={d['B']} schedule={was}, "
                 f"not {self.name} k={self.k} groups={self.groups} schedule={self.schedule}",
             )
         self.store.entries, self.calls = d["pool"], d["calls"]
         self.stream.load_state_dict(d["stream"])
-        self.collector.load_state_dict(d["allocator"])
+        self.collector.load_state_dict(d["collector"])
         if self.driver is not None:
             self.driver.load_state_dict(d["schedule"]["driver"])
             self.driver.live.sent = dict(d["schedule"]["sent"])

@@ -1,12 +1,12 @@
 """TRL's side of `real.trl.adapter.SaraRollout`: its arguments checked, generation (one batched
-call per allocator round), and the adapter's state file inside TRL's checkpoints.
+call per collector round), and the adapter's state file inside TRL's checkpoints.
 
-Backends, first match wins: our `real.sampling.engine.Engine` (vLLM in-process) or `ServerEngine`
+Backends, first match wins: our `real.sampling.engine.VLLMEngine` (vLLM in-process) or `ServerEngine`
 (vLLM servers; token-id prompts sent as they are), the adapter pushing the trainer's weights into
 it before each rollout call, TRL's colocated vLLM (`use_vllm=True`,
 `vllm_mode="colocate"`; TRL syncs its weights before each rollout call), else transformers
 `generate` on the trainer's own model (slow, runs anywhere).  All vLLM paths go through
-`Sampler.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
+`Engine.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
 uninterrupted one would have); `generate` is seeded once per round instead.  A streamed step
 (`open_stream`) samples on the same vLLM engine, one request per planned request
 of n rollouts."""
@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from real.io.runfolder import checkpoint_dir
-from real.sampling.engine import Engine
+from real.sampling.engine import VLLMEngine
 from sara_sim.core.errors import ParameterError, check_k
 
 STATE_FILE = "sara_rollout_rank{rank}.pt"  # one per process, inside TRL's checkpoint-N folder
@@ -92,12 +92,12 @@ def _vllm(trainer, engine):
     """The vLLM engine that samples: ours as given, else TRL's colocated LLM (GPU only; not
     runnable on the CPU machines this was written on), else None (HF generate)."""
     if engine is None and getattr(trainer, "use_vllm", False):
-        return Engine.from_llm(trainer.vllm_generation.llm)
+        return VLLMEngine.from_llm(trainer.vllm_generation.llm)
     return engine
 
 
 def open_stream(trainer, engine):
-    """A `StreamSampler` on the vLLM engine that samples, with TRL's sampling settings."""
+    """A `StreamEngine` on the vLLM engine that samples, with TRL's sampling settings."""
     a = trainer.args
     return _vllm(trainer, engine).open_stream(a.max_completion_length, a.temperature, a.top_p)
 

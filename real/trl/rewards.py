@@ -29,7 +29,7 @@ def _first_rows(dataset) -> dict:
 
 
 class Datasets:
-    """The train dataset (its size is what `PromptStream` cycles over) and TRL's eval rows."""
+    """The train dataset (its size is what `PromptSource` cycles over) and TRL's eval rows."""
 
     def __init__(self, train, eval_dataset=None):
         if not hasattr(train, "__getitem__") or "prompt" not in train.column_names:

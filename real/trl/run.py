@@ -1,7 +1,7 @@
 """`sara-real validate|compare --trainer trl`: the same experiment through TRL's GRPOTrainer.
 
 The run is the native loop's (`real/train/loop.py`) with TRL doing the optimisation: same task,
-model, allocator, k, groups, seed and engine (our vLLM engine samples,
+model, strategy, k, groups, seed and engine (our vLLM engine samples,
 `real.trl.adapter.SaraRollout` allocates), and the same run-folder contract — one fsynced
 metrics.jsonl line per collection step with the native keys, summary.json from
 `real.io.runlog.summarize`. Config mapping: one collection step = one TRL generation batch of
@@ -135,8 +135,8 @@ def train_trl(cfg, checked, engine=None) -> dict:
     if engine is None:
         engine = build.make_engine(cfg, model_dir)
     sara = SaraRollout(
-        args, ds, [_reward(task, guard)], cfg.allocator, engine=engine,
-        collector=checked.collector, schedule=cfg.alloc.schedule,
+        args, ds, [_reward(task, guard)], cfg.strategy, engine=engine,
+        collector=checked.collector, schedule=cfg.knobs.schedule,
     )  # fmt: skip
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     start = checkpoint_step(ckpts[-1]) // cfg.grpo.minibatches if resume else 0
@@ -272,7 +272,7 @@ class _RunLog(trainer_callback()):
         values |= {k: m[k] for k in ("gen_s", "reward_s", "alloc_s", "round_s", "sync_s")}
         values |= {
             "step": step,
-            "allocator": cfg.allocator,
+            "strategy": cfg.strategy,
             "trainer": "trl",
             "reward_errors": errors,
             "loss": _log_mean(self.losses, "loss"),  # over the step's optimizer updates

@@ -37,7 +37,7 @@ class StepResult:
     carried_open: int = 0  # prompts still in progress, carried to the next step
     waste: int = 0  # rollouts in groups that were generated in full and thrown away
     capped: bool = False  # ds hit max_num_gen_batches before N kept groups
-    stream_exhausted: bool = False
+    prompts_exhausted: bool = False
     outcomes: dict = field(default_factory=dict)  # prompt_id -> rewards drawn this step
     prior: tuple = (1.0, 1.0)  # the prior / belief the step used
     plan: list = field(default_factory=list)
@@ -153,7 +153,7 @@ class _Base:
         try:
             pid = next(stream)
         except StopIteration:
-            res.stream_exhausted = True
+            res.prompts_exhausted = True
             return None
         res.fresh_prompts += 1
         return pid

@@ -1,4 +1,4 @@
-"""The peers' predict-then-select allocators as collectors (``mopps``, ``dps``).
+"""The peers' predict-then-select strategies as collectors (``mopps``, ``dps``).
 
 Each step pulls ``ratio`` x N candidates from the stream, ranks them with the prompt's posterior
 and sends a whole group of k rollouts to each of the N best, in one round; the other candidates are
@@ -46,7 +46,7 @@ from .selectors import Selector
 
 def peer_history(name, epoch_size, seed=0):
     """The peer's posterior as a ``PromptHistory`` over integer ids `epoch * epoch_size + index`."""
-    d = row(name, "collector", "allocator").sim_defaults
+    d = row(name, "collector", "strategy").sim_defaults
     a0, b0 = d.get("mopps_prior", (1.0, 1.0))
     return PromptHistory.for_integer_stream(
         epoch_size, seed, rho=d.get("decay", 1.0), kappa=1.0, explore=0.0, pop_prior=(a0, b0)
@@ -58,9 +58,9 @@ class PeerSelectCollector(_Base):
 
     def __init__(self, name, *, k, groups=None, budget=None, seed=0, epoch_size=None,
                  history=None, selector=None):  # fmt: skip
-        meta = row(name, "collector", "allocator")
+        meta = row(name, "collector", "strategy")
         if meta.family != "peer-select":
-            raise ParameterError("allocator", f"{name} is not a peer-select strategy")
+            raise ParameterError("strategy", f"{name} is not a peer-select strategy")
         if budget is not None:
             raise ParameterError("budget", f"{name} is a fixed-yield strategy; use groups")
         super().__init__(name, k, groups, None, seed)

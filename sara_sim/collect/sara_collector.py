@@ -1,5 +1,5 @@
 """SARA's round-synchronous collector (docs/design.md §2) — the one behind sara, sara-eb,
-sara-auto and sara-history (see ``allocator.py`` for the shared interface and the peers uniform /
+sara-auto and sara-history (see ``collectors.py`` for the shared interface and the peers uniform /
 ds).
 
 Each prompt carries its own plan (``policy.py``).  The step is the core's round state machine
@@ -124,7 +124,7 @@ class SaraCollector(_Base):
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
         self.observer = None  # set to a callable(Decided) to see every decided prompt
         self.queue = deque()  # selected but not yet probed (never dropped)
-        check_history(name, row(name, "collector", "allocator"), history, epoch_size, selector)
+        check_history(name, row(name, "collector", "strategy"), history, epoch_size, selector)
         self.epoch_size = None if epoch_size is None else int(epoch_size)
         self.window = deque(maxlen=self.eb_window)  # per step: [(successes, trials)] decided
         self.finished = []  # (successes, trials) of prompts decided during the current step

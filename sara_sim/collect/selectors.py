@@ -1,6 +1,6 @@
 """Predictive selection composed with SARA (``sara-mopps``, ``sara-dps``).
 
-The selector orders the prompt stream: the collector pulls `ratio` candidates per prompt it wants,
+The selector orders the prompt source: the collector pulls `ratio` candidates per prompt it wants,
 the selector ranks them, the best are probed and the rest are passed over this time (skipped, 0
 rollouts).  Each probed prompt then runs SARA with its own informed prior (``informed.py``) — the
 prompt's history posterior becomes its SARA prior, so the selector's forecast and SARA's in-sample

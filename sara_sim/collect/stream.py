@@ -1,6 +1,6 @@
 """Round-free collection (``schedule="stream"``): one driver, any engine that can add, poll and
 abort single rollouts — the simulated one (``sim/stream.py``'s ``Live`` on the live engine model)
-and vLLM's (``real/rollout/streamed.py`` on a ``real.sampling.streaming.StreamSampler``).
+and vLLM's (``real/rollout/streamed.py`` on a ``real.sampling.streaming.StreamEngine``).
 
 **The engine a driver needs** (``RolloutEngine``): ``submit(pid, visit, n)`` queues n rollouts of
 visit `visit` of prompt `pid`; ``poll()`` runs the engine to its next completions and returns

@@ -120,7 +120,7 @@ class PromptHistory:
     @classmethod
     def for_integer_stream(cls, epoch_size, seed=0, **overrides):
         """History for a stream of integer ids `epoch * epoch_size + index` (the real loop's
-        PromptStream over a finite task), with the cross-validated defaults."""
+        PromptSource over a finite task), with the cross-validated defaults."""
         opts = {**INFORMED_DEFAULTS, **overrides}
         opts.pop("rule")
         return cls(

@@ -3,7 +3,7 @@ written.
 
 Every list of strategy names in the toolkit is a view of ``ROWS``: the simulator's
 (``sara-sim simulate / compare``: rows with a kernel), the collectors' (``make_collector``,
-``sara-sim replay``, ``sara-real --allocator``, the TRL adapter), the ones that learn from
+``sara-sim replay``, ``sara-real --strategy``, the TRL adapter), the ones that learn from
 revisits (``needs_history``: a finite task, an epoch size).  The Python collectors' knobs are
 frozen parameter objects with their defaults written once here: ``SaraParams`` (the SARA
 collectors), ``DSParams`` (dynamic sampling), ``HistoryParams`` (the informed priors and the
@@ -207,7 +207,7 @@ def row(name, implementation=None, flag="--strategy"):
     choices = names(implementation)
     r = _BY_NAME.get(name) if isinstance(name, str) else None
     if r is None or r.name not in choices:
-        noun = "allocator" if implementation == "real" else "strategy"
+        noun = "strategy" if implementation == "real" else "strategy"
         raise ParameterError(flag, f"unknown {noun} {name!r}; choose from {', '.join(choices)}")
     return r
 
@@ -226,7 +226,7 @@ max_inflight=0, request_cost=0.0)
     for key in knobs:
         if key not in known:
             raise ParameterError(key, f"not a collector parameter ({', '.join(sorted(known))})")
-    cls = PARAMS.get(row(name, "collector", "allocator").family)
+    cls = PARAMS.get(row(name, "collector", "strategy").family)
     if cls is None:
         return None
     if params is not None and not isinstance(params, cls):

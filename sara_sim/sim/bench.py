@@ -21,7 +21,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from ..collect.allocator import make_collector
+from ..collect.collectors import make_collector
 from ..core.difficulty import BetaLaw
 from .laws import parse_sim_law
 from .rng import seed_state, uniform

@@ -59,7 +59,7 @@ from .sources import (
     DRIFT,
     RATES,
     SEQUENCES,
-    Stream,
+    PromptSource,
     component_rate,
     full_successes,
     history_key,
@@ -106,7 +106,7 @@ class SaraState(NamedTuple):
     """Per-replicate state, leading axis R (see module docstring); updated in place."""
 
     rng: np.ndarray
-    st: np.ndarray  # [R, ...] the fields of ``sources.Stream`` (flat: see SaraConfig)
+    st: np.ndarray  # [R, ...] the fields of ``sources.PromptSource`` (flat: see SaraConfig)
     perm: np.ndarray
     pool_x: np.ndarray
     trained: np.ndarray
@@ -129,7 +129,7 @@ class Replicate(NamedTuple):
     """One replicate's view of the state, as the step's phases take it."""
 
     rng: np.ndarray
-    stream: Stream
+    stream: PromptSource
     ev: np.ndarray
     sm: Rounds  # the round state machine over this replicate's open table
     done: np.ndarray
@@ -348,7 +348,7 @@ def sara_steps(law, cfg, plans, state, step0, n_steps, outs, hist):
     for r in prange(state.rng.shape[0]):
         req = np.empty((oi.shape[1], 2), np.int64)  # the round's requests, reused step to step
         sm = Rounds(oi[r], state.og[r], req, state.cnt[r], state.rates[r])
-        stream = Stream(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
+        stream = PromptSource(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
         rep = Replicate(state.rng[r], stream, state.ev[r], sm, state.done[r], state.pop[r],
                         plans[r], new_evidence(), outs.eb[r], outs.log[r])  # fmt: skip
         out = outs.out[r]

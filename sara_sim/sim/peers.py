@@ -23,7 +23,7 @@ defaults and sources in ``strategies.py``):
   passes and fails (balanced: k/2 of each; positive: one pass), at most max_rounds; the group is
   down-sampled to k as balanced as possible, the rest is waste.
 
-Prompt histories only ever see outcomes the strategy drew (pools only: a fresh-prompt stream has
+Prompt histories only ever see outcomes the strategy drew (pools only: a fresh-prompt source has
 no history to learn from).
 """
 
@@ -35,7 +35,7 @@ from numba import njit, prange
 
 from . import metrics as mt  # the metric row layout, I_*
 from .rng import beta, uniform
-from .sources import DRIFT, Stream, draw_successes, pull
+from .sources import DRIFT, PromptSource, draw_successes, pull
 
 UNIFORM, DS, GRESO, MOPPS, DPS, KNAPSACK, RADA = range(7)
 (
@@ -74,7 +74,7 @@ class BatchState(NamedTuple):
     """Per-replicate state, leading axis R; updated in place."""
 
     rng: np.ndarray
-    st: np.ndarray  # [R, ...] the fields of ``sources.Stream`` (flat: Numba's prange cannot
+    st: np.ndarray  # [R, ...] the fields of ``sources.PromptSource`` (flat: Numba's prange cannot
     perm: np.ndarray  # take a nested tuple)
     pool_x: np.ndarray
     trained: np.ndarray
@@ -373,7 +373,7 @@ def _batch_step(strategy, law, rs, step, cfg, stream, mem, out):
 def batch_steps(strategy, law, cfg, state, step0, n_steps, out):
     """Steps step0 .. step0 + n_steps - 1 of a batch strategy for every replicate (in place)."""
     for r in prange(state.rng.shape[0]):
-        mine = Stream(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
+        mine = PromptSource(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
         mem = (state.hist_i[r], state.hist_f[r], state.glob[r], state.trans[r])
         for j in range(n_steps):
             _batch_step(strategy, law, state.rng[r], step0 + j, cfg, mine, mem, out[r, j])

@@ -14,7 +14,7 @@ place where their hyperparameters are cross-validated (``benchmarks/fit_informed
 
 import numpy as np
 
-from ..collect.allocator import make_collector
+from ..collect.collectors import make_collector
 from ..core.difficulty import load_history
 from ..core.errors import ParameterError, check_k
 from ..core.informed import INFORMED_DEFAULTS, SELECTOR_RATIO, PromptHistory  # re-exported
@@ -101,7 +101,7 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
         res = collector.collect_step(stream, src)
         steps.append(res)
         pending = getattr(collector, "open", None) or getattr(collector, "queue", None)
-        if res.stream_exhausted and not pending:
+        if res.prompts_exhausted and not pending:
             break  # every visit finished: nothing left in progress
     rollouts = sum(s.rollouts for s in steps)
     effective = sum(s.n_effective for s in steps)

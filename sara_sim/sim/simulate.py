@@ -31,7 +31,7 @@ from .laws import TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, BatchConfig, BatchState, batch_steps
 from .rng import seed_states
-from .sources import Stream, init_pool
+from .sources import PromptSource, init_pool
 from .strategies import SaraPlanner, batch_params, check_params, default_params, info
 from .summary import ratio_se, summarize  # noqa: F401 (re-exported: simulate's callers)
 
@@ -193,7 +193,7 @@ def _simulate(run, law, slots):
         from tqdm import tqdm
 
         bar = tqdm(total=steps, desc=strategy, unit="step", leave=False)
-    stream = Stream(st, perm, pool_x, trained)
+    stream = PromptSource(st, perm, pool_x, trained)
     if run.meta.family == "sara":
         outs, extra_cols, events = _run_sara(run, lawt, rng, stream, slots, bar)
     else:

@@ -1,4 +1,4 @@
-"""Where simulated rewards come from: laws as arrays, run-length summaries, the prompt stream.
+"""Where simulated rewards come from: laws as arrays, run-length summaries, the prompt source.
 
 Everything here is Numba-jitted, draws from the replicate's own generator ``rs`` (``rng.py``) and
 is called by the kernels (``kernels.py``, ``peers.py``).
@@ -16,7 +16,7 @@ mixture; a fresh prompt per pull, or a fixed pool revisited pass after pass), HI
 rec_c / rec_n [prompt, epoch]; an urn per visit), DRIFT (a pool whose logit rates move, see
 ``laws.DriftLaw``), SEQUENCES (pre-drawn outcome rows, for the identity test; with seq_pool > 0
 row i is a visit of prompt i % seq_pool in epoch i // seq_pool).  A replicate's position in its
-stream is a ``Stream``.
+stream is a ``PromptSource``.
 
 >>> from sara_sim.sim.rng import seed_state
 >>> rs = seed_state(0, 0)
@@ -52,8 +52,8 @@ class Law(NamedTuple):
     seq_pool: int  # SEQUENCES: prompts the rows revisit (0: each row its own prompt)
 
 
-class Stream(NamedTuple):
-    """One replicate's place in its prompt stream (arrays updated in place)."""
+class PromptSource(NamedTuple):
+    """One replicate's place in its prompt source (arrays updated in place)."""
 
     st: np.ndarray  # [position in pass, pass index, fresh-prompt counter]
     perm: np.ndarray  # the pool's order in this pass
@@ -177,7 +177,7 @@ def draw_successes(rs, m, g, urn, row, seq, pos):
     return binomial(rs, m, g)
 
 
-# --- the prompt stream ---------------------------------------------------------------------------
+# --- the prompt source ---------------------------------------------------------------------------
 @njit(cache=True)
 def init_pool(rs, law, pool_x, perm):
     """Draw a replicate's pool (rates, or drift logits) and its first pass order."""

@@ -7,7 +7,7 @@ its requests are submitted together when the previous round has finished and the
 decided (``decision_s``, default 0) — the round barrier.  A step's wall time is the sum of its
 rounds' engine spans plus one decision time per round.
 
-The prompt stream has integer ids ``epoch * pool + index`` over a finite pool (what
+The prompt source has integer ids ``epoch * pool + index`` over a finite pool (what
 ``make_collector(epoch_size=pool)`` reads, so sara-history learns from revisits):
 
 * ``history:...`` laws replay the selected epochs in order, each epoch's recorded prompts once in a
@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..collect.allocator import make_collector
+from ..collect.collectors import make_collector
 from ..collect.stream import BOUNDARIES
 from ..core.difficulty import HistoryLaw, check_k_for_law
 from ..core.errors import check_choice, check_float, check_int, check_k
@@ -47,7 +47,7 @@ class Setup(NamedTuple):
 
 
 class OutcomeSource:
-    """The prompt stream (integer ids epoch * pool + index) and the outcome sampler of one run."""
+    """The prompt source (integer ids epoch * pool + index) and the outcome sampler of one run."""
 
     def __init__(self, law, seed, pool=1024):
         self.order_rng = np.random.default_rng([seed, 0])  # the stream never depends on draws
@@ -164,7 +164,7 @@ def _run_rounds(col, src, setup, seed, steps):
                               requests=timer.requests - req0))  # fmt: skip
         segments += [seg for _, run in timer.runs[first:] for seg in run.segments]
         marks.append(len(segments))
-        if res.stream_exhausted:
+        if res.prompts_exhausted:
             break
     return rows, segments, marks
 
@@ -186,7 +186,7 @@ def _run_stream(col, src, setup, seed, steps, boundary):
                               eng.busy_slot_seconds - bss0, live.cancelled - can0,
                               live.cancelled_tokens - cantok0, live.requests - req0))  # fmt: skip
         marks.append(len(eng.segments))
-        if res.stream_exhausted:
+        if res.prompts_exhausted:
             break
     tok0, can0 = eng.tokens, live.cancelled
     for visit in list(live.by_visit):

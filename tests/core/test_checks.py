@@ -13,7 +13,7 @@ from scipy.special import betaln
 import sara_sim
 from sara_sim import ParameterError, p_eff
 from sara_sim.cli.app import main
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.core.difficulty import BetaLaw, MixtureLaw, parse_law
 from sara_sim.core.informed import PromptHistory
 from sara_sim.core.optimal import bayes_optimal
@@ -91,8 +91,8 @@ def test_exports_decide_like_the_jitted_rule():
 @pytest.mark.parametrize(
     "kw,name",
     [
-        ({"name": "bogus"}, "allocator"),
-        ({"name": 3}, "allocator"),
+        ({"name": "bogus"}, "strategy"),
+        ({"name": 3}, "strategy"),
         ({"k": True}, "k"),
         ({"k": 2.5}, "k"),
         ({"k": "8"}, "k"),

@@ -3,7 +3,7 @@
 import pytest
 
 from sara_sim import ParameterError
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.core.difficulty import load_history
 from sara_sim.core.informed import PromptHistory
 from sara_sim.sim.replay import replay

@@ -92,7 +92,7 @@ def upward(pkg, here, path):
             if (pkg, here) != ("sara_sim", "cli"):
                 yield f"{at} (only sara_sim's cli may)"
             continue
-        if top != pkg:  # real may import sara_sim (its allocators); sara_sim never imports real
+        if top != pkg:  # real may import sara_sim (its strategies); sara_sim never imports real
             if (pkg, top) != ("real", "sara_sim"):
                 yield f"{at}: {pkg} may not import {top}"
             continue

@@ -4,7 +4,7 @@ posterior ranks best, decisions checked against rankings computed by hand."""
 import numpy as np
 import pytest
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.collect.peer_select import PeerSelectCollector
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.registry import row
@@ -95,5 +95,5 @@ def test_bad_arguments_are_one_clear_error():
         make_collector("mopps", groups=2)
     with pytest.raises(ParameterError, match="budget"):
         make_collector("dps", budget=64, epoch_size=8)
-    with pytest.raises(ParameterError, match="allocator"):
+    with pytest.raises(ParameterError, match="strategy"):
         PeerSelectCollector("sara", k=4, groups=2, epoch_size=8)

@@ -11,7 +11,7 @@ from real.base import config as real_config
 from real.base import validate as real_validate
 from sara_sim.cli import replay as cli_replay
 from sara_sim.cli.app import build_parser
-from sara_sim.collect import allocator
+from sara_sim.collect import collectors
 from sara_sim.core import informed, registry
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.registry import HISTORY, SARA, DSParams, SaraParams, names, row
@@ -25,9 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_every_list_of_names_is_a_view_of_the_registry():
     assert strategies.STRATEGIES == names("kernel")
-    assert allocator.STRATEGIES == names("collector")
+    assert collectors.STRATEGIES == names("collector")
     assert cli_replay.REPLAY_STRATEGIES == names("replay")
-    assert real_validate.ALLOCATORS == names("real")
+    assert real_validate.STRATEGIES == names("real")
     assert real_config.INFORMED == names("real", needs_history=True)
     assert strategies.ADAPTIVE == ("sara-eb", "sara-auto", "sara-history")
     assert len({r.name for r in registry.ROWS}) == len(registry.ROWS)
@@ -51,10 +51,10 @@ def test_defaults_are_written_once():
     args = build_parser().parse_args(["simulate", "--strategy", "sara", "--difficulty", "x"] + [
         "--k", "8"])  # fmt: skip
     assert args.tau_low == SARA.tau_low
-    col = allocator.make_collector("sara", groups=4)
+    col = collectors.make_collector("sara", groups=4)
     assert (col.tau_low, col.eb_window, col.max_rounds) == (0.2, 4, 100) == (
         SARA.tau_low, SARA.eb_window, SARA.max_rounds)  # fmt: skip
-    ds = allocator.make_collector("ds", groups=4)
+    ds = collectors.make_collector("ds", groups=4)
     assert ds.max_num_gen_batches == DSParams().max_num_gen_batches and ds.gen_batch_size == 4
     assert informed.INFORMED_DEFAULTS == {
         "rho": HISTORY.rho, "kappa": HISTORY.kappa, "explore": HISTORY.explore,
@@ -70,19 +70,19 @@ def test_defaults_are_written_once():
 
 
 def test_make_collector_takes_the_parameter_object_or_its_fields():
-    by_object = allocator.make_collector("sara", groups=4, params=SaraParams(tau_low=0.3))
-    by_name = allocator.make_collector("sara", groups=4, tau_low=0.3)
+    by_object = collectors.make_collector("sara", groups=4, params=SaraParams(tau_low=0.3))
+    by_name = collectors.make_collector("sara", groups=4, tau_low=0.3)
     assert by_object.params == by_name.params == SaraParams(tau_low=0.3)
-    mixed = allocator.make_collector("sara", groups=4, params=SaraParams(probe=2), tau_low=0.4)
+    mixed = collectors.make_collector("sara", groups=4, params=SaraParams(probe=2), tau_low=0.4)
     assert mixed.params == SaraParams(probe=2, tau_low=0.4)
-    ds = allocator.make_collector("ds", groups=4, tau_low=0.3, gen_batch_size=3)  # one dict
+    ds = collectors.make_collector("ds", groups=4, tau_low=0.3, gen_batch_size=3)  # one dict
     assert ds.params == DSParams(gen_batch_size=3)  # tau_low is no ds knob: ignored
     with pytest.raises(ParameterError, match="params"):
-        allocator.make_collector("sara", groups=4, params=DSParams())
+        collectors.make_collector("sara", groups=4, params=DSParams())
     with pytest.raises(ParameterError, match="tau_lo"):
-        allocator.make_collector("sara", groups=4, tau_lo=0.3)
+        collectors.make_collector("sara", groups=4, tau_lo=0.3)
     with pytest.raises(TypeError):  # keyword-only: no 18 positional arguments
-        allocator.make_collector("sara", 8, 4)
+        collectors.make_collector("sara", 8, 4)
 
 
 @pytest.mark.parametrize("name", names("collector"))
@@ -91,14 +91,14 @@ def test_collector_rows_say_what_the_collectors_do(name):
     with_history = {"epoch_size": 10}
     if r.needs_history:
         with pytest.raises(ParameterError, match="history|epoch_size|selector"):
-            allocator.make_collector(name, groups=4)
-    allocator.make_collector(name, groups=4, **with_history)  # stream ids: a finite task
+            collectors.make_collector(name, groups=4)
+    collectors.make_collector(name, groups=4, **with_history)  # stream ids: a finite task
     if "collector" in r.fixed_budget:
-        col = allocator.make_collector(name, budget=64, **with_history)
+        col = collectors.make_collector(name, budget=64, **with_history)
         assert col.budget == 64
     else:
         with pytest.raises(ParameterError, match="budget"):
-            allocator.make_collector(name, groups=4, budget=64, **with_history)
+            collectors.make_collector(name, groups=4, budget=64, **with_history)
     assert (r.selector is not None) == (r.family == "sara-select")
 
 
@@ -120,6 +120,6 @@ def test_kernel_rows_say_what_the_simulator_does():
 
 def test_unknown_names_list_the_choices():
     with pytest.raises(ParameterError, match="choose from uniform, ds, ds-verl3n, sara") as e:
-        row("nope", "real", "--allocator")
-    assert str(e.value).startswith("--allocator: unknown allocator 'nope'")
-    assert real_validate.check_allocator("sara-dps") == "sara-dps"
+        row("nope", "real", "--strategy")
+    assert str(e.value).startswith("--strategy: unknown strategy 'nope'")
+    assert real_validate.check_strategy("sara-dps") == "sara-dps"

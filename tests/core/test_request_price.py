@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.core.difficulty import (
     BetaLaw,
     HistoryLaw,

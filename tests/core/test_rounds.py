@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from sara_sim import ParameterError
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.core.rounds import F_COMM, F_PLAN
 from sara_sim.sim.laws import parse_sim_law
 from sara_sim.sim.simulate import simulate

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 
 CASES = [
     ("uniform", {}),

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 STEPS, EVAL_EVERY = 6, 3
-# allocator -> (accuracy offset vs DS, rollouts per step, tokens per rollout, effective fraction
+# strategy -> (accuracy offset vs DS, rollouts per step, tokens per rollout, effective fraction
 # at the first and at the last step)
 ARITH = {
     "ds": (0.0, 400, 5.0, 1.0, 1.0),
@@ -22,7 +22,7 @@ ARITH = {
 
 def toy_rows(spec, seeds, k=8, tokens=None, noise=0.002):
     """learning.csv rows: accuracy 0.4 + 0.02 per step + offset (+ per-seed noise, shared by
-    the allocators of a seed, and a little of each run's own), linear costs."""
+    the strategies of a seed, and a little of each run's own), linear costs."""
     rows = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
@@ -35,7 +35,7 @@ def toy_rows(spec, seeds, k=8, tokens=None, noise=0.002):
                 acc = 0.4 + 0.02 * st + shared[st] + (off + own[st] if st else 0.0)
                 frac = f0 + (f1 - f0) * (st - 1) / (STEPS - 1) if st else None
                 rows.append(
-                    {"allocator": a, "k": k, "seed": seed, "step": st,
+                    {"strategy": a, "k": k, "seed": seed, "step": st,
                      "cum_rollouts": rps * st, "cum_tokens": rps * st * tpr,
                      "wall_s": 0.1 * rps * st, "eval_accuracy": acc if evaluated else None,
                      "effective_fraction": frac, "rollouts": rps if st else None}
@@ -45,7 +45,7 @@ def toy_rows(spec, seeds, k=8, tokens=None, noise=0.002):
 
 def toy_meta(estimator="grpo", task="arithmetic", lr=3e-4):
     config = {"task": task, "k": None, "seed": None, "out": None, "steps": STEPS,
-              "grpo": {"lr": lr, "estimator": estimator}, "alloc": {"tau_low": 0.2}}  # fmt: skip
+              "grpo": {"lr": lr, "estimator": estimator}, "knobs": {"tau_low": 0.2}}  # fmt: skip
     return {"command": "python benchmarks/real_learning.py --out OUT",
             "args": {"estimator": estimator, "task": task, "lr": lr}, "config": config}  # fmt: skip
 

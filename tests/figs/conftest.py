@@ -7,7 +7,7 @@ from claim_toys import ARITH, toy_meta, toy_rows, write
 
 @pytest.fixture
 def claim_files(tmp_path):
-    """A folder with the claim run's files at toy size: k8 (6 allocators, seeds 0-5), k8_more
+    """A folder with the claim run's files at toy size: k8 (6 strategies, seeds 0-5), k8_more
     (ds, sara, sara-dps, seeds 6-11), rloo (sara 4 points behind DS), reasoning (sara's
     tokens saved beyond its rollouts) — reinforcepp is absent, as on a clone mid-run."""
     folder = tmp_path / "claims"

@@ -1,6 +1,6 @@
 """Rollouts-to-target and equal-budget accuracy on pooled claim files
 (paper_figs.claims_budget, benchmarks/claims_table.py --budget), on toy files whose answer is
-known by construction: without a run's own noise, the allocators of a seed share one accuracy
+known by construction: without a run's own noise, the strategies of a seed share one accuracy
 curve per step and differ only in rollouts per step, so every cost ratio is the ratio of their
 rollouts per step, and the equal-budget accuracy is read off known points."""
 
@@ -38,9 +38,9 @@ def pooled(tmp_path):
 
 def test_rollouts_to_target_on_known_curves(pooled):
     data = load_claims(pooled)
-    f = budget_frame(data).set_index(["setting", "allocator"])
+    f = budget_frame(data).set_index(["setting", "strategy"])
     grpo = data.setting("GRPO")
-    ds = grpo[grpo.allocator == "ds"].dropna(subset=["eval_accuracy"]).sort_values("step")
+    ds = grpo[grpo.strategy == "ds"].dropna(subset=["eval_accuracy"]).sort_values("step")
     ends = ds.groupby("seed")["eval_accuracy"].agg(["first", "last"]).mean()
     target = ends["first"] + 0.9 * (ends["last"] - ends["first"])  # figure 10's target
     sara = f.loc["GRPO", "sara"]
@@ -58,9 +58,9 @@ def test_rollouts_to_target_on_known_curves(pooled):
 
 def test_equal_budget_accuracy_on_known_points(pooled):
     data = load_claims(pooled)
-    f = budget_frame(data).set_index(["setting", "allocator"])
+    f = budget_frame(data).set_index(["setting", "strategy"])
     grpo = data.setting("GRPO")
-    acc = grpo.pivot_table(index=["allocator", "seed"], columns="step", values="eval_accuracy")
+    acc = grpo.pivot_table(index=["strategy", "seed"], columns="step", values="eval_accuracy")
     # fast ends at 200 x 6 = 1200 rollouts, DS's budget at step 3 (evaluated): fast's final
     # accuracy (step 6) minus DS's at step 3, on the same per-seed curve
     ds = acc.loc["ds"]  # seed x step

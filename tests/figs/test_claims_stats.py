@@ -11,11 +11,11 @@ from scipy import stats
 
 from paper_figs import claims_stats as cs
 
-COLS = ["allocator", "k", "seed", "step", "cum_rollouts", "cum_tokens", "wall_s", "eval_accuracy"]
+COLS = ["strategy", "k", "seed", "step", "cum_rollouts", "cum_tokens", "wall_s", "eval_accuracy"]
 
 
 def frame(spec, steps=(0, 3, 6, 9)):
-    """{(allocator, seed): (accuracy offset, rollouts per step, tokens per rollout)} -> rows at
+    """{(strategy, seed): (accuracy offset, rollouts per step, tokens per rollout)} -> rows at
     k 8; accuracy rises 0.01 a step from 0.4 plus the offset (the start is shared: 0.4)."""
     rows = []
     for (a, s), (off, rps, tpr) in spec.items():

@@ -31,8 +31,8 @@ def test_load_pools_by_setting_and_names_what_is_missing(claim_files):
     assert data.sources == {"GRPO": ["k8", "k8_more"], "RLOO": ["rloo"],
                             "GRPO, reasoning": ["reasoning"]}  # fmt: skip
     grpo = data.setting("GRPO")
-    assert sorted(grpo[grpo.allocator == "sara"].seed.unique()) == list(range(12))
-    assert sorted(grpo[grpo.allocator == "mopps"].seed.unique()) == list(range(6))
+    assert sorted(grpo[grpo.strategy == "sara"].seed.unique()) == list(range(12))
+    assert sorted(grpo[grpo.strategy == "mopps"].seed.unique()) == list(range(6))
     assert set(data.setting("RLOO").estimator) == {"rloo"}
     assert set(data.setting("GRPO, reasoning").task) == {"reasoning"}
     assert data.files("GRPO") == "k8.csv, k8_more.csv" and data.files("REINFORCE++") == "-"
@@ -109,11 +109,11 @@ def test_a_setting_added_after_a_file_was_written_does_not_block_pooling(claim_f
     """k16's meta names `carry` (added to the config after k8 ran); k8's does not: they pool. A
     setting both name must still agree."""
     meta = toy_meta()
-    meta["config"]["alloc"]["carry"] = True
+    meta["config"]["knobs"]["carry"] = True
     write(claim_files, "k16", toy_rows({"ds": ARITH["ds"], "sara": ARITH["sara"]}, [0], k=16), meta)
     data = load_claims(claim_files)
     assert data.sources["GRPO"] == ["k8", "k8_more", "k16"]
-    meta["config"]["alloc"]["tau_low"] = 0.3
+    meta["config"]["knobs"]["tau_low"] = 0.3
     write(claim_files, "k16", toy_rows({"ds": ARITH["ds"]}, [0], k=16), meta)
     with pytest.raises(ParameterError, match="k16.csv and k8.csv cannot be pooled: tau_low"):
         load_claims(claim_files)

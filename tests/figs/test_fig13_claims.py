@@ -25,16 +25,16 @@ def test_every_panel_from_the_claim_statistics(drawn, claim_files):
     df = load_claims(claim_files).setting("GRPO")
     data = pd.read_csv(drawn / "fig13_claims.csv")
     assert set(data["panel"]) == {"accuracy", "diff_vs_ds", "effective_fraction"}
-    diff = data[(data["panel"] == "diff_vs_ds") & (data["allocator"] == "sara")]
+    diff = data[(data["panel"] == "diff_vs_ds") & (data["strategy"] == "sara")]
     want = cs.step_diff(df, "sara", 8)
     assert diff["value"].tolist() == pytest.approx(want["diff"].tolist())
     assert diff["ci_low"].tolist() == pytest.approx(want["ci_low"].tolist())
     assert (diff["seeds"] == 12).all()
     frac = data[data["panel"] == "effective_fraction"]
-    assert set(frac["allocator"]) == {"uniform", "mopps", "dps", "sara", "sara-dps"}
-    mopps = frac[frac["allocator"] == "mopps"].set_index("step")["value"]
+    assert set(frac["strategy"]) == {"uniform", "mopps", "dps", "sara", "sara-dps"}
+    mopps = frac[frac["strategy"] == "mopps"].set_index("step")["value"]
     assert mopps[1] == pytest.approx(0.9) and mopps[6] == pytest.approx(0.4)
-    ratios = pd.read_csv(drawn / "fig13_claims_ratios.csv").set_index(["setting", "allocator"])
+    ratios = pd.read_csv(drawn / "fig13_claims_ratios.csv").set_index(["setting", "strategy"])
     assert ratios.loc[("GRPO", "sara"), "rollouts"] == pytest.approx(0.78)
     assert ratios.loc[("GRPO, reasoning", "sara"), "tokens"] < ratios.loc[
         ("GRPO, reasoning", "sara"), "rollouts"
@@ -48,13 +48,13 @@ def test_one_seed_leaves_the_interval_empty(claim_files, tmp_path):
     """A setting with one seed has ratios but no interval: empty cells, not stand-ins."""
     rloo = pd.read_csv(claim_files / "rloo.csv")
     rloo[rloo["seed"] == 0].to_csv(claim_files / "rloo.csv", index=False)
-    table = fig13_claims.ratios(load_claims(claim_files)).set_index(["setting", "allocator"])
+    table = fig13_claims.ratios(load_claims(claim_files)).set_index(["setting", "strategy"])
     row = table.loc[("RLOO", "sara")]
     assert row["rollouts"] == pytest.approx(0.78) and row["seeds"] == 1
     assert math.isnan(row["rollouts_low"]) and math.isnan(row["tokens_high"])
     out = tmp_path / "one"
     run(out, only="13", claims=claim_files, verbose=False)
-    saved = pd.read_csv(out / "fig13_claims_ratios.csv").set_index(["setting", "allocator"])
+    saved = pd.read_csv(out / "fig13_claims_ratios.csv").set_index(["setting", "strategy"])
     assert pd.isna(saved.loc[("RLOO", "sara"), "rollouts_low"])
 
 

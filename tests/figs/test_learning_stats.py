@@ -14,7 +14,7 @@ T975 = {1: 12.706204736174707, 2: 4.302652729749464}  # Student t quantiles (tab
 
 
 def frame(runs):
-    """{(allocator, seed): [(cum_rollouts, accuracy or None), ...]} -> learning CSV rows (k 8);
+    """{(strategy, seed): [(cum_rollouts, accuracy or None), ...]} -> learning CSV rows (k 8);
     tokens = 10 x rollouts."""
     rows = [
         (a, 8, s, i, x, 10 * x, float(i), acc)
@@ -60,7 +60,7 @@ def test_target_table_pairs_seeds_and_reports_runs_that_never_reach():
             ("sara", 1): [(0, 0.4), (100, None), (200, 0.6)],  # never (the None is not evaluated)
         }
     )
-    t = ls.target_table(df).set_index(["allocator", "measure"])
+    t = ls.target_table(df).set_index(["strategy", "measure"])
     assert t["target_accuracy"].unique() == pytest.approx([0.67])
     ds, sara = t.loc["ds", "rollouts"], t.loc["sara", "rollouts"]
     assert ds["reached"] == "1/2" and ds["not_reached"] == "0"  # DS seed 0 stops at 0.6
@@ -82,7 +82,7 @@ def test_target_ratio_on_paired_seeds():
             ("sara", 1): [(0, 0.4), (50, 0.6)],
         }
     )
-    t = ls.target_table(df).set_index(["allocator", "measure"])
+    t = ls.target_table(df).set_index(["strategy", "measure"])
     row = t.loc["sara", "rollouts"]
     assert row["paired_seeds"] == 2 and row["reached"] == "2/2"
     # per-seed ratios 0.5 and 0.25: geometric mean sqrt(1/8), t-interval on the logs
@@ -103,7 +103,7 @@ def test_budget_table_reads_every_run_at_the_common_budget():
             ("sara", 1): [(0, 0.4), (150, 0.55)],
         }
     )
-    b = ls.budget_table(df).set_index("allocator")
+    b = ls.budget_table(df).set_index("strategy")
     assert (b["budget"] == 100.0).all()  # the smallest final budget of all four runs
     assert b.loc["ds", "accuracy"] == pytest.approx((0.5 + 0.5) / 2)
     assert b.loc["sara", "accuracy"] == pytest.approx((0.6 + 0.5) / 2)
@@ -129,7 +129,7 @@ def test_check_names_what_is_wrong():
     with pytest.raises(ValueError, match="more than one row"):
         ls.check(pd.concat([df, df]))
     with pytest.raises(ValueError, match="no ds runs at k=8"):
-        ls.target_table(df.assign(allocator="sara"))
+        ls.target_table(df.assign(strategy="sara"))
 
 
 def test_a_start_at_the_target_or_no_ds_gain_gives_no_ratio():
@@ -142,7 +142,7 @@ def test_a_start_at_the_target_or_no_ds_gain_gives_no_ratio():
             ("sara", 1): [(0, 0.6), (100, 0.7)],
         }
     )
-    row = ls.target_table(df).set_index(["allocator", "measure"]).loc["sara", "rollouts"]
+    row = ls.target_table(df).set_index(["strategy", "measure"]).loc["sara", "rollouts"]
     assert row["paired_seeds"] == 1 and row["ratio"] == pytest.approx(0.5)
     assert row["note"] == "paired seeds exclude [1]: start at target"
     flat = frame({("ds", 0): [(0, 0.5), (100, 0.45)], ("sara", 0): [(0, 0.5), (100, 0.6)]})

@@ -15,9 +15,9 @@ def tiny_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def engine(tiny_dir):
-    from real.sampling.engine import Engine
+    from real.sampling.engine import VLLMEngine
 
-    return Engine(tiny_dir, seed=0)
+    return VLLMEngine(tiny_dir, seed=0)
 
 
 @pytest.fixture(scope="module")

@@ -15,29 +15,29 @@ def _bad(argv, capsys) -> str:
     return err
 
 
-def test_no_carry_on_an_allocator_that_carries_nothing_is_one_line(tmp_path, capsys):
+def test_no_carry_on_a_strategy_that_carries_nothing_is_one_line(tmp_path, capsys):
     out = ["--out", str(tmp_path / "o")]
-    err = _bad(["validate", "--allocator", "ds", "--no-carry", *out], capsys)
+    err = _bad(["validate", "--strategy", "ds", "--no-carry", *out], capsys)
     assert err.startswith("sara-real: error: --no-carry: ds carries nothing to drop")
-    err = _bad(["compare", "--allocators", "ds,uniform+no-carry", *out], capsys)
-    assert "--allocators: uniform+no-carry: uniform carries nothing" in err
-    err = _bad(["compare", "--allocators", "ds,sara", "--no-carry", *out], capsys)
+    err = _bad(["compare", "--strategies", "ds,uniform+no-carry", *out], capsys)
+    assert "--strategies: uniform+no-carry: uniform carries nothing" in err
+    err = _bad(["compare", "--strategies", "ds,sara", "--no-carry", *out], capsys)
     assert "--no-carry: ds carries nothing" in err and "NAME+no-carry" in err
-    err = _bad(["compare", "--allocators", "sara+nocarry", *out], capsys)
-    assert "unknown allocator 'sara+nocarry'" in err
+    err = _bad(["compare", "--strategies", "sara+nocarry", *out], capsys)
+    assert "unknown strategy 'sara+nocarry'" in err
     assert not (tmp_path / "o").exists()
 
 
 def test_the_flags_reach_the_collectors(tmp_path):
     p = build_parser()
     for name in ("sara", "sara-dps"):
-        argv = ["validate", "--allocator", name, "--no-carry", "--task-size", "16"]
+        argv = ["validate", "--strategy", name, "--no-carry", "--task-size", "16"]
         col = check_config(run_config(p.parse_args([*argv, "--out", str(tmp_path / name)])))
         assert col.collector.params.carry is False and col.collector.rc.carry is False
-    a = p.parse_args(["validate", "--allocator", "ds-verl3n", "--groups", "5",
+    a = p.parse_args(["validate", "--strategy", "ds-verl3n", "--groups", "5",
                       "--out", str(tmp_path / "v")])  # fmt: skip
     assert check_config(run_config(a)).collector.gen_batch_size == 15  # verl's 3N
-    a = p.parse_args(["validate", "--allocator", "ds", "--groups", "5", "--out", str(tmp_path)])
+    a = p.parse_args(["validate", "--strategy", "ds", "--groups", "5", "--out", str(tmp_path)])
     assert check_config(run_config(a)).collector.gen_batch_size == 5
 
 

@@ -82,19 +82,19 @@ VALIDATE_BAD = [
     (["--selector-target", "nan"], "--selector-target"),
     (["--tau-high", "0.1"], "--tau-high"),  # the collector's rule: above tau_low (0.2)
     (["--capacity", "4"], "--capacity"),  # the collector's rule: >= k
-    (["--allocator", "ds", "--probe", "9"], "--probe"),  # checked whichever allocator runs
+    (["--strategy", "ds", "--probe", "9"], "--probe"),  # checked whichever strategy runs
     (
-        ["--allocator", "sara-dps", "--task-size", "8", "--selector-ratio", "0.9"],
+        ["--strategy", "sara-dps", "--task-size", "8", "--selector-ratio", "0.9"],
         "--selector-ratio",
     ),
     (["--task", "bogus"], "--task"),
-    (["--allocator", "bogus"], "--allocator"),
+    (["--strategy", "bogus"], "--strategy"),
     (["--task-size", "0"], "--task-size"),
     (["--task", "math", "--task-size", "5"], "--task-size"),
     (["--task-path", "x.jsonl"], "--task-path"),  # only math reads a file
-    (["--allocator", "sara-history"], "--task-size"),
-    (["--allocator", "sara-dps", "--task", "countdown"], "--task-size"),
-    (["--allocator", "mopps"], "--task-size"),  # the peers' selectors learn from revisits too
+    (["--strategy", "sara-history"], "--task-size"),
+    (["--strategy", "sara-dps", "--task", "countdown"], "--task-size"),
+    (["--strategy", "mopps"], "--task-size"),  # the peers' selectors learn from revisits too
     (["--model", "/nonexistent/model"], "--model"),
     (["--out", "/proc/nope"], "--out"),
     (["--resume", "--overwrite"], "--resume"),
@@ -110,10 +110,10 @@ VALIDATE_BAD = [
     (["--overprovision", "nan"], "--overprovision"),
     (["--request-cost", "-1"], "--request-cost"),
     (["--request-cost", "1"], "--request-cost"),  # sara's tau rule has no price: sara-auto's
-    (["--allocator", "sara-auto", "--request-cost", "1", "--probe", "2"], "--request-cost"),
-    (["--schedule", "stream", "--allocator", "uniform"], "--schedule"),
-    (["--schedule", "stream", "--allocator", "sara-dps", "--task-size", "8"], "--schedule"),
-    (["--trainer", "trl", "--schedule", "stream", "--allocator", "uniform"], "--schedule"),
+    (["--strategy", "sara-auto", "--request-cost", "1", "--probe", "2"], "--request-cost"),
+    (["--schedule", "stream", "--strategy", "uniform"], "--schedule"),
+    (["--schedule", "stream", "--strategy", "sara-dps", "--task-size", "8"], "--schedule"),
+    (["--trainer", "trl", "--schedule", "stream", "--strategy", "uniform"], "--schedule"),
     (["--trainer", "trl", "--schedule", "rows"], "--schedule"),
 ]
 
@@ -181,13 +181,13 @@ def test_used_folder_needs_resume_or_overwrite(tmp_path, capsys):
 
 def test_compare_bad_input(tmp_path, capsys):
     out = str(tmp_path / "cmp")
-    assert "--allocators" in _bad(["compare", "--allocators", ",", "--out", out], capsys)
-    assert "twice" in _bad(["compare", "--allocators", "ds,ds", "--out", out], capsys)
-    assert "'bogus'" in _bad(["compare", "--allocators", "ds,bogus", "--out", out], capsys)
-    # each allocator's own settings are checked before the first run starts
-    err = _bad(["compare", "--allocators", "ds,sara-history", "--out", out], capsys)
+    assert "--strategies" in _bad(["compare", "--strategies", ",", "--out", out], capsys)
+    assert "twice" in _bad(["compare", "--strategies", "ds,ds", "--out", out], capsys)
+    assert "'bogus'" in _bad(["compare", "--strategies", "ds,bogus", "--out", out], capsys)
+    # each strategy's own settings are checked before the first run starts
+    err = _bad(["compare", "--strategies", "ds,sara-history", "--out", out], capsys)
     assert "--task-size" in err
-    err = _bad(["compare", "--allocators", "ds,sara", "--resume", "--out", out], capsys)
+    err = _bad(["compare", "--strategies", "ds,sara", "--resume", "--out", out], capsys)
     assert "no compare" in err
     assert not Path(out).exists()
 
@@ -196,7 +196,7 @@ def test_compare_into_a_used_folder_is_refused(tmp_path, capsys):
     out = tmp_path / "cmp"
     (out / "sara").mkdir(parents=True)
     (out / "sara" / "metrics.jsonl").write_text('{"step": 0}\n')
-    err = _bad(["compare", "--allocators", "ds,sara", "--out", str(out)], capsys)
+    err = _bad(["compare", "--strategies", "ds,sara", "--out", str(out)], capsys)
     assert str(out / "sara") in err and "--overwrite" in err
     assert (out / "sara" / "metrics.jsonl").read_text() == '{"step": 0}\n'
     assert not (out / "ds").exists()
@@ -260,13 +260,13 @@ def _help(capsys, *argv) -> str:
 
 def test_help_is_derived_from_the_config(capsys):
     """Every leaf field of Config and its sections is a flag whose help is the field's docstring
-    and shows its default (written once, in real/base/config.py); every allocator is listed."""
+    and shows its default (written once, in real/base/config.py); every strategy is listed."""
     from dataclasses import fields, is_dataclass
 
     from real.app.cli import NOT_FLAGS, run_config
     from real.app.flags import field_docs
     from real.base.config import AllocatorConfig, Config, GRPOConfig, flag_of
-    from real.base.validate import ALLOCATORS
+    from real.base.validate import STRATEGIES
 
     leaves = []
     for cls in (Config, GRPOConfig, AllocatorConfig):
@@ -278,7 +278,7 @@ def test_help_is_derived_from_the_config(capsys):
     assert len({f.name for f, _ in leaves}) == len(leaves)  # leaf names (flags) are unique
     for cmd in ("validate", "compare"):
         text = _help(capsys, cmd)
-        for name in ALLOCATORS:
+        for name in STRATEGIES:
             assert name in text, (cmd, name)
         for f, doc in leaves:
             shown = f"(default: {f.default})" if not callable(f.default) else ""
@@ -311,7 +311,7 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     assert config_of(cls, build_parser().parse_args([cmd])) == cls()
 
 
-def test_every_allocator_knob_reaches_the_collector():
+def test_every_strategy_knob_reaches_the_collector():
     """Each AllocatorConfig flag lands in the collector check_config builds for the run."""
     from real.app.checks import check_config
     from real.app.cli import run_config
@@ -321,7 +321,7 @@ def test_every_allocator_knob_reaches_the_collector():
     argv += ["0.25", "--max-skip", "5", "--selector-ratio", "2.5", "--selector-target", "0.4"]
     argv += ["--tau-low", "0.1", "--tau-high", "0.9", "--prior", "2,3", "--capacity", "40"]
     p = build_parser()
-    a = p.parse_args(["validate", "--allocator", "sara-mopps", "--out", "/tmp/unused", *argv])
+    a = p.parse_args(["validate", "--strategy", "sara-mopps", "--out", "/tmp/unused", *argv])
     col = check_config(run_config(a)).collector
     assert (col.probe, col.increment, col.max_rounds, col.eb_window) == (2, 3, 7, 2)
     assert (col.tau_low, col.tau_high, col.prior, col.capacity, col.rule) == (
@@ -330,7 +330,7 @@ def test_every_allocator_knob_reaches_the_collector():
     h, sel = col.informed, col.selector
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (0.5, 2.0, 0.25, 5)
     assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
-    a = p.parse_args(["validate", "--allocator", "ds", "--out", "/tmp/unused",
+    a = p.parse_args(["validate", "--strategy", "ds", "--out", "/tmp/unused",
                       "--gen-batch-size", "5", "--max-num-gen-batches", "3"])  # fmt: skip
     col = check_config(run_config(a)).collector
     assert (col.gen_batch_size, col.max_num_gen_batches) == (5, 3)

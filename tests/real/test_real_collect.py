@@ -1,15 +1,15 @@
 """The collection protocol without an engine: a fake engine records every rollout it produces,
 and each committed group must be exactly the first k rollouts of its prompt, in the order the
-rewards were returned — across rounds and across steps (carried groups) — for every allocator."""
+rewards were returned — across rounds and across steps (carried groups) — for every strategy."""
 
 import pickle
 
 import pytest
 
-from real.rollout.collect import RolloutCollector
+from real.rollout.collect import RolloutDriver
 from real.sampling.engine import Completion, PromptResult
-from real.tasks import Problem, PromptStream, Task
-from sara_sim.collect.allocator import make_collector
+from real.tasks import Problem, PromptSource, Task
+from sara_sim.collect.collectors import make_collector
 
 pytestmark = pytest.mark.real
 
@@ -58,8 +58,8 @@ class FakeEngine:
 @pytest.mark.parametrize("name", ["uniform", "ds", "sara", "sara-eb", "sara-auto"])
 def test_groups_are_the_first_k_rollouts_of_their_prompt(name):
     eng, task = FakeEngine(), CoinTask()
-    rc = RolloutCollector(eng, task, make_collector(name, k=8, groups=6, seed=0), 8, seed=1)
-    stream = PromptStream(task)
+    rc = RolloutDriver(eng, task, make_collector(name, k=8, groups=6, seed=0), 8, seed=1)
+    stream = PromptSource(task)
     seen = set()
     for _ in range(6):
         calls = eng.calls
@@ -83,24 +83,24 @@ def _as_older_checkpoint(state):
     pool = {e["prompt_id"]: {"visit": v, **e} for v, e in state["pool"].items()}
     for e in pool.values():
         del e["prompt_id"]
-    col = {k: v for k, v in state["allocator"].items() if k not in ("done_visits", "group_visits")}
-    return {**state, "pool": pool, "allocator": col}
+    col = {k: v for k, v in state["collector"].items() if k not in ("done_visits", "group_visits")}
+    return {**state, "pool": pool, "strategy": col}
 
 
 @pytest.mark.parametrize("older", [False, True], ids=["now", "older checkpoint"])
 def test_state_survives_a_pickle_round_trip_and_continues_identically(older):
     def run(split):
         eng, task = FakeEngine(), CoinTask()
-        rc = RolloutCollector(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
-        stream = PromptStream(task)
+        rc = RolloutDriver(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
+        stream = PromptSource(task)
         ids = []
         for step in range(6):
             if step == split:  # "crash": rebuild everything from the saved state
                 state = pickle.loads(pickle.dumps((rc.state_dict(), stream.state_dict())))
-                assert state[0]["allocator"]["done_groups"]  # a carried group crosses the split
-                rc = RolloutCollector(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
+                assert state[0]["collector"]["done_groups"]  # a carried group crosses the split
+                rc = RolloutDriver(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
                 rc.load_state_dict(_as_older_checkpoint(state[0]) if older else state[0])
-                stream = PromptStream(task)
+                stream = PromptSource(task)
                 stream.load_state_dict(state[1])
             ids.append([(g.prompt_id, [s.token_ids for s in g.samples])
                         for g in rc.collect(stream).groups])  # fmt: skip
@@ -118,7 +118,7 @@ def test_a_prompt_open_in_two_visits_keeps_two_groups(name):
     col = make_collector(
         name, k=4, groups=4, seed=0, **({"capacity": 64} if name == "sara" else {})
     )
-    rc = RolloutCollector(eng, task, col, 4, seed=3)
+    rc = RolloutDriver(eng, task, col, 4, seed=3)
     stream = (u for i in range(10**6) for u in (i, i))
     used, twice = set(), 0
     for _ in range(5):
@@ -139,10 +139,10 @@ def test_a_prompt_open_in_two_visits_keeps_two_groups(name):
     assert twice > 0  # some step trained both visits of a prompt
 
 
-def test_inconsistent_allocator_rewards_are_caught():
+def test_inconsistent_strategy_rewards_are_caught():
     eng, task = FakeEngine(), CoinTask()
     col = make_collector("uniform", k=4, groups=3)
-    rc = RolloutCollector(eng, task, col, 4, seed=0)
+    rc = RolloutDriver(eng, task, col, 4, seed=0)
     real_step = col.collect_step
 
     def lying(stream, sample):
@@ -153,12 +153,12 @@ def test_inconsistent_allocator_rewards_are_caught():
 
     col.collect_step = lying
     with pytest.raises(RuntimeError, match="rewards differ"):
-        rc.collect(PromptStream(task))
+        rc.collect(PromptSource(task))
 
 
 class PoolTask(CoinTask):
     """A finite pool of 30 problems revisited every epoch (ids epoch * 30 + row); the rate of a
-    row is fixed, so a history allocator can learn it."""
+    row is fixed, so a history strategy can learn it."""
 
     size = 30
 
@@ -167,11 +167,11 @@ class PoolTask(CoinTask):
 
 
 @pytest.mark.parametrize("name", ["sara-history", "sara-mopps", "sara-dps"])
-def test_history_allocators_learn_per_prompt_and_resume_identically(name):
+def test_history_strategies_learn_per_prompt_and_resume_identically(name):
     def build():
         eng, task = FakeEngine(rate=lambda u: (u % 30 * 7 % 11) / 10), PoolTask()
         col = make_collector(name, k=8, groups=4, seed=0, epoch_size=task.size)
-        return eng, task, RolloutCollector(eng, task, col, 8, seed=1), PromptStream(task)
+        return eng, task, RolloutDriver(eng, task, col, 8, seed=1), PromptSource(task)
 
     eng, task, rc, stream = build()
     for _ in range(12):

@@ -30,7 +30,7 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
     monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     bench = _bench()
     out = tmp_path / "bench"
-    argv = ["--allocators", "uniform,ds,sara,sara-history", "--k", "4", "--seeds", "0",
+    argv = ["--strategies", "uniform,ds,sara,sara-history", "--k", "4", "--seeds", "0",
             "--steps", "3", "--groups", "4", "--eval-every", "2", "--eval-problems", "16",
             "--task-size", "32", "--model", str(tiny_dir), "--no-progress",
             "--out", str(out)]  # fmt: skip
@@ -40,8 +40,8 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
         engine.push_weights(hf_model)  # later tests expect the untrained weights
     t = pd.read_csv(out / "learning.csv")
     assert list(t.columns) == list(bench.COLUMNS)
-    assert set(t.allocator) == {"uniform", "ds", "sara", "sara-history"}
-    for _, g in t.groupby("allocator"):
+    assert set(t.strategy) == {"uniform", "ds", "sara", "sara-history"}
+    for _, g in t.groupby("strategy"):
         assert list(g.step) == [0, 1, 2, 3] and set(g.k) == {4} and set(g.seed) == {0}
         start = g.iloc[0]
         assert start.cum_rollouts == 0 and start.wall_s == 0 and 0 <= start.eval_accuracy <= 1
@@ -54,13 +54,13 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
     # uniform trains on its 4 groups, saturated or not; the others on <= 4 effective groups
     # (DS stops at --max-num-gen-batches on this barely trained model)
     steps = t[t.step > 0]
-    assert (steps[steps.allocator == "uniform"].groups == 4).all() and (steps.groups <= 4).all()
-    fixed = steps[(steps.allocator != "uniform") & (steps.groups > 0)]
+    assert (steps[steps.strategy == "uniform"].groups == 4).all() and (steps.groups <= 4).all()
+    fixed = steps[(steps.strategy != "uniform") & (steps.groups > 0)]
     assert (fixed.effective_fraction == 1).all()
     audited = t[t.audited > 0]
     rate = audited.audit_mixed / audited.audited
     assert ((audited.false_abandon_rate - rate).abs() < 1e-5).all()
-    assert (t[t.allocator.isin(["uniform", "ds"])].audited.fillna(0) == 0).all()
+    assert (t[t.strategy.isin(["uniform", "ds"])].audited.fillna(0) == 0).all()
     meta = json.loads((out / "learning.meta.json").read_text())
     assert meta["command"].startswith("python benchmarks/real_learning.py")
     assert meta["packages"]["torch"]
@@ -98,7 +98,7 @@ def test_two_paired_seeds_end_to_end_print_the_verdicts(
 
     monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     bench, out = _bench(), tmp_path / "claims"
-    argv = ["--allocators", "ds,sara", "--k", "4", "--seeds", "3,5", "--steps", "2",
+    argv = ["--strategies", "ds,sara", "--k", "4", "--seeds", "3,5", "--steps", "2",
             "--groups", "3", "--eval-every", "1", "--eval-problems", "16", "--task-size", "32",
             "--model", str(tiny_dir), "--no-progress", "--out", str(out)]  # fmt: skip
     try:
@@ -129,7 +129,7 @@ def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
 
     monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
     out, names = tmp_path / "bench", ["ds", "ds-verl3n", "sara", "sara+no-carry"]
-    argv = ["--allocators", ",".join(names), "--k", "4", "--seeds", "0", "--steps", "3",
+    argv = ["--strategies", ",".join(names), "--k", "4", "--seeds", "0", "--steps", "3",
             "--groups", "4", "--eval-every", "3", "--eval-problems", "16", "--task-size", "32",
             "--audit", "0", "--model", str(tiny_dir), "--no-progress",
             "--out", str(out)]  # fmt: skip
@@ -138,12 +138,12 @@ def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
     finally:
         engine.push_weights(hf_model)  # later tests expect the untrained weights
     t = pd.read_csv(out / "learning.csv")
-    assert list(dict.fromkeys(t.allocator)) == names and len(t) == 4 * 4
+    assert list(dict.fromkeys(t.strategy)) == names and len(t) == 4 * 4
     runs = out / "runs" / "k4-seed0"
     for name in names:
         config = json.loads((runs / name / "summary.json").read_text())["config"]
-        assert config["allocator"] == name.removesuffix("+no-carry")
-        assert config["alloc"]["carry"] is (name != "sara+no-carry")
+        assert config["strategy"] == name.removesuffix("+no-carry")
+        assert config["knobs"]["carry"] is (name != "sara+no-carry")
     # (the test model passes too rarely for sara to carry anything at this size: what
     # dropping does is test_no_carry_drops_what_sara_carries's)
     for r in read_metrics(runs / "ds-verl3n" / "metrics.jsonl"):  # 12 prompts x 4 per batch
@@ -153,11 +153,11 @@ def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
     for r in read_metrics(runs / "sara+no-carry" / "metrics.jsonl"):  # nothing enters the next
         assert r["carried"] == 0 and r["carried_open"] == 0, r
     steps = t[t.step > 0]
-    assert (steps[steps.allocator == "sara+no-carry"].effective_fraction.dropna() == 1).all()
+    assert (steps[steps.strategy == "sara+no-carry"].effective_fraction.dropna() == 1).all()
     meta = json.loads((out / "learning.meta.json").read_text())
-    assert meta["args"]["allocators"] == ",".join(names)
+    assert meta["args"]["strategies"] == ",".join(names)
     table = pd.read_csv(runs / "compare.csv")
-    assert list(table.allocator) == names
+    assert list(table.strategy) == names
 
 
 def test_summary_reads_a_committed_table_by_its_path(capsys):
@@ -180,7 +180,7 @@ def test_bad_arguments_exit_2_before_any_engine(tmp_path, capsys):
     bench = _bench()
     for argv, flag in (
         (["--k", "8,x"], "--k"),
-        (["--allocators", "ds,nope"], "--allocators"),
+        (["--strategies", "ds,nope"], "--strategies"),
         (["--seeds", "0,0"], "--seeds"),
         (["--audit", "-1"], "--audit"),
         (["--resume", "--overwrite"], "--resume"),

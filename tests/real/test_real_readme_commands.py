@@ -1,5 +1,5 @@
 """Every `sara-real` / real-benchmark command that README.md and real/README.md show is run here,
-at small sizes, so a documented command can never fail silently again (as `validate --allocator
+at small sizes, so a documented command can never fail silently again (as `validate --strategy
 sara-history --task-size 256` once did on its first argument check).
 
 Commands are read from the ```bash blocks; sizes are shrunk (steps, groups, evaluation), the model

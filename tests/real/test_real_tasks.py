@@ -1,11 +1,11 @@
 """Tasks and verifiers: deterministic problems, a spread of difficulty, safe checkers, isolation
-of a raising reward function, and the prompt stream's resumable, collision-free ids."""
+of a raising reward function, and the prompt source's resumable, collision-free ids."""
 
 import logging
 
 import pytest
 
-from real.tasks import PromptStream, RewardGuard, make_task
+from real.tasks import PromptSource, RewardGuard, make_task
 from real.tasks.arithmetic import extract_integer
 from real.tasks.countdown import check, evaluate, extract_expression
 from sara_sim.core.errors import ParameterError
@@ -150,12 +150,12 @@ def test_unknown_task_names_the_parameter():
 
 def test_prompt_stream_ids_are_unique_and_resumable():
     t = make_task("math")
-    s = PromptStream(t, seed=3)
+    s = PromptSource(t, seed=3)
     ids = [next(s) for _ in range(3 * t.size)]
     assert len(set(ids)) == len(ids)  # epochs never reuse an id, so open visits never collide
     assert sorted(i % t.size for i in ids[: t.size]) == list(range(t.size))  # a permutation
-    s2 = PromptStream(t, seed=3)
+    s2 = PromptSource(t, seed=3)
     s2.load_state_dict({"pos": 40})
     assert [next(s2) for _ in range(10)] == ids[40:50]
-    g = PromptStream(make_task("arithmetic"))
+    g = PromptSource(make_task("arithmetic"))
     assert [next(g) for _ in range(5)] == [0, 1, 2, 3, 4]

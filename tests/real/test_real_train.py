@@ -44,7 +44,7 @@ def _cfg(tiny_dir, out, **kw):
 def runs(tiny_dir, engine, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     return {
-        a: (train(_cfg(tiny_dir, out / a, allocator=a), engine=engine), out / a)
+        a: (train(_cfg(tiny_dir, out / a, strategy=a), engine=engine), out / a)
         for a in ("sara", "ds")
     }
 
@@ -55,7 +55,7 @@ def test_metrics_file_and_summary(runs, alloc):
     rows = read_metrics(out / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1, 2]
     for r in rows:
-        assert list(r)[: len(METRICS_KEYS)] == list(METRICS_KEYS) and r["allocator"] == alloc
+        assert list(r)[: len(METRICS_KEYS)] == list(METRICS_KEYS) and r["strategy"] == alloc
         if r["capped"]:  # a cap (DS: max_num_gen_batches, SARA: max_rounds) hit: fewer, said so
             assert r["effective_groups"] < r["groups"] == 6
         else:  # fixed yield
@@ -101,7 +101,7 @@ def test_raising_reward_function_is_isolated(tiny_dir, engine, tmp_path, monkeyp
         return original(self, completion, problem)
 
     monkeypatch.setattr(ArithmeticTask, "reward", flaky)
-    s = train(_cfg(tiny_dir, tmp_path, allocator="uniform", steps=2), engine=engine)
+    s = train(_cfg(tiny_dir, tmp_path, strategy="uniform", steps=2), engine=engine)
     rows = read_metrics(tmp_path / "metrics.jsonl")
     assert len(rows) == 2 and s["reward_errors"] == sum(r["reward_errors"] for r in rows) > 0
     assert "verifier bug" in caplog.text
@@ -124,7 +124,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
         "validate",
         "--model",
         str(tiny_dir),
-        "--allocator",
+        "--strategy",
         "sara",
         "--k",
         "8",
@@ -158,7 +158,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
         proc.wait()
     done_before = len(read_metrics(out / "metrics.jsonl"))
     assert done_before < 7
-    cfg = _cfg(tiny_dir, out, allocator="sara", steps=7, seed=3, resume=True)
+    cfg = _cfg(tiny_dir, out, strategy="sara", steps=7, seed=3, resume=True)
     train(cfg, engine=engine)
     rows = read_metrics(out / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(7))  # none lost, none twice
@@ -172,21 +172,21 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
 
 
 def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
-    import sara_sim.collect.allocator
+    import sara_sim.collect.collectors
     from real.app.compare import format_table, plot_compare, run_compare
 
-    built, make = [], sara_sim.collect.allocator.make_collector
+    built, make = [], sara_sim.collect.collectors.make_collector
     monkeypatch.setattr(
-        sara_sim.collect.allocator,
+        sara_sim.collect.collectors,
         "make_collector",
         lambda *a, **kw: built.append(a) or make(*a, **kw),
     )
     cfg = _cfg(tiny_dir, tmp_path, steps=2)
     table, curves = run_compare(cfg, ["ds", "sara"], engine=engine)
     assert built == [("ds",), ("sara",)]  # one collector per run: checked, then used
-    assert list(table["allocator"]) == ["ds", "sara"]
+    assert list(table["strategy"]) == ["ds", "sara"]
     assert table.loc[0, "rollouts_vs_ds"] == 1.0 and table["rollouts_vs_ds"].notna().all()
-    assert set(curves["allocator"]) == {"ds", "sara"}
+    assert set(curves["strategy"]) == {"ds", "sara"}
     assert (curves["cum_rollouts"] == 0).sum() == 2  # both start from the same evaluated model
     assert curves[curves.cum_rollouts == 0]["eval_accuracy"].nunique() == 1
     text = format_table(table, curves)
@@ -205,38 +205,38 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
               "--eval-every", "1", "--eval-problems", "16", "--eval-samples", "2",
               "--no-progress"]  # fmt: skip
     assert (
-        main(["validate", "--allocator", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
+        main(["validate", "--strategy", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
     )
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert line["allocator"] == "sara-auto" and line["steps"] == 2
+    assert line["strategy"] == "sara-auto" and line["steps"] == 2
     # a used run directory is refused without --resume / --overwrite, in one line
-    assert main(["validate", "--allocator", "sara", "--out", str(tmp_path / "v"), *common]) == 2
+    assert main(["validate", "--strategy", "sara", "--out", str(tmp_path / "v"), *common]) == 2
     assert "--out" in capsys.readouterr().err
     out = tmp_path / "c"
-    assert main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *common]) == 0
+    assert main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *common]) == 0
     text = capsys.readouterr().out
-    assert "allocator comparison" in text and "sara-eb" in text and "uniform" in text
+    assert "strategy comparison" in text and "sara-eb" in text and "uniform" in text
     for name in ("compare_eval_vs_rollouts.png", "compare_cost.png", "compare_rounds.png",
                  "compare.csv", "compare.json"):  # fmt: skip
         assert (out / name).stat().st_size > 0
     # a second compare into the same folder: refused without a flag, nothing changed
     before = (out / "sara-eb" / "metrics.jsonl").read_text()
-    assert main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *common]) == 2
+    assert main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *common]) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert (out / "sara-eb" / "metrics.jsonl").read_text() == before
     # --resume continues every run of the compare (3 steps now), the lines of steps 0-1 kept
     more = [*common, "--steps", "3"]  # the later --steps wins
-    assert main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *more,
+    assert main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *more,
                  "--resume"]) == 0  # fmt: skip
     rows = read_metrics(out / "sara-eb" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert (out / "sara-eb" / "metrics.jsonl").read_text().startswith(before)
     # a changed experiment is refused on resume, naming what changed
-    assert main(["compare", "--allocators", "uniform,sara-eb", "--out", str(out), *more,
+    assert main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *more,
                  "--resume", "--lr", "0.01"]) == 2  # fmt: skip
     assert "lr=" in capsys.readouterr().err
     # --overwrite starts over: the earlier compare's runs are not left stale beside the new one
-    assert main(["compare", "--allocators", "ds", "--out", str(out), *common, "--overwrite"]) == 0
+    assert main(["compare", "--strategies", "ds", "--out", str(out), *common, "--overwrite"]) == 0
     capsys.readouterr()
     assert not (out / "sara-eb" / "metrics.jsonl").exists()
     assert len(read_metrics(out / "ds" / "metrics.jsonl")) == 2
@@ -245,7 +245,7 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
 def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, engine, tmp_path):
     from sara_sim.core.errors import ParameterError
 
-    s = train(_cfg(tiny_dir, tmp_path / "cd", task="countdown", allocator="uniform", steps=1),
+    s = train(_cfg(tiny_dir, tmp_path / "cd", task="countdown", strategy="uniform", steps=1),
               engine=engine)  # fmt: skip
     assert s["steps"] == 1 and s["rollouts"] == 6 * 8  # the arithmetic model cannot solve it
     with pytest.raises(ParameterError, match="--max-tokens"):
@@ -259,13 +259,13 @@ def test_cli_validate_runs_a_peer_selector(tiny_dir, engine, tmp_path, monkeypat
     from real.app.cli import main
 
     monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
-    argv = ["validate", "--allocator", "mopps", "--task-size", "64", "--steps", "3",
+    argv = ["validate", "--strategy", "mopps", "--task-size", "64", "--steps", "3",
             "--model", str(tiny_dir), "--k", "4", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--eval-samples", "1", "--no-progress",
             "--out", str(tmp_path / "m")]  # fmt: skip
     assert main(argv) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert line["allocator"] == "mopps" and line["steps"] == 3
+    assert line["strategy"] == "mopps" and line["steps"] == 3
     rows = read_metrics(tmp_path / "m" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1, 2]
     for r in rows:

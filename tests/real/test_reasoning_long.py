@@ -149,5 +149,5 @@ def test_committed_claim_2_run_gives_the_readme_verdicts():
         assert ratio in readme
     frame = data.setting(REASONING_LONG)
     assert sorted(frame["seed"].unique()) == list(range(8))
-    assert set(frame["allocator"]) == {"ds", "sara", "sara-auto", "sara-dps"}
-    assert (frame.groupby(["allocator", "seed"])["step"].max() == 6).all()  # no run cut short
+    assert set(frame["strategy"]) == {"ds", "sara", "sara-auto", "sara-dps"}
+    assert (frame.groupby(["strategy", "seed"])["step"].max() == 6).all()  # no run cut short

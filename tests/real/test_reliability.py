@@ -65,12 +65,12 @@ def test_damaged_metrics_is_one_line_before_any_engine(cli, tmp_path, monkeypatc
     path = out / "metrics.jsonl"
     good = path.read_bytes()
     # a torn tail that ends inside a UTF-8 character: repaired (dropped, the step runs again)
-    path.write_bytes(good + '{"step": 2, "allocator": "sa\u00e9'.encode()[:-1])
+    path.write_bytes(good + '{"step": 2, "strategy": "sa\u00e9'.encode()[:-1])
     rc, err = cli("validate", "--steps", "3", "--resume", "--out", str(out))
     assert rc == 0, err
     assert [r["step"] for r in read_metrics(path)] == [0, 1, 2]
     # non-UTF-8 bytes inside an earlier line: one line naming the file and the line, no engine
-    path.write_bytes(path.read_bytes().replace(b'"allocator"', b'"\xff\xfeallocator"', 1))
+    path.write_bytes(path.read_bytes().replace(b'"strategy"', b'"\xff\xfeallocator"', 1))
     _no_engine(monkeypatch)
     rc, err = cli("validate", "--steps", "4", "--resume", "--out", str(out))
     assert rc == 2 and len(err) == 1, err
@@ -120,7 +120,7 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
 def test_a_full_disk_in_audit_leaves_no_partial_audit(tiny_dir, engine, tmpfs, monkeypatch, capsys):
     import real.sampling.engine
 
-    monkeypatch.setattr(real.sampling.engine, "Engine", lambda *a, **kw: engine)
+    monkeypatch.setattr(real.sampling.engine, "VLLMEngine", lambda *a, **kw: engine)
     disk = tmpfs.mount("1m")
     out = disk / "audit"
     argv = ["audit", "--model", str(tiny_dir), "--prompts", "16", "--k", "4", "--bootstrap", "20",
@@ -147,16 +147,16 @@ def test_undefined_compare_ratios_are_null_and_dashes():
     from sara_sim.core.files import dumps_json
 
     rows = [
-        {c: None for c in COLUMNS} | {"allocator": "ds", "rollouts": 64, "effective_groups": 0},
+        {c: None for c in COLUMNS} | {"strategy": "ds", "rollouts": 64, "effective_groups": 0},
         {c: None for c in COLUMNS}
-        | {"allocator": "sara", "rollouts_per_effective_group": 9.5, "effective_groups": 4},
+        | {"strategy": "sara", "rollouts_per_effective_group": 9.5, "effective_groups": 4},
     ]
     table = vs_ds(pd.DataFrame(rows, columns=COLUMNS), ["ds", "sara"])
     record = json.loads(dumps_json(table.to_dict("records")), parse_constant=lambda c: 1 / 0)
     assert [r["rollouts_vs_ds"] for r in record] == [None, None]
     assert record[1]["rollouts_per_effective_group"] == 9.5
     assert "nan" not in table.to_csv(index=False).lower()
-    curves = pd.DataFrame(columns=["allocator", "steps_done", "cum_rollouts", "eval_accuracy"])
+    curves = pd.DataFrame(columns=["strategy", "steps_done", "cum_rollouts", "eval_accuracy"])
     text = format_table(table, curves)
     sara = next(line for line in text.splitlines() if line.startswith("sara "))
     assert sara.split()[1:3] == ["9.50", "-"] and "nan" not in text

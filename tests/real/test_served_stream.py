@@ -18,7 +18,7 @@ from test_stream_real import same_as_round
 from real.app.cli import main
 from real.io.runlog import read_metrics
 from real.sampling.client import ServerEngine, ServerError
-from real.sampling.served_stream import STREAM_INTERVAL, ServedStream
+from real.sampling.served_stream import STREAM_INTERVAL, ServerStreamEngine
 
 
 def _drain(stream) -> dict:
@@ -285,7 +285,7 @@ def test_a_stream_samples_what_a_round_samples_on_a_real_server(server):
 @pytest.mark.real
 @pytest.mark.slow
 def test_a_token_id_prompt_streams_what_its_text_streams_on_a_real_server(server):
-    """StreamSampler.add with token ids (TRL's prompts): sent as the request's prompt as given,
+    """StreamEngine.add with token ids (TRL's prompts): sent as the request's prompt as given,
     they sample what their text samples (the text is tokenised here into those very ids)."""
     prompts = ["12+34=", "7*8="]
     with server.open_stream(12) as st:
@@ -306,14 +306,14 @@ def test_a_group_samples_what_a_round_and_single_adds_sample_on_a_real_server(se
     seeded s..s+n-1 sample and what n single adds sample; every token counted is the server's;
     the server streams a choice's tokens STREAM_INTERVAL at a time (its first token and its last
     chunk apart), not one chunk per token."""
-    chunks, take = {}, ServedStream._take
+    chunks, take = {}, ServerStreamEngine._take
 
     def take_counting(self, chunk, g):
         for c in chunk.get("choices", []):
             chunks.setdefault((id(g), int(c.get("index", 0))), []).append(len(c["token_ids"]))
         return take(self, chunk, g)
 
-    monkeypatch.setattr(ServedStream, "_take", take_counting)
+    monkeypatch.setattr(ServerStreamEngine, "_take", take_counting)
     before = _metrics(server)["vllm:generation_tokens_total"]
     prompts, seeds, n = ["12+34=", "7*8="], [11, 70], 4
     ref = server.generate(
@@ -379,7 +379,7 @@ def test_an_aborted_group_stops_on_the_server_and_is_counted(server):
     gen, running, waiting = (f"vllm:{m}" for m in _METRICS)
     long = server.max_model_len - 16  # the prompts are < 16 tokens
     m0 = _metrics(server)
-    with server.open_stream(12) as short, ServedStream(server, long, ignore_eos=True) as st:
+    with server.open_stream(12) as short, ServerStreamEngine(server, long, ignore_eos=True) as st:
         for p in ("7*8=", "5+5="):
             short.add(p, 2)
         finished = _drain(short)  # finished rollouts come back whole beside the long ones
@@ -404,7 +404,7 @@ def _part_finishing_group(server, long: int, n: int) -> tuple[int, str, list[int
     (the string is early in their text) and in part runs to `long` (absent from their text),
     none in between: found by sampling probe groups (the same seed samples the same again)."""
     for seed in range(100, 120):
-        with ServedStream(server, long, ignore_eos=True) as probe:
+        with ServerStreamEngine(server, long, ignore_eos=True) as probe:
             probe.add_group("12+34=", seed, n)
             got = _drain(probe)
         texts = [got[r].completion.text for r in sorted(got)]
@@ -425,8 +425,8 @@ def _abort_part_finished(server, long: int, seed: int, stop: str, never: list[in
     not reached; everything is then aborted and the server left idle."""
     gen, n, busy = "vllm:generation_tokens_total", SEQS, BUSY - SEQS
     with (
-        ServedStream(server, long, ignore_eos=True, stop=[stop]) as st,
-        ServedStream(server, long, ignore_eos=True) as fill,
+        ServerStreamEngine(server, long, ignore_eos=True, stop=[stop]) as st,
+        ServerStreamEngine(server, long, ignore_eos=True) as fill,
     ):
         base = _metrics(server)[gen]
         rids = st.add_group("12+34=", seed, n)  # first come, first scheduled: all of it runs
@@ -486,7 +486,7 @@ def test_validate_engine_url_schedule_stream_end_to_end(server, server_url, tiny
     the server (the server's counter also holds what the stream did not see, and evaluation)."""
     before = _metrics(server)["vllm:generation_tokens_total"]
     out = tmp_path / "run"
-    args = ["validate", "--engine-url", server_url, "--model", str(tiny_dir), "--allocator"]
+    args = ["validate", "--engine-url", server_url, "--model", str(tiny_dir), "--strategy"]
     args += ["sara", "--schedule", "stream", "--k", "8", "--groups", "4", "--steps", "2"]
     args += ["--eval-every", "2", "--eval-problems", "8", "--eval-samples", "2", "--no-progress"]
     assert main([*args, "--out", str(out)]) == 0

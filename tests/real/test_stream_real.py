@@ -1,5 +1,5 @@
 """Round-free collection on the real in-process vLLM engine (issue 20): the request-level stream
-(`Engine.open_stream`: seeded rollouts — single or a group in one request — equal `generate`'s,
+(`VLLMEngine.open_stream`: seeded rollouts — single or a group in one request — equal `generate`'s,
 aborted ones (a group whole) stop and are counted once, the round path refuses while a stream runs),
 the streamed collection step (groups of k rollouts of one prompt from one policy version; cancelled
 rollouts in the step's counts; the same per-prompt decisions as rounds given the same per-rollout
@@ -8,10 +8,10 @@ seeds), and the flags (their bad values: tests/real/test_real_cli.py)."""
 import pytest
 
 from real.app.cli import build_parser, run_config
-from real.rollout.collect import RolloutCollector
+from real.rollout.collect import RolloutDriver
 from real.rollout.streamed import rollout_seed
-from real.tasks import PromptStream, make_task
-from sara_sim.collect.allocator import make_collector
+from real.tasks import PromptSource, make_task
+from sara_sim.collect.collectors import make_collector
 
 PROMPTS = ["12+7=", "3*4=", "99-5=", "8+8="]
 LONG = "12345678"  # hot (temperature 2), some rollouts run on for a while (below)
@@ -34,7 +34,7 @@ def test_a_seeded_rollout_streams_what_generate_samples(engine):
 
 
 def test_a_token_id_prompt_streams_what_its_text_streams(engine):
-    """StreamSampler.add takes a prompt's token ids (TRL's templated prompts) as well as text:
+    """StreamEngine.add takes a prompt's token ids (TRL's templated prompts) as well as text:
     with the same seed, the ids of a text sample what the text samples."""
     ids = [engine.tokenizer(p)["input_ids"] for p in PROMPTS]
     with engine.open_stream(24) as st:
@@ -180,8 +180,8 @@ def _stamped(rc, version):
 def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(engine, name):
     task, k = _arith(), 4
     col = make_collector(name, k=k, groups=3, seed=0, schedule="stream", tau_low=0.3)
-    rc = RolloutCollector(engine, task, col, k, seed=5, max_tokens=16, schedule="stream")
-    version, stream, seen = [0], PromptStream(task, seed=0), set()
+    rc = RolloutDriver(engine, task, col, k, seed=5, max_tokens=16, schedule="stream")
+    version, stream, seen = [0], PromptSource(task, seed=0), set()
     stamp = _stamped(rc, version)
     for step in range(4):
         version[0] = step  # the weights a real run pushes between steps
@@ -211,10 +211,10 @@ def test_stream_and_rounds_decide_every_prompt_alike_with_the_same_seeds(engine)
         decided = {}
         col = make_collector("sara", k=k, groups=3, seed=0, tau_low=0.3, schedule=schedule)
         col.observer = lambda d, out=decided: out.setdefault(d.prompt_id, (d.decision, d.n, d.s))
-        rc = RolloutCollector(engine, task, col, k, seed=seed, max_tokens=16, schedule=schedule)
+        rc = RolloutDriver(engine, task, col, k, seed=seed, max_tokens=16, schedule=schedule)
         if schedule == "rounds":
             rc._generate = _visit_seeded(rc, seed)
-        stream = PromptStream(task, seed=0)
+        stream = PromptSource(task, seed=0)
         for _ in range(4):
             rc.collect(stream)
         got.append(decided)
@@ -247,7 +247,7 @@ def test_schedule_flags_reach_the_collector():
                                    "--max-inflight", "2"])  # fmt: skip
     cfg = run_config(a)
     col = check_config(cfg).collector
-    assert cfg.alloc.schedule == "stream" and col.rc.max_inflight == 2
+    assert cfg.knobs.schedule == "stream" and col.rc.max_inflight == 2
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--overprovision", "1.5"])
     assert check_config(run_config(a)).collector.rc.overprovision == 1.5
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
@@ -266,7 +266,7 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_
     from real.io.runlog import read_metrics
 
     monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
-    argv = ["validate", "--allocator", "sara", "--schedule", "stream", "--model", str(tiny_dir),
+    argv = ["validate", "--strategy", "sara", "--schedule", "stream", "--model", str(tiny_dir),
             "--k", "4", "--groups", "3", "--eval-every", "3", "--eval-problems", "8",
             "--eval-samples", "1", "--no-progress", "--seed", "4"]  # fmt: skip
     try:
@@ -367,7 +367,7 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
         # rollouts as one request (DS: the whole group)
         if t["schedule"] == "rounds":
             assert t["requests"] == t["rollouts"], label
-        elif t["allocator"] == "ds":
+        elif t["strategy"] == "ds":
             assert t["requests"] * 4 == t["rollouts"], label
         else:
             assert 0 < t["requests"] < t["rollouts"], label

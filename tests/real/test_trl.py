@@ -85,13 +85,13 @@ def _trainer(tiny_dir, args, sara, spy, ds, engine_rollout=None):
     )
 
 
-@pytest.mark.parametrize("allocator", ["sara", "ds"])
-def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
+@pytest.mark.parametrize("strategy", ["sara", "ds"])
+def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, strategy):
     from real.trl.adapter import SaraRollout
 
     ds, spy = _dataset(), Spy()
     args = _args(tmp_path / "out")
-    sara = SaraRollout(args, ds, [spy.correct], allocator)
+    sara = SaraRollout(args, ds, [spy.correct], strategy)
     tr = _trainer(tiny_dir, args, sara, spy, ds)
     tr.train()
     assert len(spy.batches) == 3 and tr.state.global_step == 3
@@ -107,7 +107,7 @@ def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, allocator):
     assert all(h["sara/effective_groups"] == B and h["sara/groups"] == B for h in logs)
     assert all(h["sara/rollouts"] >= B * G for h in logs)  # our metrics reached TRL's logs
     assert all(h["padded"] == 0 for h in sara.step_log)
-    key = "abandoned" if allocator == "sara" else "waste"
+    key = "abandoned" if strategy == "sara" else "waste"
     assert sum(h[key] for h in sara.step_log) > 0  # the collector really worked around prompts
 
 
@@ -185,7 +185,7 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
     msg = r"^tau_low: must be a finite number in \[0, 1\], got 1.5"
     with pytest.raises(ParameterError, match=msg):
         SaraRollout(_args(tmp_path), ds, [ok], "sara", tau_low=1.5)
-    with pytest.raises(ParameterError, match="^allocator: unknown strategy 'greedy'"):
+    with pytest.raises(ParameterError, match="^strategy: unknown strategy 'greedy'"):
         SaraRollout(_args(tmp_path), ds, [ok], "greedy")
     with pytest.raises(ParameterError, match="^schedule: must be one of rounds, stream"):
         SaraRollout(_args(tmp_path), ds, [ok], schedule="streaming")
@@ -231,8 +231,8 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
                 "--eval-every", "2", "--eval-problems", "8", "--no-progress"]  # fmt: skip
 
     n_out, t_out = tmp_path / "n", tmp_path / "t"
-    assert main(["validate", *common(), "--allocator", "sara", "--out", str(n_out)]) == 0
-    trl_argv = ["--trainer", "trl", "--allocator", "sara", "--out", str(t_out)]
+    assert main(["validate", *common(), "--strategy", "sara", "--out", str(n_out)]) == 0
+    trl_argv = ["--trainer", "trl", "--strategy", "sara", "--out", str(t_out)]
     assert main(["validate", *common(), *trl_argv]) == 0
     native, trl_rows = read_metrics(n_out / "metrics.jsonl"), read_metrics(t_out / "metrics.jsonl")
     assert len(trl_rows) == 2 and set(native[0]) <= set(trl_rows[0])  # same keys (+ trainer)
@@ -259,10 +259,10 @@ def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkey
             Config.from_dict({**s_native["config"], "trainer": "trl", "resume": True})
         )
     assert len(read_metrics(n_out / "metrics.jsonl")) == 2  # nothing was deleted
-    cmp = ["compare", *common(), "--trainer", "trl", "--allocators", "ds,sara"]
+    cmp = ["compare", *common(), "--trainer", "trl", "--strategies", "ds,sara"]
     assert main([*cmp, "--out", str(tmp_path / "c")]) == 0
     table = json.loads((tmp_path / "c/compare.json").read_text())["table"]
-    assert [r["allocator"] for r in table] == ["ds", "sara"]
+    assert [r["strategy"] for r in table] == ["ds", "sara"]
     assert all(r["effective_fraction"] == 1.0 for r in table)
 
 

@@ -48,8 +48,8 @@ def test_trl_learning_csv_draws_figure_10(
         engine.push_weights(hf_model)  # later tests expect the untrained weights
     printed = capsys.readouterr().out
     t = ls.check(pd.read_csv(out / "learning.csv"))
-    assert set(t.allocator) == {"ds", "sara"} and set(t.seed) == {0, 1} and set(t.k) == {4}
-    for _, g in t.groupby(["allocator", "seed"]):
+    assert set(t.strategy) == {"ds", "sara"} and set(t.seed) == {0, 1} and set(t.k) == {4}
+    for _, g in t.groupby(["strategy", "seed"]):
         assert list(g.step) == [0, 1, 2] and g.eval_accuracy.notna().all()  # eval every step
         assert g.cum_rollouts.is_monotonic_increasing and g.cum_rollouts.iloc[-1] > 0
     assert t[t.step > 0].effective_fraction.between(0, 1).all()  # ds may hit its batch cap
@@ -70,11 +70,11 @@ def test_trl_learning_csv_draws_figure_10(
     assert img.text["Title"] == name
     assert "learning.csv (4 runs)" in img.text["Description"]
     band = pd.read_csv(figs / f"{name}.csv")
-    assert set(band.measure) == {"rollouts", "tokens"} and set(band.allocator) == {"ds", "sara"}
+    assert set(band.measure) == {"rollouts", "tokens"} and set(band.strategy) == {"ds", "sara"}
     assert (band.seeds == 2).all() and (band.ci_low <= band["mean"] + 1e-12).all()
     target = pd.read_csv(figs / f"{name}_target.csv")
-    assert list(target.allocator) == ["ds", "ds", "sara", "sara"]
+    assert list(target.strategy) == ["ds", "ds", "sara", "sara"]
     assert {"ratio", "ci_low", "ci_high", "reached", "not_reached", "note"} <= set(target.columns)
     budget = pd.read_csv(figs / f"{name}_budget.csv")
-    assert list(budget.allocator) == ["ds", "sara"] and (budget.seeds == 2).all()
+    assert list(budget.strategy) == ["ds", "sara"] and (budget.seeds == 2).all()
     assert (figs / f"{name}_target.md").read_text().startswith("|")

@@ -48,9 +48,9 @@ def _stamp_versions(sara, engine, monkeypatch):
     return books
 
 
-@pytest.mark.parametrize("allocator", ["sara", "ds"])
+@pytest.mark.parametrize("strategy", ["sara", "ds"])
 def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
-    tiny_dir, engine, hf_model, tmp_path, monkeypatch, allocator
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch, strategy
 ):
     """schedule="stream" through TRL's real GRPOTrainer on the in-process engine: every group
     TRL trains on is k rollouts of one prompt from one weights version, mixed; the cancelled
@@ -59,7 +59,7 @@ def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
 
     ds, spy = _dataset(), Spy()
     args = _args(tmp_path / "out", 2)
-    sara = SaraRollout(args, ds, [spy.correct], allocator, engine=engine, schedule="stream")
+    sara = SaraRollout(args, ds, [spy.correct], strategy, engine=engine, schedule="stream")
     books = _stamp_versions(sara, engine, monkeypatch)
     try:
         tr = _trainer(tiny_dir, args, sara, spy, ds)
@@ -103,7 +103,7 @@ def test_cli_trl_schedule_stream_runs_and_resumes(tiny_dir, engine, hf_model, tm
     from real.io.runlog import read_metrics
 
     monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
-    argv = ["validate", "--trainer", "trl", "--schedule", "stream", "--allocator", "ds",
+    argv = ["validate", "--trainer", "trl", "--schedule", "stream", "--strategy", "ds",
             "--model", str(tiny_dir), "--k", "8", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--no-progress", "--out", str(tmp_path / "t")]  # fmt: skip
     try:

@@ -7,7 +7,7 @@ the CPU's vector width).  A refactor that should change no number
 must leave this file unchanged; a change that does move a number regenerates only the affected
 cases (``--write --only KEY ...``) and says why, with a test that proves the new value right.
 
-Grid: every simulator strategy x laws (a fresh-prompt stream, a Beta/point mixture, a finite pool
+Grid: every simulator strategy x laws (a fresh-prompt source, a Beta/point mixture, a finite pool
 revisited over epochs so sara-history has evidence, a drifting pool, the DeepScaleR history) x
 k in {4, 8, 16, 128} x two seeds, fixed-budget runs of the strategies that have one, a few schedule
 variants with their decision logs; the exact theory and Bayes-optimal plans; and the Python
@@ -155,7 +155,7 @@ def theory_cases():
 
 def _collect(name, k, seed, pool, steps, **kw):
     """A seeded finite pool revisited epoch after epoch (ids epoch * pool + index)."""
-    from sara_sim.collect.allocator import make_collector
+    from sara_sim.collect.collectors import make_collector
     from sara_sim.core import registry
 
     rng = np.random.default_rng(seed)
@@ -180,7 +180,7 @@ def _collect(name, k, seed, pool, steps, **kw):
 
 
 def collector_cases():
-    from sara_sim.collect.allocator import STRATEGIES
+    from sara_sim.collect.collectors import STRATEGIES
 
     for name, k, seed in itertools.product(STRATEGIES, (4, 8, 16), (0, 1)):
         kw = {"groups": 6}

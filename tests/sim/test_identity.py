@@ -1,4 +1,4 @@
-"""The Numba kernel and the core's Python allocator take identical decisions on identical
+"""The Numba kernel and the core's Python strategy take identical decisions on identical
 outcome sequences (docs/design.md §6: one source of truth for the rule; both take the round's
 decisions through ``schedule``).  Fresh prompts, and a finite pool revisited epoch after epoch,
 where sara-history plans from evidence — including visits that end after a later visit of the
@@ -7,7 +7,7 @@ same prompt was recorded (out-of-order observations)."""
 import numpy as np
 import pytest
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.core.informed import PromptHistory
 from sara_sim.sim.kernels import EV_DECISION, EV_N, EV_PID, EV_ROUND, EV_S, EV_STEP, EV_TARGET
 from sara_sim.sim.laws import SequenceLaw
@@ -31,7 +31,7 @@ class _Counted(PromptHistory):
         super().observe(pid, rewards, epoch)
 
 
-def _run_allocator(name, rows, k, steps, pool=0, **kw):
+def _run_strategy(name, rows, k, steps, pool=0, **kw):
     if name == "sara-history":
         opts = {x: kw.pop(x) for x in ("rho", "kappa", "explore", "max_skip")}
         opts["pop_prior"] = kw.get("prior", (1.0, 1.0))
@@ -93,7 +93,7 @@ POOL_CASES = [  # a pool of 20 prompts revisited every epoch: sara-history has e
 
 def _compare(name, kw, k, pool=0, steps=6):
     rows = _rows(k + len(kw), 6000, k)
-    results, ref_events = _run_allocator(name, rows, k, steps, pool=pool, **kw)
+    results, ref_events = _run_strategy(name, rows, k, steps, pool=pool, **kw)
     sim_kw = {key: v for key, v in kw.items() if key != "groups"}
     groups = kw.get("groups") or 1
     extra = {"exact_core_fit": True} if name != "sara" else {}
@@ -133,13 +133,13 @@ def _compare(name, kw, k, pool=0, steps=6):
 
 @pytest.mark.parametrize("name,kw", CASES)
 @pytest.mark.parametrize("k", [8, 16])
-def test_kernel_and_allocator_decide_identically(name, kw, k):
+def test_kernel_and_strategy_decide_identically(name, kw, k):
     _compare(name, kw, k)
 
 
 @pytest.mark.parametrize("name,kw", POOL_CASES)
 @pytest.mark.parametrize("k", [8, 16])
-def test_kernel_and_allocator_decide_identically_on_a_revisited_pool(name, kw, k):
+def test_kernel_and_strategy_decide_identically_on_a_revisited_pool(name, kw, k):
     _Counted.out_of_order = 0
     results = _compare(name, kw, k, pool=20, steps=10)
     if name == "sara-history":  # evidence at work: some visits are skipped before any rollout
@@ -161,7 +161,7 @@ def test_a_plan_that_can_never_commit_collector_refuses_simulator_reports():
     cost money: it refuses, naming tau_low.  The simulator sweeps tau_low over [0, 1]: such cells
     run to the round cap and report zero groups and `capped` — never a hang."""
     from sara_sim import ParameterError
-    from sara_sim.collect.allocator import make_collector
+    from sara_sim.collect.collectors import make_collector
     from sara_sim.core.difficulty import BetaLaw
     from sara_sim.sim.simulate import simulate
 

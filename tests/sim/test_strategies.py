@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.sim.laws import SequenceLaw, TokenModel, parse_sim_law
 from sara_sim.sim.simulate import cell_key, simulate, summarize, sweep
 from sara_sim.sim.strategies import STRATEGIES
@@ -32,7 +32,7 @@ def test_every_strategy_runs_on_every_law_kind(strategy, spec, epoch, pool):
     f = res.frame
     assert len(f) == 12 and not f.isna().any().any()
     # (sara-eb can lock into skipping every prompt once its fitted prior says p_eff(0) < tau:
-    # nothing is drawn, so nothing refits it — the allocator's semantics, mirrored)
+    # nothing is drawn, so nothing refits it — the strategy's semantics, mirrored)
     assert f["rollouts"].sum() > 0 and (f["effective"] <= f["groups"]).all()
     assert (f["effective"] <= n).all() and (f["false_abandons"] <= f["abandoned"]).all()
     if strategy == "ds":  # waste: groups drawn this step and discarded (saturated or surplus)
@@ -97,7 +97,7 @@ def _rows(seed, n, k):
         ("ds", {"max_num_gen_batches": 1}),
     ],
 )
-def test_uniform_and_ds_match_the_allocator(name, kw):
+def test_uniform_and_ds_match_the_strategy(name, kw):
     k, n, steps = 8, 24, 5
     rows = _rows(7, 5000, k)
     col = make_collector(name, k=k, groups=n, **kw)

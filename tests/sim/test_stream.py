@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sara_sim.cli.app import main
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.core.difficulty import BetaLaw, parse_law
 from sara_sim.core.theory import plan_law
 from sara_sim.sim.live_engine import LiveEngine

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from sara_sim.cli.app import main
-from sara_sim.collect.allocator import make_collector
+from sara_sim.collect.collectors import make_collector
 from sara_sim.collect.stream import FLY, _with_fly
 from sara_sim.core.difficulty import parse_law
 from sara_sim.core.rounds import C_WANT

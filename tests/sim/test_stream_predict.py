@@ -18,7 +18,7 @@ def _run(n=60, k=4):
     prompts = [[int(c), k] for c in rng.integers(0, k + 1, n)]
     lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (k - c)]
     rows = {
-        label: {"allocator": name, "schedule": schedule, "overprovision": 1.0, "wall": wall,
+        label: {"strategy": name, "schedule": schedule, "overprovision": 1.0, "wall": wall,
                 "eff": eff, "rollouts": 10 * eff, "tokens": 100 * eff, "groups": eff}
         for label, name, schedule, wall, eff in (("ds rounds", "ds", "rounds", 2.0, 4),
                                                  ("sara stream", "sara", "stream", 1.0, 4),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sara_sim import ParameterError
-from sara_sim.collect.allocator import Request, make_collector
+from sara_sim.collect.collectors import Request, make_collector
 from sara_sim.core.difficulty import BetaLaw
 from sara_sim.core.theory import sequential_law
 
@@ -106,7 +106,7 @@ def test_stream_exhaustion_and_carry_over_keep_every_rollout():
         counted += res.rollouts
         pulled += res.fresh_prompts
         finished += len(res.groups) + len(res.abandoned) + res.saturated
-    assert res.stream_exhausted and pulled == 40
+    assert res.prompts_exhausted and pulled == 40
     assert counted == sum(drawn)  # every rollout generated is counted by exactly one step
     # every prompt pulled is a group, abandoned, saturated, or still held (open or carried)
     assert finished + len(col.open) + len(col.done_groups) == pulled
@@ -134,7 +134,7 @@ def test_state_dict_round_trip_continues_identically():
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        (dict(name="nope", groups=4), "allocator"),
+        (dict(name="nope", groups=4), "strategy"),
         (dict(name="sara", k=1, groups=4), "k"),
         (dict(name="sara", groups=0), "groups"),
         (dict(name="sara", groups=4, tau_low=1.5), "tau_low"),

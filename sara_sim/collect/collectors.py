@@ -140,7 +140,7 @@ def make_collector(
 
 
 def _make(name, k, groups, budget, seed, params, history, epoch_size, selector, knobs):
-    meta = row(name, "collector", "allocator")
+    meta = row(name, "collector", "strategy")
     if epoch_size is not None:
         epoch_size = check_int(epoch_size, "epoch_size", 1)
     params = collector_params(name, params, **knobs)
