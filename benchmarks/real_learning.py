@@ -26,7 +26,7 @@ loses the thread, re-checks, runs to the budget). The sized plan of the claim ru
 pilot's measured per-run costs: benchmarks/README.md.
 
 learning.csv: one row per (strategy, k, seed, step); step 0 is the start model.
-  strategy, k, seed   the run
+  strategy, k, seed    the run
   step                 optimizer steps done (0 = before training)
   cum_rollouts         rollouts sampled so far (budget: every rollout the strategy asked for)
   cum_tokens           completion tokens sampled so far
@@ -69,6 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
+from real.app.flags import deprecated_flag  # noqa: E402
 
 COLUMNS = (
     "strategy", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",
@@ -88,6 +89,7 @@ def main(argv=None) -> int:
         "generation batch); NAME+no-carry: a SARA-family run that drops its surplus and open "
         "groups at each step's end, as DS does (run folder and table rows named so)",
     )
+    deprecated_flag(ap, "--allocators", "--strategies")
     ap.add_argument("--k", default="8,16", help="group sizes, comma-separated")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--steps", type=int, default=30)

@@ -94,10 +94,10 @@ class Run:
         col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed,
                              schedule=schedule, **knobs(name, over, inflight, cost))  # fmt: skip
         self.rc = RolloutDriver(engine, task, col, args.k, seed=args.seed,
-                                   max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
+                                max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
         self.inflight, self.cost = inflight, cost
-        self.stream = PromptSource(task, seed=args.seed)
+        self.source = PromptSource(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
@@ -105,7 +105,7 @@ class Run:
     def step(self, counted: bool, books=None) -> None:
         before = books.read() if books else {}
         t0, c0 = time.perf_counter(), time.process_time()
-        b = self.rc.collect(self.stream)
+        b = self.rc.collect(self.source)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         after = books.read() if books else {}
         if not counted:

@@ -42,9 +42,9 @@ def run(name, model_dir, ds, a, out, engine=None):
     args = cpu_grpo_config(out / name, k=a.k, groups=a.groups, steps=a.steps, seed=a.seed)
     kw = {}
     if name != "trl-default":
-        alloc, _, schedule = name.removeprefix("trl+").partition("/")
+        strategy, _, schedule = name.removeprefix("trl+").partition("/")
         sara = SaraRollout(
-            args, ds, [correct], alloc, tau_low=a.tau_low, engine=engine,
+            args, ds, [correct], strategy, tau_low=a.tau_low, engine=engine,
             schedule=schedule or "rounds",
         )  # fmt: skip
         kw = dict(reward_funcs=sara.reward_funcs, rollout_func=sara, callbacks=[sara.callback])

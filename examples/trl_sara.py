@@ -22,6 +22,7 @@ from datasets import Dataset  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+from real.app.flags import deprecated_flag  # noqa: E402
 from real.models.tiny import build_tiny  # noqa: E402
 from real.tasks.arithmetic import ArithmeticTask, extract_integer  # noqa: E402
 from real.trl.adapter import SaraRollout  # noqa: E402
@@ -37,6 +38,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="HF model dir (default: the tiny model)")
     ap.add_argument("--strategy", default="sara", help="uniform | ds | sara | sara-eb | ...")
+    deprecated_flag(ap, "--allocator", "--strategy")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--out", default="runs/trl-sara")
     ap.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
@@ -49,7 +51,7 @@ def main(argv=None):
 
     config = GRPOConfig(
         output_dir=a.out,
-        num_generations=8,  # G: rollouts per group
+        num_generations=8,  # k: rollouts per group
         per_device_train_batch_size=32,  # 4 groups of 8 per process and step
         max_completion_length=8,
         max_steps=a.steps,

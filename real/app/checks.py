@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from real.app.resume import check_run_folder
 from real.base.config import build_collector, flag_of
-from real.base.validate import check_knobs, check_grpo, check_run_fields, check_trl_config
+from real.base.validate import check_grpo, check_knobs, check_run_fields, check_trl_config
 from real.models.resolve import resolve_model
 from real.models.tiny_net import CHARS, SPECIALS
 from real.sampling.served import check_servers

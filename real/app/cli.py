@@ -18,11 +18,11 @@ from functools import partial
 
 from real.app.audit import AuditConfig, cmd_audit
 from real.app.compare import format_table, plot_compare, run_compare
-from real.app.flags import Parser, add_flags, config_of
+from real.app.flags import Parser, add_flags, config_of, deprecated_flag
 from real.app.run import train
 from real.base import env as _env  # noqa: F401  (env vars before any torch / vllm import)
 from real.base.config import Config, check_seed
-from real.base.validate import STRATEGIES, DTYPES
+from real.base.validate import DTYPES, STRATEGIES
 from real.io.runfolder import check_writable
 from real.io.runlog import SUMMARY_KEYS
 from real.models.tiny import TimeCapReached, TinySettings, build_tiny, read_spread, with_overrides
@@ -51,6 +51,7 @@ def build_parser():
     names = ", ".join(STRATEGIES)
     p = sub.add_parser("validate", help="one GRPO run with one strategy")
     p.add_argument("--strategy", default="sara", help=f"one of {names}")
+    deprecated_flag(p, "--allocator", "--strategy")
     p.add_argument("--out", default="runs/validate", help="run directory")
     _config_flags(p)
     p = sub.add_parser("compare", help="several strategies from the same start")
@@ -59,14 +60,13 @@ def build_parser():
         default="uniform,ds,sara,sara-eb,sara-auto",
         help=f"comma-separated, from {names}; NAME+no-carry: a SARA-family run with --no-carry",
     )
+    deprecated_flag(p, "--allocators", "--strategies")
     p.add_argument("--out", default="runs/compare", help="folder for the runs, table and plots")
     _config_flags(p)
     add_flags(
         sub.add_parser("serve", help="start a vLLM server for a model (CPU settings)"), ServeConfig
     )
-    add_flags(
-        sub.add_parser("audit", help="what each strategy would cost on a model"), AuditConfig
-    )
+    add_flags(sub.add_parser("audit", help="what each strategy would cost on a model"), AuditConfig)
     return ap
 
 

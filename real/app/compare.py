@@ -68,9 +68,9 @@ def check_compare(cfg, strategies: list[str]) -> dict:
 def _run_cfg(cfg, spec: str, resume: bool):
     """The run of one entry of the list, in its own folder (NAME+no-carry: NAME, carry off)."""
     name, carry = split_spec(spec)
-    alloc = replace(cfg.knobs, carry=cfg.knobs.carry and carry)
+    knobs = replace(cfg.knobs, carry=cfg.knobs.carry and carry)
     out = Path(cfg.out) / spec
-    return replace(cfg, strategy=name, alloc=alloc, out=str(out), resume=resume,
+    return replace(cfg, strategy=name, knobs=knobs, out=str(out), resume=resume,
                    overwrite=not resume)  # fmt: skip
 
 

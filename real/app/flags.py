@@ -15,7 +15,7 @@ import types
 import typing
 from dataclasses import MISSING, fields, is_dataclass
 
-from real.base.config import flag_of
+from real.base.config import deprecated, flag_of
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):  # every flag shows its default
@@ -61,6 +61,24 @@ def _join_negative(argv: list[str]) -> list[str]:
         out.append(tok)
         i += 1
     return out
+
+
+class _Deprecated(argparse.Action):
+    """A renamed flag's old spelling: stores into the new flag's value, one line on stderr."""
+
+    def __init__(self, option_strings, dest, new: str, **kw):
+        super().__init__(option_strings, dest, **kw)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        deprecated(option_string, self.new)
+        setattr(namespace, self.dest, values)
+
+
+def deprecated_flag(p, old: str, new: str) -> None:
+    """`old` still works as `new` (and is left out of --help); using it prints one line."""
+    dest = new.removeprefix("--").replace("-", "_")
+    p.add_argument(old, dest=dest, action=_Deprecated, new=new, help=argparse.SUPPRESS)
 
 
 def field_docs(cls) -> dict[str, str]:

@@ -4,7 +4,7 @@ builds a collector from them.
 Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
 the flags, their help and defaults from these fields and their docstrings), so a default is written
 once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr`, `--tau-low` is
-`Config.alloc.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested);
+`Config.knobs.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested);
 `Config.from_dict` also reads the flat dicts written before the sections existed.
 
 Light on purpose (no torch, no vllm): the CLI imports it before any argument is checked.
@@ -17,6 +17,7 @@ Light on purpose (no torch, no vllm): the CLI imports it before any argument is 
 True
 """
 
+import sys
 from dataclasses import dataclass, field, fields
 
 from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
@@ -78,7 +79,7 @@ class GRPOConfig:
 
 
 @dataclass
-class AllocatorConfig:
+class StrategyConfig:
     """The strategy's own settings (sara_sim.collect.collectors.make_collector and the history /
     selector objects it runs with; defaults from sara_sim.core.registry); a setting the chosen
     strategy does not use is ignored."""
@@ -133,8 +134,13 @@ class AllocatorConfig:
     requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
 
 
-SECTIONS = {"grpo": GRPOConfig, "knobs": AllocatorConfig}
+SECTIONS = {"grpo": GRPOConfig, "knobs": StrategyConfig}
 SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
+
+
+def deprecated(old: str, new: str) -> None:
+    """The one line a renamed flag or keyword that still works prints (`old` -> `new`)."""
+    print(f"{old} is deprecated; use {new}", file=sys.stderr)
 
 
 def check_seed(value, flag: str = "--seed") -> int:
@@ -228,7 +234,7 @@ class Config:
     """abandoned prompts per step completed off-budget to count false abandons (0 = off)"""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """GRPO settings"""
-    alloc: AllocatorConfig = field(default_factory=AllocatorConfig)
+    knobs: StrategyConfig = field(default_factory=StrategyConfig)
     """strategy settings"""
 
     @classmethod
@@ -292,26 +298,26 @@ def split_spec(spec: str) -> tuple[str, bool]:
     return spec, True
 
 
-# The history strategies learn from revisits: their stream ids are epoch * size + index.
+# The history strategies learn from revisits: their prompt ids are epoch * size + index.
 INFORMED = names("real", needs_history=True)
-# Where a history / selector object names a setting differently from AllocatorConfig.
+# Where a history / selector object names a setting differently from StrategyConfig.
 _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
 
 
-def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, seed: int,
+def build_collector(name: str, knobs: StrategyConfig, *, k: int, groups: int, seed: int,
                     epoch_size: int | None = None):  # fmt: skip
     """The collector of one run: the one place `real/` calls `make_collector`. History
     strategies need `epoch_size` (the finite task's size). A bad setting is a ParameterError
-    naming the AllocatorConfig field (check_config turns it into its flag).
+    naming the StrategyConfig field (check_config turns it into its flag).
 
-    >>> col = build_collector("sara", AllocatorConfig(probe=2), k=8, groups=4, seed=0)
+    >>> col = build_collector("sara", StrategyConfig(probe=2), k=8, groups=4, seed=0)
     >>> col.probe, col.tau_low
     (2, 0.2)
     """
     from sara_sim.collect.collectors import make_collector
     from sara_sim.core.errors import ParameterError, check_int
 
-    opts = {f.name: getattr(alloc, f.name) for f in fields(alloc)}
+    opts = {f.name: getattr(knobs, f.name) for f in fields(knobs)}
     history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
     ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")
     opts["schedule"] = opts.pop("schedule")  # make_collector's own argument, not a knob
@@ -324,11 +330,11 @@ def build_collector(name: str, alloc: AllocatorConfig, *, k: int, groups: int, s
 
             size = check_int(epoch_size, "epoch_size", 1)
             opts |= {"epoch_size": size, "rule": rule}
-            opts["history"] = PromptHistory.for_integer_stream(size, seed, **history)
+            opts["history"] = PromptHistory.for_integer_ids(size, seed, **history)
             kind = row(name).selector  # the registry's Selector kind (None: sara-history)
             if kind is not None:
                 opts["selector"] = Selector(kind, ratio=ratio, target=target, seed=seed)
         return make_collector(name, k=k, groups=groups, seed=seed, **opts)
-    except ParameterError as e:  # name the AllocatorConfig field, whoever checked it
+    except ParameterError as e:  # name the StrategyConfig field, whoever checked it
         message = str(e)[len(e.parameter) + 2 :]
         raise ParameterError(_RENAMED.get(e.parameter, e.parameter), message) from None

@@ -104,7 +104,7 @@ def check_grpo(g) -> None:
 
 
 def check_knobs(a, k: int) -> None:
-    """The strategy section (real.base.config.AllocatorConfig), every field whichever strategy
+    """The strategy section (real.base.config.StrategyConfig), every field whichever strategy
     runs (a compare runs several on one config); cross-field rules are the collector's."""
     from sara_sim.core.informed import RULES
 

@@ -1,2 +1,2 @@
-"""Layer 5: rollouts: the collector's rounds driven through a sampler into committed groups
+"""Layer 5: rollouts: the collector's rounds driven through an engine into committed groups
 (collect) and held-out evaluation (evaluation)."""

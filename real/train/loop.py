@@ -71,7 +71,7 @@ class Run:
     trainer: object  # real.train.grpo.GRPO
     engine: object
     collector: RolloutDriver
-    stream: PromptSource
+    prompts: PromptSource
     totals: dict = field(default_factory=lambda: dict.fromkeys(TOTAL_KEYS, 0))
     start: int = 0  # the first step this process runs
     eval_initial: float | None = None
@@ -128,8 +128,8 @@ def _setup(cfg: Config, checked, out: Path, engine) -> Run:
         audit=cfg.audit_abandoned,
         schedule=cfg.knobs.schedule,
     )
-    stream = PromptSource(task, seed=cfg.seed)
-    return Run(cfg, out, model_dir, task, model, trainer, engine, rc, stream)
+    prompts = PromptSource(task, seed=cfg.seed)
+    return Run(cfg, out, model_dir, task, model, trainer, engine, rc, prompts)
 
 
 def _resume(run: Run) -> None:
@@ -144,7 +144,7 @@ def _resume(run: Run) -> None:
         run.model.load_state_dict(ck["model"])
         run.trainer.load_state_dict(ck["trainer"])
         run.collector.load_state_dict(ck["collector"])
-        run.stream.load_state_dict(ck["stream"])
+        run.prompts.load_state_dict(ck["prompts"])
         run.totals, run.eval_initial, run.start = ck["totals"], ck["eval_initial"], ck["step"] + 1
         saved_row = ck.get("metrics_row")
         torch.set_rng_state(ck["torch_rng"])
@@ -174,7 +174,7 @@ def _open_progress(run: Run) -> None:
 def _step(run: Run, step: int) -> None:
     """One optimizer step: collect, train, sync, evaluate, log, checkpoint, progress."""
     cfg, t_step = run.cfg, time.perf_counter()
-    batch = run.collector.collect(run.stream)  # rounds, or a stream (real/rollout/streamed.py)
+    batch = run.collector.collect(run.prompts)  # rounds, or a stream (real/rollout/streamed.py)
     t0 = time.perf_counter()
     stats = run.trainer.step([g.as_rows() for g in batch.groups], seed=cfg.seed * 100003 + step)
     train_s = time.perf_counter() - t0
@@ -258,7 +258,7 @@ def _checkpoint(run: Run, step: int, row: dict) -> None:
             "model": run.model.state_dict(),
             "trainer": run.trainer.state_dict(),
             "collector": run.collector.state_dict(),
-            "stream": run.stream.state_dict(),
+            "prompts": run.prompts.state_dict(),
             "totals": run.totals,
             "eval_initial": run.eval_initial,
             "torch_rng": torch.get_rng_state(),

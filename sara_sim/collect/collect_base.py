@@ -32,7 +32,7 @@ class StepResult:
     abandoned_rollouts: int = 0
     skipped: int = 0  # abandoned before any rollout
     saturated: int = 0  # full groups that never mixed (sara) / discarded (ds) / in batch (uniform)
-    fresh_prompts: int = 0  # prompts pulled from the stream
+    fresh_prompts: int = 0  # prompts pulled from the prompt source
     carried: int = 0  # complete committed groups carried to the next step
     carried_open: int = 0  # prompts still in progress, carried to the next step
     waste: int = 0  # rollouts in groups that were generated in full and thrown away
@@ -86,12 +86,12 @@ def _check_rewards(requests, rewards):
     return out
 
 
-def check_call(stream, sample):
+def check_call(prompts, sample):
     """collect_step's arguments: an iterator of prompt ids and a callable sampler."""
-    if not isinstance(stream, Iterator):
+    if not isinstance(prompts, Iterator):
         raise ParameterError(
-            "stream",
-            f"must be an iterator of prompt ids (e.g. iter(ids)), got {type(stream).__name__}: a "
+            "prompts",
+            f"must be an iterator of prompt ids (e.g. iter(ids)), got {type(prompts).__name__}: a "
             "list would restart from its first prompt at every step",
         )
     if not callable(sample):
@@ -149,9 +149,9 @@ class _Base:
         return [Request(p, self.k, first + i) for i, p in enumerate(pids)]
 
     @staticmethod
-    def _pull(stream, res):
+    def _pull(prompts, res):
         try:
-            pid = next(stream)
+            pid = next(prompts)
         except StopIteration:
             res.prompts_exhausted = True
             return None
@@ -159,11 +159,11 @@ class _Base:
         return pid
 
     @classmethod
-    def _pull_some(cls, stream, res, n):
-        """Up to n fresh prompts, fewer only when the stream runs out."""
+    def _pull_some(cls, prompts, res, n):
+        """Up to n fresh prompts, fewer only when the prompt source runs out."""
         pids = []
         for _ in range(n):
-            pid = cls._pull(stream, res)
+            pid = cls._pull(prompts, res)
             if pid is None:
                 break
             pids.append(pid)

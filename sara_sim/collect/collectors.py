@@ -46,11 +46,11 @@ STRATEGIES = names("collector")  # registry order
 class UniformCollector(_Base):
     """N prompts x k rollouts in one round (budget mode: budget // k prompts)."""
 
-    def collect_step(self, stream, sample):
-        check_call(stream, sample)
+    def collect_step(self, prompts, sample):
+        check_call(prompts, sample)
         res = StepResult()
         n_prompts = self.groups if self.budget is None else self.budget // self.k
-        pids = self._pull_some(stream, res, n_prompts)
+        pids = self._pull_some(prompts, res, n_prompts)
         self._whole_groups(res, pids, sample)
         return res
 
@@ -78,15 +78,15 @@ class DSCollector(_Base):
                 f"must be an integer >= 0 (0 = no cap), got {p.max_num_gen_batches!r}",
             ) from None
 
-    def collect_step(self, stream, sample):
-        check_call(stream, sample)
+    def collect_step(self, prompts, sample):
+        check_call(prompts, sample)
         res = StepResult()
         kept, visits = [], []
         while len(kept) < self.groups:
             if self.max_num_gen_batches and res.rounds >= self.max_num_gen_batches:
                 res.capped = True
                 break
-            pids = self._pull_some(stream, res, self.gen_batch_size)
+            pids = self._pull_some(prompts, res, self.gen_batch_size)
             if not pids:
                 break
             requests = self._requests(pids)
@@ -118,7 +118,7 @@ def make_collector(
     ``informed.PromptHistory``) and `epoch_size` (the dataset size: the replay clock);
     sara-mopps / sara-dps need those and a `selector` (``selectors.Selector``); mopps / dps
     need `epoch_size` (posterior and selector: the peer recipe's, ``peer_select.py``).  Given
-    only `epoch_size` (SARA family), the stream's ids are taken as `epoch * epoch_size + index`
+    only `epoch_size` (SARA family), the prompt ids are taken as `epoch * epoch_size + index`
     and the cross-validated defaults (``registry.HistoryParams``) are built.  Every argument is
     validated here (ParameterError naming it), before any rollout is requested.
 
@@ -154,11 +154,11 @@ def _make(name, k, groups, budget, seed, params, history, epoch_size, selector, 
             history=history, selector=selector,
         )  # fmt: skip
     if meta.needs_history and history is None and epoch_size:
-        # integer ids epoch * epoch_size + index (a finite task's stream): build the defaults
+        # integer ids epoch * epoch_size + index (a finite task's prompts): build the defaults
         from ..core.informed import PromptHistory
         from .selectors import Selector
 
-        history = PromptHistory.for_integer_stream(int(epoch_size), seed)
+        history = PromptHistory.for_integer_ids(int(epoch_size), seed)
         params = replace(params, rule=HISTORY.rule)
         if meta.selector is not None and selector is None:
             selector = Selector(meta.selector, ratio=HISTORY.ratio, seed=seed)

@@ -1,9 +1,9 @@
 """The peers' predict-then-select strategies as collectors (``mopps``, ``dps``).
 
-Each step pulls ``ratio`` x N candidates from the stream, ranks them with the prompt's posterior
-and sends a whole group of k rollouts to each of the N best, in one round; the other candidates are
-passed over (skipped, 0 rollouts).  No per-prompt stopping: a chosen group that comes back all-pass
-or all-fail still enters the batch (saturated), as in the simulator's peer kernel
+Each step pulls ``ratio`` x N candidates from the prompt source, ranks them with the prompt's
+posterior and sends a whole group of k rollouts to each of the N best, in one round; the other
+candidates are passed over (skipped, 0 rollouts).  No per-prompt stopping: a chosen group that comes
+back all-pass or all-fail still enters the batch (saturated), as in the simulator's peer kernel
 (``sim/peers.py``, strategy codes MOPPS / DPS).  The recipe's values (ratio 4, target rate 0.5,
 Beta(1, 1) pseudo-counts, decay 1) are the registry row's (``registry.ROWS``).
 
@@ -16,7 +16,7 @@ sara-mopps / sara-dps put in front of SARA — on a ``PromptHistory`` set to the
 * DPS: the prompt's state at its last visit and the pooled transition counts (Dirichlet(1)).
 
 Differences from the Numba kernel, all in how ties and unseen prompts are scored (the kernel has
-its own random stream, so decisions are not identical draw for draw): DPS scores an unseen prompt
+its own random generator, so decisions are not identical draw for draw): DPS scores an unseen prompt
 by the mixed share of all visits, as the kernel does (``Selector(unseen="visits")``; sara-dps
 keeps the pooled transitions' share), and breaks ties by pull order (the kernel: at random);
 MoPPS's decay is applied per epoch since the last visit (the kernel: per visit) — the two agree
@@ -48,7 +48,7 @@ def peer_history(name, epoch_size, seed=0):
     """The peer's posterior as a ``PromptHistory`` over integer ids `epoch * epoch_size + index`."""
     d = row(name, "collector", "strategy").sim_defaults
     a0, b0 = d.get("mopps_prior", (1.0, 1.0))
-    return PromptHistory.for_integer_stream(
+    return PromptHistory.for_integer_ids(
         epoch_size, seed, rho=d.get("decay", 1.0), kappa=1.0, explore=0.0, pop_prior=(a0, b0)
     )
 
@@ -76,11 +76,11 @@ class PeerSelectCollector(_Base):
             raise ParameterError("selector", f"must be a selectors.Selector of kind {name!r}")
         self.selector = selector
 
-    def collect_step(self, stream, sample):
-        check_call(stream, sample)
+    def collect_step(self, prompts, sample):
+        check_call(prompts, sample)
         res = StepResult()
-        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * self.groups))
-        # the epoch argument is unused: the history reads it from the id (for_integer_stream)
+        cands = self._pull_some(prompts, res, math.ceil(self.selector.ratio * self.groups))
+        # the epoch argument is unused: the history reads it from the id (for_integer_ids)
         chosen, passed = self.selector.select(cands, self.groups, self.informed, epoch=0)
         res.abandoned, res.skipped = list(passed), len(passed)
         for pid, r in zip(chosen, self._whole_groups(res, chosen, sample)):
@@ -98,5 +98,5 @@ class PeerSelectCollector(_Base):
         state = dict(state)
         informed, selector = state.pop("informed"), state.pop("selector")
         self.__dict__.update({k: v for k, v in state.items()})
-        self.informed.load_state_dict(informed)  # ours: built with the stream's key functions
+        self.informed.load_state_dict(informed)  # ours: built with the prompt ids' key functions
         self.selector.load_state_dict(selector)

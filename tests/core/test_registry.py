@@ -92,7 +92,7 @@ def test_collector_rows_say_what_the_collectors_do(name):
     if r.needs_history:
         with pytest.raises(ParameterError, match="history|epoch_size|selector"):
             collectors.make_collector(name, groups=4)
-    collectors.make_collector(name, groups=4, **with_history)  # stream ids: a finite task
+    collectors.make_collector(name, groups=4, **with_history)  # prompt ids: a finite task
     if "collector" in r.fixed_budget:
         col = collectors.make_collector(name, budget=64, **with_history)
         assert col.budget == 64

@@ -47,18 +47,18 @@ def test_no_carry_drops_what_sara_carries():
     the same draws leave nothing for the next step and count the dropped rollouts as waste."""
     import numpy as np
 
-    from real.base.config import AllocatorConfig, build_collector
+    from real.base.config import StrategyConfig, build_collector
 
     def steps(carry):
-        col = build_collector("sara", AllocatorConfig(carry=carry), k=8, groups=4, seed=0)
+        col = build_collector("sara", StrategyConfig(carry=carry), k=8, groups=4, seed=0)
         rng, rate = np.random.default_rng(0), {}
 
         def sample(requests):
             return [[int(x) for x in rng.random(r.n) < rate.setdefault(r.prompt_id,
                      rng.beta(0.5, 0.5))] for r in requests]  # fmt: skip
 
-        stream = iter(range(10**6))
-        return [col.collect_step(stream, sample) for _ in range(6)]
+        prompts = iter(range(10**6))
+        return [col.collect_step(prompts, sample) for _ in range(6)]
 
     kept, dropped = steps(True), steps(False)
     assert sum(r.carried + r.carried_open for r in kept) > 0

@@ -204,9 +204,7 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     common = ["--model", str(tiny_dir), "--k", "4", "--groups", "4", "--steps", "2",
               "--eval-every", "1", "--eval-problems", "16", "--eval-samples", "2",
               "--no-progress"]  # fmt: skip
-    assert (
-        main(["validate", "--strategy", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
-    )
+    assert main(["validate", "--strategy", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["strategy"] == "sara-auto" and line["steps"] == 2
     # a used run directory is refused without --resume / --overwrite, in one line

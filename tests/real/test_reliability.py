@@ -70,7 +70,7 @@ def test_damaged_metrics_is_one_line_before_any_engine(cli, tmp_path, monkeypatc
     assert rc == 0, err
     assert [r["step"] for r in read_metrics(path)] == [0, 1, 2]
     # non-UTF-8 bytes inside an earlier line: one line naming the file and the line, no engine
-    path.write_bytes(path.read_bytes().replace(b'"strategy"', b'"\xff\xfeallocator"', 1))
+    path.write_bytes(path.read_bytes().replace(b'"strategy"', b'"\xff\xfestrategy"', 1))
     _no_engine(monkeypatch)
     rc, err = cli("validate", "--steps", "4", "--resume", "--out", str(out))
     assert rc == 2 and len(err) == 1, err

@@ -181,11 +181,11 @@ def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(en
     task, k = _arith(), 4
     col = make_collector(name, k=k, groups=3, seed=0, schedule="stream", tau_low=0.3)
     rc = RolloutDriver(engine, task, col, k, seed=5, max_tokens=16, schedule="stream")
-    version, stream, seen = [0], PromptSource(task, seed=0), set()
+    version, prompts, seen = [0], PromptSource(task, seed=0), set()
     stamp = _stamped(rc, version)
     for step in range(4):
         version[0] = step  # the weights a real run pushes between steps
-        batch = rc.collect(stream)
+        batch = rc.collect(prompts)
         res = batch.result
         assert len(batch.groups) == 3 and res.n_effective == 3
         assert res.rounds > 0 and batch.round_s == []  # rounds: the engine waits
@@ -214,9 +214,9 @@ def test_stream_and_rounds_decide_every_prompt_alike_with_the_same_seeds(engine)
         rc = RolloutDriver(engine, task, col, k, seed=seed, max_tokens=16, schedule=schedule)
         if schedule == "rounds":
             rc._generate = _visit_seeded(rc, seed)
-        stream = PromptSource(task, seed=0)
+        prompts = PromptSource(task, seed=0)
         for _ in range(4):
-            rc.collect(stream)
+            rc.collect(prompts)
         got.append(decided)
     both = got[0].keys() & got[1].keys()
     assert len(both) >= 12 and all(got[0][p] == got[1][p] for p in both)
