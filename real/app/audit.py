@@ -181,13 +181,13 @@ def run_audit(a, engine=None) -> int:
 
 def train_between(a, engine, model_dir, epoch) -> None:
     """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
-    cfg = Config(
+    cfg = Config.from_dict(dict(
         model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
         groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,
         out=str(Path(a.out) / "train"), resume=epoch > 1, overwrite=epoch == 1,
         eval_every=10**6, eval_problems=16, eval_samples=2, max_tokens=a.max_tokens,
         temperature=a.temperature, progress=False, engine_url=a.engine_url,
-    )  # fmt: skip
+    ))  # fmt: skip
     train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
 
 

@@ -16,7 +16,13 @@ from typing import NamedTuple
 
 from real.app.resume import check_run_folder
 from real.base.config import build_collector, flag_of
-from real.base.validate import check_grpo, check_knobs, check_run_fields, check_trl_config
+from real.base.validate import (
+    check_engine,
+    check_grpo,
+    check_knobs,
+    check_run_fields,
+    check_trl_config,
+)
 from real.models.resolve import resolve_model
 from real.models.tiny_net import CHARS, SPECIALS
 from real.sampling.served import check_servers
@@ -40,9 +46,10 @@ def check_config(cfg) -> Checked:
     folder; returns the task and collector the run then uses."""
     check_task_files(cfg.task, cfg.task_path, cfg.eval_path)
     check_run_fields(cfg)
-    _check_device(cfg.device)
-    if cfg.engine_url is not None:  # the door (real/sampling/served.py): one HTTP call per server
-        check_servers(cfg.engine_url, cfg.model)
+    check_engine(cfg.engine)
+    _check_device(cfg.grpo.device)
+    if cfg.engine.engine_url is not None:  # the door (real/sampling/served.py): one call a server
+        check_servers(cfg.engine.engine_url, cfg.model)
     check_grpo(cfg.grpo)
     if cfg.trainer == "trl":
         check_trl_config(cfg)
@@ -120,7 +127,7 @@ def check_memory(cfg, task) -> None:
     On a CUDA device the logits live on the GPU, so only the rollout pool is counted."""
     if cfg.force:
         return
-    tokens = cfg.max_tokens or task.max_tokens
+    tokens = cfg.engine.max_tokens or task.max_tokens
     batch = cfg.knobs.gen_batch_size or cfg.groups * row(cfg.strategy).gen_batch_factor  # 3N
     per_round = cfg.knobs.capacity or batch * cfg.k
     longest_prompt = max(len(p.prompt) for p in task.eval_problems())  # chars >= tokens
@@ -128,7 +135,7 @@ def check_memory(cfg, task) -> None:
     micro = cfg.grpo.micro_batch
     seqs = min(micro or cfg.groups * cfg.k, cfg.groups * cfg.k)
     train = 3 * seqs * (longest_prompt + tokens) * _vocab(cfg.model) * 4
-    if cfg.device not in ("cpu", "auto") or _cuda_for_auto(cfg.device):
+    if cfg.grpo.device not in ("cpu", "auto") or _cuda_for_auto(cfg.grpo.device):
         train = 0
     need, have = pool + train, 0.7 * _ram_bytes()
     if need > have:

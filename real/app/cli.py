@@ -5,8 +5,9 @@
     sara-real compare --strategies uniform,ds,sara --steps 20 --out runs/cmp
 
 The flags of `validate` / `compare` are the leaf fields of `real.base.config.Config` and of its
-GRPO and strategy sections (`real/base/config.py`; dashes for underscores), with the field's
-docstring as help and its default shown — one place for every default; `audit`, `serve` and
+GRPO, strategy and engine sections (`real/base/config.py`; dashes for underscores), with the
+field's docstring as help and its default shown — one place for every default — and `--help`
+shows them in four groups: run, GRPO, strategy, engine; `audit`, `serve` and
 `make-tiny` take theirs from `AuditConfig`, `ServeConfig` and `TinyConfig` the same way
 (`real/app/flags.py`). Every argument is checked before torch or vLLM starts: a bad one exits with
 status 2 and one line naming the parameter, its value and the allowed range."""
@@ -36,12 +37,16 @@ from sara_sim.core.informed import RULES
 NOT_FLAGS = ("strategy", "out")  # set per subcommand (validate: --strategy; compare: a list)
 
 
-def _config_flags(p) -> None:
-    """One flag per leaf field of Config; each section (a dataclass field) is its own help group,
-    titled by its docstring."""
+RUN_GROUP = "run (the task, the model, the steps, evaluation and the run folder)"
+
+
+def _config_flags(p, strategy, out) -> None:
+    """One flag per leaf field of Config, in four help groups: the run (Config's own fields), and
+    one per section (GRPO, strategy, engine), titled by its docstring. `strategy` adds the
+    subcommand's own strategy flag at the top of the strategy group, `out` its --out."""
     choices = {"task": TASKS, "dtype": DTYPES, "old_logprobs": ("engine", "recompute")}
     choices |= {"trainer": ("native", "trl"), "rule": RULES}
-    add_flags(p, Config, NOT_FLAGS, choices)
+    add_flags(p, Config, NOT_FLAGS, choices, RUN_GROUP, {"": out, "knobs": strategy})
 
 
 def build_parser():
@@ -49,20 +54,33 @@ def build_parser():
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     add_flags(sub.add_parser("make-tiny", help="train the tiny default model (cached)"), TinyConfig)
     names = ", ".join(STRATEGIES)
-    p = sub.add_parser("validate", help="one GRPO run with one strategy")
-    p.add_argument("--strategy", default="sara", help=f"one of {names}")
+    usage = "%(prog)s [-h] [{}] [--out OUT] [FLAG VALUE ...] (flags by group below)"
+    p = sub.add_parser(
+        "validate", help="one GRPO run with one strategy", usage=usage.format("--strategy NAME")
+    )
+    _config_flags(
+        p,
+        lambda g: g.add_argument("--strategy", default="sara", help=f"one of {names}"),
+        lambda g: g.add_argument("--out", default="runs/validate", help="run directory"),
+    )
     deprecated_flag(p, "--allocator", "--strategy")
-    p.add_argument("--out", default="runs/validate", help="run directory")
-    _config_flags(p)
-    p = sub.add_parser("compare", help="several strategies from the same start")
-    p.add_argument(
-        "--strategies",
-        default="uniform,ds,sara,sara-eb,sara-auto",
-        help=f"comma-separated, from {names}; NAME+no-carry: a SARA-family run with --no-carry",
+    p = sub.add_parser(
+        "compare",
+        help="several strategies from the same start",
+        usage=usage.format("--strategies A,B"),
+    )
+    _config_flags(
+        p,
+        lambda g: g.add_argument(
+            "--strategies",
+            default="uniform,ds,sara,sara-eb,sara-auto",
+            help=f"comma-separated, from {names}; NAME+no-carry: a SARA-family run with --no-carry",
+        ),
+        lambda g: g.add_argument(
+            "--out", default="runs/compare", help="folder for the runs, table and plots"
+        ),
     )
     deprecated_flag(p, "--allocators", "--strategies")
-    p.add_argument("--out", default="runs/compare", help="folder for the runs, table and plots")
-    _config_flags(p)
     add_flags(
         sub.add_parser("serve", help="start a vLLM server for a model (CPU settings)"), ServeConfig
     )

@@ -1,9 +1,9 @@
 """Command-line flags from configuration dataclasses: one flag per leaf field, named by
 `real.base.config.flag_of`, with the field's docstring (read by the `docstring_parser` library) as
 its help, the field's default as the flag's default (shown in --help), and a nested dataclass field
-as a help group titled by its docstring. Every `sara-real` subcommand is declared so — `Config` for
-validate / compare, `AuditConfig`, `ServeConfig`, `TinyConfig` — so a flag, its help and its
-default are written once, on the field.
+as a help group titled by its docstring (`sara-real validate --help`: run, GRPO, strategy, engine).
+Every `sara-real` subcommand is declared so — `Config` for validate / compare, `AuditConfig`,
+`ServeConfig`, `TinyConfig` — so a flag, its help and its default are written once, on the field.
 
 Errors are argparse's, kept to one line (`PROG: error: MESSAGE`, exit 2, no usage dump); a value
 that does not parse says what the field takes."""
@@ -118,6 +118,7 @@ def add_flag(p, f, doc: str, choices=None) -> None:
     default = f.default
     flag = flag_of(f.name, default)
     if f.type is bool:
+        _SWITCHES.add(flag)  # a group's add_argument is not Parser's: register the switch here
         action = "store_false" if default else "store_true"
         p.add_argument(flag, dest=f.name, action=action, default=default, help=doc)
         return
@@ -132,20 +133,28 @@ def add_flag(p, f, doc: str, choices=None) -> None:
     )
 
 
-def add_flags(p, cls, skip=(), choices=None) -> None:
-    """One flag per leaf field of dataclass `cls` but `skip`; a dataclass field is a help group
-    titled by its docstring, its fields flags of their own. `choices`: {field: allowed names},
-    listed in the help (checked by the config's own checks, with their one-line errors)."""
-    choices = choices or {}
+def add_flags(p, cls, skip=(), choices=None, title=None, lead=None) -> None:
+    """One flag per leaf field of dataclass `cls` but `skip`, in a help group titled `title` when
+    given; a dataclass field is a help group of its own, titled by its docstring, its fields flags
+    of their own. `lead`: {section field name, or "" for `cls`'s own group: fn(group)} adds a
+    subcommand's own flags at the top of that group (validate's --strategy, compare's list).
+    `choices`: {field: allowed names}, listed in the help (checked by the config's own checks,
+    with their one-line errors)."""
+    choices, lead = choices or {}, lead or {}
     docs = field_docs(cls)
+    here = p.add_argument_group(title) if title else p
+    if "" in lead:
+        lead[""](here)
     for f in fields(cls):
         if is_dataclass(f.type):
             group = p.add_argument_group(docs.get(f.name) or f.name)
+            if f.name in lead:
+                lead[f.name](group)
             add_flags(group, f.type, skip, choices)
         elif f.name not in skip:
             if f.default is MISSING:
                 raise TypeError(f"{cls.__name__}.{f.name}: a flag needs a default")
-            add_flag(p, f, docs.get(f.name, ""), choices.get(f.name))
+            add_flag(here, f, docs.get(f.name, ""), choices.get(f.name))
 
 
 def config_of(cls, args, **extra):

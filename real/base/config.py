@@ -1,11 +1,12 @@
-"""One run's settings: `Config` with its GRPO and strategy sections, and the one place `real/`
-builds a collector from them.
+"""One run's settings: `Config` (the run) with its GRPO, strategy and engine sections, and the one
+place `real/` builds a collector from them.
 
 Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
 the flags, their help and defaults from these fields and their docstrings), so a default is written
-once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr`, `--tau-low` is
-`Config.knobs.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested);
-`Config.from_dict` also reads the flat dicts written before the sections existed.
+once, here; `--help` shows one group per section. Leaf names are unique across the sections: `--lr`
+is `Config.grpo.lr`, `--tau-low` is `Config.knobs.tau_low`, `--dtype` is `Config.engine.dtype`. A
+run's `config.json` / checkpoint holds `asdict(Config)` (nested); `Config.from_dict` also reads the
+flat dicts written before the sections existed.
 
 Light on purpose (no torch, no vllm): the CLI imports it before any argument is checked.
 
@@ -32,7 +33,8 @@ TRL_ESTIMATORS = ("grpo", "dr-grpo")
 
 @dataclass
 class GRPOConfig:
-    """The optimisation (real/train/grpo.py; mapped onto TRL's GRPOConfig by real/trl/run.py)."""
+    """The optimisation in torch (real/train/grpo.py; mapped onto TRL's GRPOConfig by
+    real/trl/run.py)."""
 
     lr: float = 1e-4
     """AdamW learning rate (tiny model: 1e-3 collapses it, 1e-4 improves it)"""
@@ -62,6 +64,10 @@ class GRPOConfig:
     """sequences per forward/backward (gradient accumulation); 0 = all"""
     bf16_autocast: bool = False
     """bf16 autocast in torch forward passes (GPU)"""
+    device: str = "auto"
+    """torch device for training: auto = cuda if available, else cpu"""
+    grad_checkpointing: bool = False
+    """recompute activations in backward (long GPU sequences)"""
 
     def __post_init__(self):
         # here, not in real/app/checks.py: every Config (CLI, benchmark, a resumed run's file)
@@ -134,7 +140,26 @@ class StrategyConfig:
     requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
 
 
-SECTIONS = {"grpo": GRPOConfig, "knobs": StrategyConfig}
+@dataclass
+class EngineConfig:
+    """Where and how rollouts are sampled: an in-process vLLM engine or running vLLM servers
+    (real/sampling; `make_engine`)."""
+
+    engine_url: str | None = None
+    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
+    dtype: str = "float32"
+    """engine dtype (torch keeps float32 master weights)"""
+    max_model_len: int | None = None
+    """engine context (default: the model's)"""
+    gpu_memory_utilization: float | None = None
+    """engine's GPU share (colocated training: ~0.3)"""
+    max_tokens: int | None = None
+    """completion budget (default: the task's)"""
+    temperature: float = 1.0
+    """sampling temperature (training and evaluation)"""
+
+
+SECTIONS = {"grpo": GRPOConfig, "knobs": StrategyConfig, "engine": EngineConfig}
 SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
 
 
@@ -196,10 +221,6 @@ class Config:
     """continue from out/checkpoint.pt"""
     overwrite: bool = False
     """start over in an out dir that already holds a run"""
-    max_tokens: int | None = None
-    """completion budget (default: the task's)"""
-    temperature: float = 1.0
-    """sampling temperature (training and evaluation)"""
     eval_every: int = 5
     """held-out evaluation every E steps (and after the last)"""
     eval_samples: int = 4
@@ -208,22 +229,10 @@ class Config:
     """held-out problems used (none = all of the task's held-out set)"""
     ckpt_every: int = 1
     """checkpoint every C steps (and after the last)"""
-    dtype: str = "float32"
-    """engine dtype (torch keeps float32 master weights)"""
-    max_model_len: int | None = None
-    """engine context (default: the model's)"""
-    gpu_memory_utilization: float | None = None
-    """engine's GPU share (colocated training: ~0.3)"""
-    device: str = "auto"
-    """torch device for training: auto = cuda if available, else cpu"""
-    grad_checkpointing: bool = False
-    """recompute activations in backward (long GPU sequences)"""
     progress: bool = True
     """progress bar"""
     force: bool = False
     """run a request beyond this machine's memory bound (real.app.checks.check_memory)"""
-    engine_url: str | None = None
-    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
     trainer: str = "native"
     """native (real/train/grpo.py) | trl (TRL's GRPOTrainer via real/trl/adapter.py; .[trl])"""
     task_seed: int | None = None
@@ -233,9 +242,11 @@ class Config:
     audit_abandoned: int = 0
     """abandoned prompts per step completed off-budget to count false abandons (0 = off)"""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """GRPO settings"""
+    """GRPO (the optimisation in torch)"""
     knobs: StrategyConfig = field(default_factory=StrategyConfig)
-    """strategy settings"""
+    """strategy (its settings are checked whichever strategy runs)"""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """engine (where and how rollouts are sampled)"""
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":

@@ -45,7 +45,7 @@ def check_spec(spec: str, flag: str = "--strategies") -> tuple[str, bool]:
 
 
 def check_run_fields(cfg) -> None:
-    """The top-level fields of a Config (its sections: check_grpo, check_knobs)."""
+    """The top-level fields of a Config (its sections: check_grpo, check_knobs, check_engine)."""
     check_strategy(cfg.strategy)
     if not cfg.knobs.carry and cfg.strategy not in CARRIERS:
         raise ParameterError(
@@ -77,17 +77,20 @@ def check_run_fields(cfg) -> None:
     check_ints(cfg, groups=1, steps=1, eval_every=1, eval_samples=1, ckpt_every=1)
     check_ints(cfg, audit_abandoned=0)
     check_seed(cfg.seed)
-    for flag, v in (
-        ("--max-tokens", cfg.max_tokens),
-        ("--eval-problems", cfg.eval_problems),
-        ("--max-model-len", cfg.max_model_len),
-    ):
+    if cfg.eval_problems is not None:
+        check_int(cfg.eval_problems, "--eval-problems", 1)
+
+
+def check_engine(e) -> None:
+    """The engine section (real.base.config.EngineConfig); the servers themselves are checked
+    at the door (real/sampling/served.py)."""
+    for flag, v in (("--max-tokens", e.max_tokens), ("--max-model-len", e.max_model_len)):
         if v is not None:
             check_int(v, flag, 1)
-    check_float(cfg.temperature, "--temperature", 0.0, lo_open=True)
-    if cfg.gpu_memory_utilization is not None:
-        check_float(cfg.gpu_memory_utilization, "--gpu-memory-utilization", 0.0, 1.0, lo_open=True)
-    check_choice(cfg.dtype, "--dtype", DTYPES)
+    check_float(e.temperature, "--temperature", 0.0, lo_open=True)
+    if e.gpu_memory_utilization is not None:
+        check_float(e.gpu_memory_utilization, "--gpu-memory-utilization", 0.0, 1.0, lo_open=True)
+    check_choice(e.dtype, "--dtype", DTYPES)
 
 
 def check_grpo(g) -> None:

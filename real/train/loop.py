@@ -50,11 +50,11 @@ def load_policy(cfg: Config, model_dir):
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    if cfg.device == "auto":
+    if cfg.grpo.device == "auto":
         model.to("cuda" if torch.cuda.is_available() else "cpu")
     else:
-        model.to(cfg.device)
-    if cfg.grad_checkpointing:
+        model.to(cfg.grpo.device)
+    if cfg.grpo.grad_checkpointing:
         model.gradient_checkpointing_enable()
     return model
 
@@ -112,19 +112,19 @@ def _setup(cfg: Config, checked, out: Path, engine) -> Run:
     task = checked.task
     model = load_policy(cfg, model_dir)
     pad_id = model.config.pad_token_id or 0
-    trainer = GRPO(model, cfg.grpo, pad_id=pad_id, temperature=cfg.temperature)
+    trainer = GRPO(model, cfg.grpo, pad_id=pad_id, temperature=cfg.engine.temperature)
     if engine is None:
         engine = build.make_engine(cfg, model_dir)
     probe = task.eval_problems()[:64] + [task.problem(i) for i in range(64)]
-    engine.check_fits([p.prompt for p in probe], cfg.max_tokens or task.max_tokens)
+    engine.check_fits([p.prompt for p in probe], cfg.engine.max_tokens or task.max_tokens)
     rc = RolloutDriver(
         engine,
         task,
         checked.collector,  # built once, by check_config
         cfg.k,
         seed=cfg.seed,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
+        temperature=cfg.engine.temperature,
+        max_tokens=cfg.engine.max_tokens,
         audit=cfg.audit_abandoned,
         schedule=cfg.knobs.schedule,
     )

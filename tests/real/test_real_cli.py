@@ -265,11 +265,11 @@ def test_help_is_derived_from_the_config(capsys):
 
     from real.app.cli import NOT_FLAGS, run_config
     from real.app.flags import field_docs
-    from real.base.config import Config, GRPOConfig, StrategyConfig, flag_of
+    from real.base.config import Config, EngineConfig, GRPOConfig, StrategyConfig, flag_of
     from real.base.validate import STRATEGIES
 
     leaves = []
-    for cls in (Config, GRPOConfig, StrategyConfig):
+    for cls in (Config, GRPOConfig, StrategyConfig, EngineConfig):
         docs = field_docs(cls)
         for f in fields(cls):
             assert docs.get(f.name), f"{cls.__name__}.{f.name} has no docstring"

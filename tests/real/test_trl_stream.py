@@ -52,9 +52,9 @@ def _stamp_versions(sara, engine, monkeypatch):
 def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, strategy
 ):
-    """schedule="stream" through TRL's real GRPOTrainer on the in-process engine: every group
-    TRL trains on is k rollouts of one prompt from one weights version, mixed; the cancelled
-    rollouts and their tokens are each step's stream engine's own counts (once), in TRL's logs too."""
+    """schedule="stream" through TRL's real GRPOTrainer on the in-process engine: every group TRL
+    trains on is k rollouts of one prompt from one weights version, mixed; the cancelled rollouts
+    and their tokens are each step's stream engine's own counts (once), in TRL's logs too."""
     from real.trl.adapter import SaraRollout
 
     ds, spy = _dataset(), Spy()
