@@ -67,9 +67,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from real.app.flags import deprecated_flag  # noqa: E402
+
 import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
-from real.app.flags import deprecated_flag  # noqa: E402
 
 COLUMNS = (
     "strategy", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",
@@ -85,7 +86,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--strategies",
         default=DEFAULT_STRATEGIES,
-        help="comma-separated (real.base.validate.STRATEGIES, e.g. ds-verl3n: DS with verl's 3N "
+        help="comma-separated (real.base.config.STRATEGIES, e.g. ds-verl3n: DS with verl's 3N "
         "generation batch); NAME+no-carry: a SARA-family run that drops its surplus and open "
         "groups at each step's end, as DS does (run folder and table rows named so)",
     )
@@ -268,7 +269,7 @@ def _finished(cfg) -> bool:
 def run(a, plan) -> int:
     from real.app.compare import run_compare
     from real.models.tiny import build_tiny
-    from real.sampling.build import make_engine
+    from real.rollout.collect import make_engine
 
     t0 = time.time()
     out = Path(a.out)

@@ -28,10 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from real.app.audit_theory import TAU_GRID, analyze, format_report
-from real.app.checks import check_task_files
-from real.app.run import train
+from real.app.run import check_ints, check_task_files, train
 from real.base.config import Config, check_seed
-from real.base.validate import check_ints
 from real.io.runfolder import check_writable
 from real.models.resolve import resolve_model
 from real.sampling import engine as _engine  # the module: a test may swap VLLMEngine in it

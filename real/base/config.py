@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, fields
 
 from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
 
+STRATEGIES = names("real")  # sara_sim.core.registry: the one list of strategies
+DTYPES = ("float32", "bfloat16", "float16", "auto")  # the engine's dtype choices
 _DS = DSParams()
 # real/train/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
 ESTIMATORS = ("grpo", "dr-grpo", "rloo", "reinforce++")
@@ -70,7 +72,7 @@ class GRPOConfig:
     """recompute activations in backward (long GPU sequences)"""
 
     def __post_init__(self):
-        # here, not in real/app/checks.py: every Config (CLI, benchmark, a resumed run's file)
+        # here, not in real/app/run.py: every Config (CLI, benchmark, a resumed run's file)
         # meets it
         from sara_sim.core.errors import ParameterError
 
@@ -204,7 +206,7 @@ class Config:
     eval_path: str | None = None
     """JSONL held-out set for the math task (default: every 5th row of task_path)"""
     strategy: str = "sara"
-    """one of real.base.validate.STRATEGIES"""
+    """one of real.base.config.STRATEGIES"""
     task_size: int | None = None
     """arithmetic, countdown: a finite pool of N training problems (history strategies need one)"""
     k: int = 8
@@ -232,7 +234,7 @@ class Config:
     progress: bool = True
     """progress bar"""
     force: bool = False
-    """run a request beyond this machine's memory bound (real.app.checks.check_memory)"""
+    """run a request beyond this machine's memory bound (real.app.run.check_memory)"""
     trainer: str = "native"
     """native (real/train/grpo.py) | trl (TRL's GRPOTrainer via real/trl/adapter.py; .[trl])"""
     task_seed: int | None = None

@@ -1,4 +1,5 @@
-"""One training step's collection: the collector decides, the engine samples.
+"""One training step's collection: the collector decides, the engine samples. `make_engine` builds
+the run's engine, `RolloutDriver` drives the run's collector through it.
 
 `sara_sim.collect.collectors` collectors are pure state machines: each round they hand us a list of
 requests (prompt id, n more rollouts, visit) and want n binary rewards back per request. Here one
@@ -17,7 +18,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from real.sampling import engine as _engine  # the module, so a test may swap VLLMEngine in it
 from real.tasks import PromptSource, RewardGuard, Task
+
+
+def make_engine(cfg, model_dir) -> _engine.Engine:
+    """The run's engine: an in-process vLLM engine, or running vLLM servers (`--engine-url`). The
+    one place every trainer asks for one (compare builds one and shares it between runs; a test
+    swaps it here)."""
+    if cfg.engine.engine_url:  # running vLLM servers instead of an in-process engine
+        from real.sampling.client import ServerEngine
+
+        return ServerEngine(cfg.engine.engine_url, model=model_dir)
+    kw = {}
+    if cfg.engine.gpu_memory_utilization:
+        kw["gpu_memory_utilization"] = cfg.engine.gpu_memory_utilization
+    return _engine.VLLMEngine(
+        model_dir,
+        seed=cfg.seed,
+        dtype=cfg.engine.dtype,
+        max_model_len=cfg.engine.max_model_len,
+        # engine logprobs are the old policy's only if they include the temperature
+        logprobs_mode="raw_logprobs" if cfg.engine.temperature == 1.0 else "processed_logprobs",
+        **kw,
+    )
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sara_sim.collect.collect_base import Request
+from sara_sim.collect.collectors import Request
 from sara_sim.collect.stream import stream_driver
 
 BOUNDARY = "fresh"  # no rollout and no open prompt outlives a weight push

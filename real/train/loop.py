@@ -27,9 +27,9 @@ from real.io.runlog import (
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
+from real.rollout import collect as rollout  # the module: a test may swap make_engine
 from real.rollout.collect import RolloutDriver
 from real.rollout.evaluation import evaluate
-from real.sampling import build  # the module: a test may swap build.make_engine
 from real.tasks import PromptSource
 from sara_sim.core.files import dumps_json
 
@@ -114,7 +114,7 @@ def _setup(cfg: Config, checked, out: Path, engine) -> Run:
     pad_id = model.config.pad_token_id or 0
     trainer = GRPO(model, cfg.grpo, pad_id=pad_id, temperature=cfg.engine.temperature)
     if engine is None:
-        engine = build.make_engine(cfg, model_dir)
+        engine = rollout.make_engine(cfg, model_dir)
     probe = task.eval_problems()[:64] + [task.problem(i) for i in range(64)]
     engine.check_fits([p.prompt for p in probe], cfg.engine.max_tokens or task.max_tokens)
     rc = RolloutDriver(

@@ -63,8 +63,7 @@ from real.trl.backends import (
     tokenize,
 )
 from real.trl.rewards import Datasets, Rewards, prompt_key
-from sara_sim.collect.collect_base import Request
-from sara_sim.collect.collectors import STRATEGIES
+from sara_sim.collect.collectors import STRATEGIES, Request
 from sara_sim.core.errors import ParameterError, check_choice
 
 SCHEDULES = ("rounds", "stream")

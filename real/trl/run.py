@@ -41,8 +41,8 @@ from real.io.runlog import (
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
+from real.rollout import collect as rollout  # the module: a test may swap make_engine
 from real.rollout.evaluation import evaluate
-from real.sampling import build  # the module: a test may swap build.make_engine
 from real.tasks import RewardGuard
 from real.trl.adapter import SaraRollout
 from real.trl.backends import trainer_callback
@@ -133,7 +133,7 @@ def train_trl(cfg, checked, engine=None) -> dict:
     guard = RewardGuard(task.reward)
     ds = _dataset(task, cfg)
     if engine is None:
-        engine = build.make_engine(cfg, model_dir)
+        engine = rollout.make_engine(cfg, model_dir)
     sara = SaraRollout(
         args, ds, [_reward(task, guard)], cfg.strategy, engine=engine,
         collector=checked.collector, schedule=cfg.knobs.schedule,

@@ -40,7 +40,7 @@ import math
 from ..core.errors import ParameterError, check_int
 from ..core.informed import PromptHistory
 from ..core.registry import row
-from .collect_base import StepResult, _Base, check_call
+from .collectors import StepResult, _Base, check_call
 from .selectors import Selector
 
 

@@ -57,7 +57,7 @@ from ..core.rounds import (
     wants_prompt,
 )
 from ..core.schedule import price
-from .collect_base import Request, StepResult, _Base, check_call
+from .collectors import Request, StepResult, _Base, check_call
 from .sara_settings import check_commits, check_history, checked_settings, fitted_prior
 from .selectors import Selector
 

@@ -76,7 +76,7 @@ from ..core.rounds import (
     new_rounds,
 )
 from ..core.stream_plan import plan_stream, send
-from .collect_base import Request, StepResult, _Base
+from .collectors import Request, StepResult, _Base
 
 FLY = S_FIELDS  # the stream driver's slot field: rollouts in flight
 BOUNDARIES = ("carry", "abort", "fresh")  # what a step's end does to what is in flight / open

@@ -85,7 +85,7 @@ class SequenceLaw:
         """`sample(requests)` for a collector fed the same outcomes as the kernel: prompt i's
         rollouts are rows[i] in order (the collector's prompt source yields row indices).
 
-        >>> from sara_sim.collect.collect_base import Request
+        >>> from sara_sim.collect.collectors import Request
         >>> sample = SequenceLaw(np.array([[1, 0, 1, 1]])).sampler()
         >>> sample([Request(0, 2)]), sample([Request(0, 1)])
         ([[1, 0]], [[1]])

@@ -263,10 +263,15 @@ def test_help_is_derived_from_the_config(capsys):
     and shows its default (written once, in real/base/config.py); every strategy is listed."""
     from dataclasses import fields, is_dataclass
 
-    from real.app.cli import NOT_FLAGS, run_config
-    from real.app.flags import field_docs
-    from real.base.config import Config, EngineConfig, GRPOConfig, StrategyConfig, flag_of
-    from real.base.validate import STRATEGIES
+    from real.app.cli import NOT_FLAGS, field_docs, run_config
+    from real.base.config import (
+        STRATEGIES,
+        Config,
+        EngineConfig,
+        GRPOConfig,
+        StrategyConfig,
+        flag_of,
+    )
 
     leaves = []
     for cls in (Config, GRPOConfig, StrategyConfig, EngineConfig):
@@ -297,8 +302,7 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     from dataclasses import fields
 
     from real.app.audit import AuditConfig
-    from real.app.cli import TinyConfig
-    from real.app.flags import config_of, field_docs
+    from real.app.cli import TinyConfig, config_of, field_docs
     from real.base.config import flag_of
     from real.sampling.serve import ServeConfig
 
@@ -336,8 +340,8 @@ def test_renamed_flags_keep_their_old_spelling(capsys):
 
 def test_every_strategy_knob_reaches_the_collector():
     """Each StrategyConfig flag lands in the collector check_config builds for the run."""
-    from real.app.checks import check_config
     from real.app.cli import run_config
+    from real.app.run import check_config
 
     argv = ["--task-size", "16", "--probe", "2", "--increment", "3", "--max-rounds", "7"]
     argv += ["--eb-window", "2", "--rule", "tau", "--rho", "0.5", "--kappa", "2", "--explore"]
@@ -391,7 +395,7 @@ OTHER_BAD = [
 def test_other_bad_input_is_one_line(args, flag, capsys):
     try:
         rc = main(args)
-    except SystemExit as e:  # argparse's own error (also one line: real.app.flags.Parser)
+    except SystemExit as e:  # argparse's own error (also one line: real.app.cli.Parser)
         rc = e.code
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err

@@ -197,10 +197,10 @@ def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
 
 
 def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeypatch, capsys):
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     common = ["--model", str(tiny_dir), "--k", "4", "--groups", "4", "--steps", "2",
               "--eval-every", "1", "--eval-problems", "16", "--eval-samples", "2",
               "--no-progress"]  # fmt: skip
@@ -253,10 +253,10 @@ def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, eng
 def test_cli_validate_runs_a_peer_selector(tiny_dir, engine, tmp_path, monkeypatch, capsys):
     """mopps in the real loop: whole groups of k for the prompts its posterior ranks best,
     3 ratio x groups candidates passed over per step, on a finite task of 64 prompts."""
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--strategy", "mopps", "--task-size", "64", "--steps", "3",
             "--model", str(tiny_dir), "--k", "4", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--eval-samples", "1", "--no-progress",

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import real.base.config
-import real.sampling.build
+import real.rollout.collect
 from real.app.cli import main
 from real.io.runlog import read_metrics
 
@@ -23,7 +23,7 @@ def cli(tiny_dir, engine, hf_model, monkeypatch, capsys):
     """`sara-real ARGS` in process on the shared engine -> (exit status, stderr lines but the
     progress bar of transformers' weight loading); the engine gets the untrained weights back
     afterwards (other tests expect them)."""
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
 
     def run(*args):
         capsys.readouterr()
@@ -39,7 +39,7 @@ def _no_engine(monkeypatch):
     def refuse(*a, **kw):
         raise AssertionError("an engine started before the arguments were checked")
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", refuse)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", refuse)
 
 
 def test_a_torn_last_line_is_restored_on_resume(cli, tmp_path):
@@ -105,7 +105,7 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
     assert (out / "metrics.jsonl").read_bytes() == b""  # the failed append was cut back off
     assert not (out / "checkpoint.pt").exists()
     filler.unlink()
-    from real.app.checks import check_config
+    from real.app.run import check_config
 
     cfg = real.base.config.Config.from_dict(
         dict(model=None, k=4, groups=4, steps=2, out=str(out), eval_problems=16, progress=False)

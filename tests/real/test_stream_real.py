@@ -241,7 +241,7 @@ def _visit_seeded(rc, seed):
 
 
 def test_schedule_flags_reach_the_collector():
-    from real.app.checks import check_config
+    from real.app.run import check_config
 
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
                                    "--max-inflight", "2"])  # fmt: skip
@@ -261,11 +261,11 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_
     lines; a resumed run samples what an uninterrupted one does; a changed schedule is refused."""
     import json
 
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
     from real.io.runlog import read_metrics
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--strategy", "sara", "--schedule", "stream", "--model", str(tiny_dir),
             "--k", "4", "--groups", "3", "--eval-every", "3", "--eval-problems", "8",
             "--eval-samples", "1", "--no-progress", "--seed", "4"]  # fmt: skip

@@ -229,14 +229,14 @@ def test_allocator_keyword_is_a_deprecated_alias(tmp_path, capsys):
 def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkeypatch):
     """`sara-real validate/compare --trainer trl`: the native metrics contract, on our engine."""
     import real.app.run
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
     from real.base.config import Config
     from real.io.runlog import read_metrics
     from sara_sim.core.errors import ParameterError
 
     monkeypatch.setattr(
-        real.sampling.build, "make_engine", lambda cfg, model_dir: engine
+        real.rollout.collect, "make_engine", lambda cfg, model_dir: engine
     )  # share it
 
     def common(steps=2):

@@ -98,11 +98,11 @@ def test_cli_trl_schedule_stream_runs_and_resumes(tiny_dir, engine, hf_model, tm
                                                   monkeypatch):  # fmt: skip
     """`sara-real validate --trainer trl --schedule stream`: streamed steps with their cancelled
     rollouts in the native lines; a --resume restores the stream driver's state and continues."""
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
     from real.io.runlog import read_metrics
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--trainer", "trl", "--schedule", "stream", "--strategy", "ds",
             "--model", str(tiny_dir), "--k", "8", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--no-progress", "--out", str(tmp_path / "t")]  # fmt: skip
