@@ -67,10 +67,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from real.app.flags import deprecated_flag  # noqa: E402
-
 import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
 from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
+from real.app.cli import deprecated_flag  # noqa: E402
 
 COLUMNS = (
     "strategy", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",

@@ -15,17 +15,15 @@ import os
 import sys
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL
-import real.base.env  # noqa: F401, E402  (offline hub, cache folders: before torch is imported)
+# first: importing from real sets the offline environment (hub off, cache folders) before torch
+from real import SaraRollout, build_tiny, extract_integer, make_task  # noqa: E402
 
 # isort: split
 from datasets import Dataset  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from real.app.flags import deprecated_flag  # noqa: E402
-from real.models.tiny import build_tiny  # noqa: E402
-from real.tasks.arithmetic import ArithmeticTask, extract_integer  # noqa: E402
-from real.trl.adapter import SaraRollout  # noqa: E402
+from real.app.cli import deprecated_flag  # noqa: E402  (the command line's old spellings)
 
 
 def correct(completions, answer, **kwargs):
@@ -45,7 +43,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     model_dir = a.model or build_tiny()
-    task = ArithmeticTask(seed=0)
+    task = make_task("arithmetic", seed=0)
     rows = [{"prompt": p.prompt, "answer": p.answer} for p in map(task.problem, range(1024))]
     dataset = Dataset.from_list(rows)
 
