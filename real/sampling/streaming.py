@@ -6,7 +6,7 @@ to the next completion and aborts what is no longer wanted, so a freed slot goes
 another rollout:
 
 * in-process: vLLM's ``LLMEngine`` — ``add_request`` / ``step`` / ``abort_request``;
-* served: one streamed HTTP request per group; aborting closes its connection, which the server
+* served: one SSE HTTP request per group; aborting closes its connection, which the server
   turns into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its
   abort counter: docs/vllm_cpu.md).
 

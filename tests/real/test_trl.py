@@ -147,13 +147,13 @@ def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
     )
     assert len(full.step_log) == 4 and len(again.step_log) == 2
     # the adapter's own prompt source: positions continue exactly where the checkpoint left them
-    assert again.step_log[0]["stream"][0] == full.step_log[1]["stream"][1]
-    assert again.step_log[0]["stream"][0] > 0  # replacements had been drawn before the save
-    spans = [h["stream"] for h in full.step_log[:2] + again.step_log]
+    assert again.step_log[0]["prompts"][0] == full.step_log[1]["prompts"][1]
+    assert again.step_log[0]["prompts"][0] > 0  # replacements had been drawn before the save
+    spans = [h["prompts"] for h in full.step_log[:2] + again.step_log]
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # no gap, no repeat
     # same weights, same seeds: the resumed steps are the uninterrupted run's steps
     assert [h["rows"] for h in again.step_log] == [h["rows"] for h in full.step_log[2:]]
-    assert [h["stream"] for h in again.step_log] == [h["stream"] for h in full.step_log[2:]]
+    assert [h["prompts"] for h in again.step_log] == [h["prompts"] for h in full.step_log[2:]]
 
 
 def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
