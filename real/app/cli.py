@@ -4,18 +4,15 @@
     sara-real validate --strategy sara --k 8 --groups 16 --steps 20 --out runs/sara
     sara-real compare --strategies uniform,ds,sara --steps 20 --out runs/cmp
 
-The flags of `validate` / `compare` are the leaf fields of `real.base.config.Config` and of its
-GRPO, strategy and engine sections (`real/base/config.py`; dashes for underscores), with the
-field's docstring as help and its default shown — one place for every default — and `--help`
-shows them in four groups: run, GRPO, strategy, engine; `audit`, `serve` and
-`make-tiny` take theirs from `AuditConfig`, `ServeConfig` and `TinyConfig` the same way
-(`real/app/cli.py`). Every argument is checked before torch or vLLM starts: a bad one exits with
-status 2 and one line naming the parameter, its value and the allowed range.
-
-Flags come from configuration dataclasses (below: `add_flags`): one flag per leaf field, named by
-`real.base.config.flag_of`, with the field's docstring (read by the `docstring_parser` library) as
-its help and its default as the flag's default (shown in --help); a nested dataclass field is a
-help group titled by its docstring. Errors are argparse's, kept to one line (`PROG: error:
+Every flag is a field of a configuration dataclass (below: `add_flags`): one flag per leaf field,
+named by `real.base.config.flag_of` (dashes for underscores), its help the field's docstring (read
+by the `docstring_parser` library), its default the field's, shown in --help — one place for every
+default. `validate` / `compare` take the fields of `real.base.config.Config` and of its GRPO,
+strategy and engine sections, and `--help` shows them in four groups: run, GRPO, strategy, engine
+(a nested dataclass field is a help group titled by its docstring); `audit`, `serve` and
+`make-tiny` take theirs from `AuditConfig`, `ServeConfig` and `TinyConfig`. Every argument is
+checked before torch or vLLM starts: a bad one exits with status 2 and one line naming the
+parameter, its value and the allowed range. Errors are argparse's, kept to one line (`PROG: error:
 MESSAGE`, exit 2, no usage dump); a value that does not parse says what the field takes. A renamed
 flag keeps its old spelling as a deprecated alias (`deprecated_flag`), left out of --help."""
 
