@@ -27,7 +27,7 @@ pilot's measured per-run costs:
 benchmarks/investigations/claim_run/README.md.
 
 learning.csv: one row per (strategy, k, seed, step); step 0 is the start model.
-  strategy, k, seed   the run
+  strategy, k, seed    the run
   step                 optimizer steps done (0 = before training)
   cum_rollouts         rollouts sampled so far (budget: every rollout the strategy asked for)
   cum_tokens           completion tokens sampled so far
@@ -67,6 +67,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import real.base.env  # noqa: F401  (env vars before torch / vllm)
+from real.app.cli import deprecated_flag
 from real.app.learning_meta import command, model_label, write_meta  # noqa: F401
 
 COLUMNS = (
@@ -83,10 +84,11 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--strategies",
         default=DEFAULT_STRATEGIES,
-        help="comma-separated (real.base.validate.STRATEGIES, e.g. ds-verl3n: DS with verl's 3N "
+        help="comma-separated (real.base.config.STRATEGIES, e.g. ds-verl3n: DS with verl's 3N "
         "generation batch); NAME+no-carry: a SARA-family run that drops its surplus and open "
         "groups at each step's end, as DS does (run folder and table rows named so)",
     )
+    deprecated_flag(ap, "--allocators", "--strategies")
     ap.add_argument("--k", default="8,16", help="group sizes, comma-separated")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--steps", type=int, default=30)
@@ -265,7 +267,7 @@ def _finished(cfg) -> bool:
 def run(a, plan) -> int:
     from real.app.compare import run_compare
     from real.models.tiny import build_tiny
-    from real.sampling.build import make_engine
+    from real.rollout.collect import make_engine
 
     t0 = time.time()
     out = Path(a.out)

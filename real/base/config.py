@@ -1,11 +1,12 @@
-"""One run's settings: `Config` with its GRPO and strategy sections, and the one place `real/`
-builds a collector from them.
+"""One run's settings: `Config` (the run) with its GRPO, strategy and engine sections, and the one
+place `real/` builds a collector from them.
 
 Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
 the flags, their help and defaults from these fields and their docstrings), so a default is written
-once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr`, `--tau-low` is
-`Config.alloc.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested), read
-back by `Config.from_dict`; `Config.from_flat` builds one from leaf names (the CLI's arguments).
+once, here; `--help` shows one group per section. Leaf names are unique across the sections: `--lr`
+is `Config.grpo.lr`, `--tau-low` is `Config.knobs.tau_low`, `--dtype` is `Config.engine.dtype`. A
+run's `config.json` / checkpoint holds `asdict(Config)` (nested), read back by `Config.from_dict`;
+`Config.from_flat` builds one from leaf names (the CLI's arguments).
 
 Light on purpose (no torch, no vllm): the CLI imports it before any argument is checked.
 
@@ -17,10 +18,13 @@ Light on purpose (no torch, no vllm): the CLI imports it before any argument is 
 True
 """
 
+import sys
 from dataclasses import dataclass, field, fields
 
 from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
 
+STRATEGIES = names("real")  # sara_sim.core.registry: the one list of strategies
+DTYPES = ("float32", "bfloat16", "float16", "auto")  # the engine's dtype choices
 _DS = DSParams()
 # real/train/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
 ESTIMATORS = ("grpo", "dr-grpo", "rloo", "reinforce++")
@@ -31,7 +35,8 @@ TRL_ESTIMATORS = ("grpo", "dr-grpo")
 
 @dataclass
 class GRPOConfig:
-    """The optimisation (real/train/grpo.py; mapped onto TRL's GRPOConfig by real/trl/run.py)."""
+    """The optimisation in torch (real/train/grpo.py; mapped onto TRL's GRPOConfig by
+    real/trl/run.py)."""
 
     lr: float = 1e-4
     """AdamW learning rate (tiny model: 1e-3 collapses it, 1e-4 improves it)"""
@@ -61,9 +66,13 @@ class GRPOConfig:
     """sequences per forward/backward (gradient accumulation); 0 = all"""
     bf16_autocast: bool = False
     """bf16 autocast in torch forward passes (GPU)"""
+    device: str = "auto"
+    """torch device for training: auto = cuda if available, else cpu"""
+    grad_checkpointing: bool = False
+    """recompute activations in backward (long GPU sequences)"""
 
     def __post_init__(self):
-        # here, not in real/app/checks.py: every Config (CLI, benchmark, a resumed run's file)
+        # here, not in real/app/run.py: every Config (CLI, benchmark, a resumed run's file)
         # meets it
         from sara_sim.core.errors import ParameterError
 
@@ -133,8 +142,32 @@ class StrategyConfig:
     requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
 
 
-SECTIONS = {"grpo": GRPOConfig, "knobs": StrategyConfig}
+@dataclass
+class EngineConfig:
+    """Where and how rollouts are sampled: an in-process vLLM engine or running vLLM servers
+    (real/sampling; `make_engine`)."""
+
+    engine_url: str | None = None
+    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
+    dtype: str = "float32"
+    """engine dtype (torch keeps float32 master weights)"""
+    max_model_len: int | None = None
+    """engine context (default: the model's)"""
+    gpu_memory_utilization: float | None = None
+    """engine's GPU share (colocated training: ~0.3)"""
+    max_tokens: int | None = None
+    """completion budget (default: the task's)"""
+    temperature: float = 1.0
+    """sampling temperature (training and evaluation)"""
+
+
+SECTIONS = {"grpo": GRPOConfig, "knobs": StrategyConfig, "engine": EngineConfig}
 SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
+
+
+def deprecated(old: str, new: str) -> None:
+    """The one line a renamed flag or keyword that still works prints (`old` -> `new`)."""
+    print(f"{old} is deprecated; use {new}", file=sys.stderr)
 
 
 def check_seed(value, flag: str = "--seed") -> int:
@@ -173,7 +206,7 @@ class Config:
     eval_path: str | None = None
     """JSONL held-out set for the math task (default: every 5th row of task_path)"""
     strategy: str = "sara"
-    """one of real.base.validate.STRATEGIES"""
+    """one of real.base.config.STRATEGIES"""
     task_size: int | None = None
     """arithmetic, countdown: a finite pool of N training problems (history strategies need one)"""
     k: int = 8
@@ -190,10 +223,6 @@ class Config:
     """continue from out/checkpoint.pt"""
     overwrite: bool = False
     """start over in an out dir that already holds a run"""
-    max_tokens: int | None = None
-    """completion budget (default: the task's)"""
-    temperature: float = 1.0
-    """sampling temperature (training and evaluation)"""
     eval_every: int = 5
     """held-out evaluation every E steps (and after the last)"""
     eval_samples: int = 4
@@ -202,22 +231,10 @@ class Config:
     """held-out problems used (none = all of the task's held-out set)"""
     ckpt_every: int = 1
     """checkpoint every C steps (and after the last)"""
-    dtype: str = "float32"
-    """engine dtype (torch keeps float32 master weights)"""
-    max_model_len: int | None = None
-    """engine context (default: the model's)"""
-    gpu_memory_utilization: float | None = None
-    """engine's GPU share (colocated training: ~0.3)"""
-    device: str = "auto"
-    """torch device for training: auto = cuda if available, else cpu"""
-    grad_checkpointing: bool = False
-    """recompute activations in backward (long GPU sequences)"""
     progress: bool = True
     """progress bar"""
     force: bool = False
-    """run a request beyond this machine's memory bound (real.app.checks.check_memory)"""
-    engine_url: str | None = None
-    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
+    """run a request beyond this machine's memory bound (real.app.run.check_memory)"""
     trainer: str = "native"
     """native (real/train/grpo.py) | trl (TRL's GRPOTrainer via real/trl/adapter.py; .[trl])"""
     task_seed: int | None = None
@@ -227,9 +244,11 @@ class Config:
     audit_abandoned: int = 0
     """abandoned prompts per step completed off-budget to count false abandons (0 = off)"""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """GRPO settings"""
-    alloc: StrategyConfig = field(default_factory=StrategyConfig)
-    """strategy settings"""
+    """GRPO (the optimisation in torch)"""
+    knobs: StrategyConfig = field(default_factory=StrategyConfig)
+    """strategy (its settings are checked whichever strategy runs)"""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """engine (where and how rollouts are sampled)"""
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":
@@ -298,7 +317,7 @@ def split_spec(spec: str) -> tuple[str, bool]:
     return spec, True
 
 
-# The history strategies learn from revisits: their stream ids are epoch * size + index.
+# The history strategies learn from revisits: their prompt ids are epoch * size + index.
 INFORMED = names("real", needs_history=True)
 # Where a history / selector object names a setting differently from StrategyConfig.
 _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
@@ -306,7 +325,7 @@ _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
 
 def build_collector(
     name: str,
-    alloc: StrategyConfig,
+    knobs: StrategyConfig,
     *,
     k: int,
     groups: int,
@@ -324,7 +343,7 @@ def build_collector(
     from sara_sim.collect.collectors import make_collector
     from sara_sim.core.errors import ParameterError, check_int
 
-    opts = {f.name: getattr(alloc, f.name) for f in fields(alloc)}
+    opts = {f.name: getattr(knobs, f.name) for f in fields(knobs)}
     history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
     ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")
     opts["schedule"] = opts.pop("schedule")  # make_collector's own argument, not a knob

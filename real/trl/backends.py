@@ -1,15 +1,14 @@
 """TRL's side of `real.trl.adapter.SaraRollout`: its arguments checked, generation (one batched
 call per collector round), and the adapter's state file inside TRL's checkpoints.
 
-Backends, first match wins: our `real.sampling.engine.VLLMEngine` (vLLM in-process) or `ServerEngine`
-(vLLM servers; token-id prompts sent as they are), the adapter pushing the trainer's weights into
-it before each rollout call, TRL's colocated vLLM (`use_vllm=True`,
+Backends, first match wins: our `real.sampling.engine.VLLMEngine` (vLLM in-process) or
+`ServerEngine` (vLLM servers; token-id prompts sent as they are), the adapter pushing the trainer's
+weights into it before each rollout call, TRL's colocated vLLM (`use_vllm=True`,
 `vllm_mode="colocate"`; TRL syncs its weights before each rollout call), else transformers
 `generate` on the trainer's own model (slow, runs anywhere).  All vLLM paths go through
 `Engine.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
 uninterrupted one would have); `generate` is seeded once per round instead.  A streamed step
-(`open_stream`) samples on the same vLLM engine, one request per planned request
-of n rollouts."""
+(`open_stream`) samples on the same vLLM engine, one request per planned request of n rollouts."""
 
 import os
 from pathlib import Path

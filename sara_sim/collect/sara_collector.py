@@ -8,8 +8,8 @@ groups), continues for prompts still undecided, then probes of fresh prompts —
 missing groups call for (fixed-yield) or as the budget allows (fixed-budget) — up to the per-round
 capacity; groups completed beyond N and prompts still in progress are carried to the next step:
 counted, never dropped.  This class is its driver with an engine: it supplies the prompts (the
-stream, a selector's queue) and their plans, sends each round's requests to ``sample`` and feeds
-the rewards back; it keeps what only it knows (prompt ids, rewards, the step's result).
+prompt source, a selector's queue) and their plans, sends each round's requests to ``sample``
+and feeds the rewards back; it keeps what only it knows (prompt ids, rewards, the step's result).
 
 Which plan a prompt gets:
 * sara — the tau rule with the fixed prior (paper-faithful with the uniform prior);
@@ -51,7 +51,7 @@ from ..core.rounds import (
     wants_prompt,
 )
 from ..core.schedule import price
-from .collect_base import Request, StepResult, _Base, check_call
+from .collectors import Request, StepResult, _Base, check_call
 from .sara_settings import check_commits, check_history, checked_settings, fitted_prior
 from .selectors import Selector
 
@@ -135,7 +135,7 @@ class SaraCollector(_Base):
             *cfg.knobs,
         )
         self.rounds = new_rounds(64)
-        self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
+        self.pulled = 0  # prompts pulled from the prompt source over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
         self.plan = self._prior_plan(self.prior)
@@ -172,11 +172,11 @@ class SaraCollector(_Base):
         return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price())
 
     # --- one step: the driver of ``rounds`` -------------------------------------------------------
-    def collect_step(self, stream, sample):
-        check_call(stream, sample)
+    def collect_step(self, prompts, sample):
+        check_call(prompts, sample)
         res = self.begin_step()
         while plan_round(self.rounds, self.rc):
-            self.open_prompts(res, stream)
+            self.open_prompts(res, prompts)
             requests = self._round_requests()
             if launch(self.rounds) == 0:
                 break
@@ -210,20 +210,20 @@ class SaraCollector(_Base):
         self.window.append(self.finished)
         self.finished = []
 
-    def open_prompts(self, res, stream):
+    def open_prompts(self, res, prompts):
         """Fresh prompts, one at a time, while the state machine wants them (after
         ``plan_round`` / ``plan_stream``); each opened one's first request is queued."""
         queue = self.queue  # a selector's chosen candidates, best first (kept across rounds)
         while wants_prompt(self.rounds):
             if self.selector is not None and not queue:
-                queue.extend(self._select(stream, res, int(self.rounds.cnt[C_WANT])))
+                queue.extend(self._select(prompts, res, int(self.rounds.cnt[C_WANT])))
                 note_skip(self.rounds)
             if self.selector is not None:
                 if not queue:
                     break
                 pid = queue.popleft()
             else:
-                pid = self._pull(stream, res)
+                pid = self._pull(prompts, res)
                 if pid is None:
                     break
                 self.pulled += 1
@@ -280,10 +280,10 @@ class SaraCollector(_Base):
         if self.observer is not None:
             self.observer(Decided(res.rounds, p.pid, int(d), n, s, int(target)))
 
-    def _select(self, stream, res, want):
+    def _select(self, prompts, res, want):
         """Pull ratio x want candidates; the selector's best `want` are returned, the rest
         are passed over (skipped)."""
-        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * want))
+        cands = self._pull_some(prompts, res, math.ceil(self.selector.ratio * want))
         self.pulled += len(cands)
         epoch = (self.pulled - 1) // self.epoch_size
         chosen, passed = self.selector.select(cands, want, self.informed, epoch)

@@ -9,7 +9,7 @@ state::
     begin_step(sm, rc)                        # the groups carried from the last step come first
     while plan_round(sm, rc):                 # 1) fills of committed prompts  2) continues
         while wants_prompt(sm):               # 3) probes of fresh prompts, one at a time:
-            ... pull a prompt, find its plan  #    the driver's stream and its plan
+            ... pull a prompt, find its plan  #    the driver's prompt source, plans
             offer(sm, rc, plan) or note_skip(sm)
         if launch(sm) == 0:                   # the round's requests: sm.req[:sm.cnt[C_NREQ]]
             break

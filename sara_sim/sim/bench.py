@@ -106,9 +106,9 @@ def python_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=3):
         ]
 
     collector = make_collector("sara", k=k, groups=groups, tau_low=tau_low)
-    stream = iter(range(10**9))
+    prompts = iter(range(10**9))
     t = time.perf_counter()
-    total = sum(collector.collect_step(stream, sample).rollouts for _ in range(steps))
+    total = sum(collector.collect_step(prompts, sample).rollouts for _ in range(steps))
     return total / (time.perf_counter() - t)
 
 

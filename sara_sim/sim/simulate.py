@@ -218,11 +218,11 @@ def _simulate(run, law, slots):
         from tqdm import tqdm
 
         bar = tqdm(total=steps, desc=strategy, unit="step", leave=False)
-    stream = PromptSource(st, perm, pool_x, trained)
+    source = PromptSource(st, perm, pool_x, trained)
     if run.meta.family == "sara":
-        outs, extra_cols, events = _run_sara(run, lawt, rng, stream, slots, bar)
+        outs, extra_cols, events = _run_sara(run, lawt, rng, source, slots, bar)
     else:
-        outs = _run_batch(run, lawt, rng, stream, bar)
+        outs = _run_batch(run, lawt, rng, source, bar)
         extra_cols, events = {}, None
     if bar is not None:
         bar.close()
@@ -236,7 +236,7 @@ def _simulate(run, law, slots):
     return SimResult(frame, config, events)
 
 
-def _run_sara(run, lawt, rng, stream, slots, bar):
+def _run_sara(run, lawt, rng, source, slots, bar):
     from ..core.policy import next_request
 
     k, replicates, steps, prm = run.k, run.replicates, run.steps, run.prm
@@ -254,11 +254,11 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     first = int(next_request(0, 0, k, planner.plans[0], probe_p, run.increment))
     maxo = slots * (run.cap // max(first, 1)) + 64  # open prompts: ~ one round of probes
     history = row(run.strategy).needs_history
-    n_prompts = lawt.seq_pool if lawt.seq_pool > 0 else stream.pool_x.shape[1]
+    n_prompts = lawt.seq_pool if lawt.seq_pool > 0 else source.pool_x.shape[1]
     ev = np.tile(new_evidence(), (replicates, n_prompts if history else 0, 1))
     state = SaraState(
         rng,
-        *stream,
+        *source,
         ev,
         np.zeros((replicates, maxo, N_FIELDS), np.int64),  # open prompts
         np.zeros((replicates, maxo)),  # their rates
@@ -313,8 +313,8 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     return outs, extra, events
 
 
-def _run_batch(run, lawt, rng, stream, bar):
-    replicates, n_pool, prm = run.replicates, stream.pool_x.shape[1], run.prm
+def _run_batch(run, lawt, rng, source, bar):
+    replicates, n_pool, prm = run.replicates, source.pool_x.shape[1], run.prm
     prmv = batch_params(run.strategy, run.k, prm)
     hist_i = np.zeros((replicates, n_pool, 4), np.int64)
     hist_i[..., 3] = -1
@@ -325,7 +325,7 @@ def _run_batch(run, lawt, rng, stream, bar):
     trans = np.zeros((replicates, 3, 3))
     lens = np.array([run.tokens.len_pass, run.tokens.len_fail], np.float64)
     cfg = BatchConfig(run.k, run.groups, run.budget or 0, prmv, lens)
-    state = BatchState(rng, *stream, hist_i, hist_f, glob, trans)
+    state = BatchState(rng, *source, hist_i, hist_f, glob, trans)
     outs = []
     for s0, n in _chunks(run.steps, bar):
         out = np.zeros((replicates, n, N_METRICS))

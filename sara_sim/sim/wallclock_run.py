@@ -50,7 +50,7 @@ class OutcomeSource:
     """The prompt source (integer ids epoch * pool + index) and the outcome sampler of one run."""
 
     def __init__(self, law, seed, pool=1024):
-        self.order_rng = np.random.default_rng([seed, 0])  # the stream never depends on draws
+        self.order_rng = np.random.default_rng([seed, 0])  # the prompt order never depends on draws
         self.draw_rng = np.random.default_rng([seed, 1])
         self.urns = {}
         if isinstance(law, HistoryLaw):
@@ -66,7 +66,7 @@ class OutcomeSource:
             self.pool = check_int(pool, "--pool", 1)
             self.rates, self.rec = law.sample(self.draw_rng, self.pool), None
 
-    def stream(self):
+    def prompts(self):
         """Epoch after epoch (a history: its recorded epochs once; a rate law: without end)."""
         e = 0
         while self.rec is None or e < len(self.epochs):
@@ -166,10 +166,10 @@ def _run_rounds(col, src, setup, seed, steps):
     """Each round through the engine after the last one (``RoundTimer``): per-step rows, the
     engine's segments over the run, and each step's first segment."""
     timer = RoundTimer(src, setup, seed)
-    stream, rows, marks, segments = src.stream(), [], [0], []
+    prompts, rows, marks, segments = src.prompts(), [], [0], []
     for _ in range(steps):
         t0, first, req0 = timer.t, len(timer.runs), timer.requests
-        res = col.collect_step(stream, timer)
+        res = col.collect_step(prompts, timer)
         runs = [run for _, run in timer.runs[first:]]
         rows.append(
             _step_row(
@@ -197,11 +197,11 @@ def _run_stream(col, src, setup, seed, steps, boundary):
     live = Live(setup, src, seed)
     eng = live.engine
     drv = stream_driver(col, live, setup.engine.max_num_seqs, boundary)
-    stream, rows, marks = src.stream(), [], [0]
+    prompts, rows, marks = src.prompts(), [], [0]
     for _ in range(steps):
         t0, tok0, it0, bss0 = eng.t, eng.tokens, eng.iterations, eng.busy_slot_seconds
         can0, cantok0, req0 = live.cancelled, live.cancelled_tokens, live.requests
-        res = drv.collect_step(stream)
+        res = drv.collect_step(prompts)
         rows.append(
             _step_row(
                 res,
@@ -236,7 +236,7 @@ def _step_row(
         "tokens": tokens,
         "rounds": rounds,  # nan when streamed: no rounds
         "effective": res.n_effective,
-        "prompts": res.fresh_prompts,  # pulled from the stream
+        "prompts": res.fresh_prompts,  # pulled from the prompt source
         "iterations": iterations,
         "busy_slot_seconds": busy,
         "cancelled": cancelled,  # rollouts aborted in flight (in rollouts; tokens in tokens)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from real.app.run import check_strategy
 from real.base import config as real_config
-from real.base import validate as real_validate
+from real.base.config import STRATEGIES as REAL_STRATEGIES
 from sara_sim.cli import replay as cli_replay
 from sara_sim.cli.app import build_parser
 from sara_sim.collect import collectors
@@ -27,7 +28,7 @@ def test_every_list_of_names_is_a_view_of_the_registry():
     assert strategies.STRATEGIES == names("kernel")
     assert collectors.STRATEGIES == names("collector")
     assert cli_replay.REPLAY_STRATEGIES == names("replay")
-    assert real_validate.STRATEGIES == names("real")
+    assert REAL_STRATEGIES == names("real")
     assert real_config.INFORMED == names("real", needs_history=True)
     assert strategies.ADAPTIVE == ("sara-eb", "sara-auto", "sara-history")
     assert len({r.name for r in registry.ROWS}) == len(registry.ROWS)
@@ -105,7 +106,7 @@ def test_collector_rows_say_what_the_collectors_do(name):
     if r.needs_history:
         with pytest.raises(ParameterError, match="history|epoch_size|selector"):
             collectors.make_collector(name, groups=4)
-    collectors.make_collector(name, groups=4, **with_history)  # stream ids: a finite task
+    collectors.make_collector(name, groups=4, **with_history)  # prompt ids: a finite task
     if "collector" in r.fixed_budget:
         col = collectors.make_collector(name, budget=64, **with_history)
         assert col.budget == 64
@@ -135,4 +136,4 @@ def test_unknown_names_list_the_choices():
     with pytest.raises(ParameterError, match="choose from uniform, ds, ds-verl3n, sara") as e:
         row("nope", "real", "--strategy")
     assert str(e.value).startswith("--strategy: unknown strategy 'nope'")
-    assert real_validate.check_strategy("sara-dps") == "sara-dps"
+    assert check_strategy("sara-dps") == "sara-dps"

@@ -35,14 +35,14 @@ def test_a_checkpoint_resumes_identically():
     def make():
         return make_collector("sara", k=8, groups=8, tau_low=0.1, capacity=12)
 
-    a, stream = make(), iter(range(10**6))
+    a, prompts = make(), iter(range(10**6))
     for _ in range(2):
-        a.collect_step(stream, _sample)
+        a.collect_step(prompts, _sample)
     n = len(a.open)  # a committed prompt, its group not yet full, crosses the checkpoint
     assert n and a.rounds.slots[:n, F_COMM].any()
     b = make()
     b.load_state_dict(copy.deepcopy(a.state_dict()))
-    nxt = next(stream)
+    nxt = next(prompts)
     sa, sb = iter(range(nxt, 10**6)), iter(range(nxt, 10**6))
     for _ in range(4):
         want, got = a.collect_step(sa, _sample), b.collect_step(sb, _sample)

@@ -4,8 +4,8 @@ step (`--no-carry`; NAME+no-carry in a compare or the learning benchmark). Bad c
 one line before any engine starts. (The toy-size learning benchmark running all four side by
 side: tests/real/test_real_learning_bench.py.)"""
 
-from real.app.checks import check_config
 from real.app.cli import build_parser, main, run_config
+from real.app.run import check_config
 
 
 def _bad(argv, capsys) -> str:
@@ -60,8 +60,8 @@ def test_no_carry_drops_what_sara_carries():
                 for r in requests
             ]
 
-        stream = iter(range(10**6))
-        return [col.collect_step(stream, sample) for _ in range(6)]
+        prompts = iter(range(10**6))
+        return [col.collect_step(prompts, sample) for _ in range(6)]
 
     kept, dropped = steps(True), steps(False)
     assert sum(r.carried + r.carried_open for r in kept) > 0

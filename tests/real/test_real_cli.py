@@ -263,13 +263,18 @@ def test_help_is_derived_from_the_config(capsys):
     and shows its default (written once, in real/base/config.py); every strategy is listed."""
     from dataclasses import fields, is_dataclass
 
-    from real.app.cli import NOT_FLAGS, run_config
-    from real.app.flags import field_docs
-    from real.base.config import StrategyConfig, Config, GRPOConfig, flag_of
-    from real.base.validate import STRATEGIES
+    from real.app.cli import NOT_FLAGS, field_docs, run_config
+    from real.base.config import (
+        STRATEGIES,
+        Config,
+        EngineConfig,
+        GRPOConfig,
+        StrategyConfig,
+        flag_of,
+    )
 
     leaves = []
-    for cls in (Config, GRPOConfig, StrategyConfig):
+    for cls in (Config, GRPOConfig, StrategyConfig, EngineConfig):
         docs = field_docs(cls)
         for f in fields(cls):
             assert docs.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
@@ -297,8 +302,7 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     from dataclasses import fields
 
     from real.app.audit import AuditConfig
-    from real.app.cli import TinyConfig
-    from real.app.flags import config_of, field_docs
+    from real.app.cli import TinyConfig, config_of, field_docs
     from real.base.config import flag_of
     from real.sampling.serve import ServeConfig
 
@@ -311,10 +315,33 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     assert config_of(cls, build_parser().parse_args([cmd])) == cls()
 
 
+# rename: off (the retired spellings under test)
+def test_renamed_flags_keep_their_old_spelling(capsys):
+    """--allocator / --allocators still work as --strategy / --strategies and say so in one line
+    on stderr; --help names only the new spellings."""
+    from real.app.cli import run_config
+
+    p = build_parser()
+    a = p.parse_args(["validate", "--allocator", "ds"])
+    assert run_config(a).strategy == "ds"
+    assert capsys.readouterr().err == "--allocator is deprecated; use --strategy\n"
+    a = p.parse_args(["compare", "--allocators=ds,sara"])
+    assert a.strategies == "ds,sara"
+    assert capsys.readouterr().err == "--allocators is deprecated; use --strategies\n"
+    assert main(["validate", "--allocator", "bogus", "--out", "/tmp/unused"]) == 2
+    note, err = capsys.readouterr().err.strip().splitlines()  # the note, then the one-line error
+    assert note.endswith("use --strategy") and "--strategy: unknown strategy 'bogus'" in err
+    for cmd in ("validate", "compare"):
+        assert "allocator" not in _help(capsys, cmd)
+
+
+# rename: on
+
+
 def test_every_strategy_knob_reaches_the_collector():
     """Each StrategyConfig flag lands in the collector check_config builds for the run."""
-    from real.app.checks import check_config
     from real.app.cli import run_config
+    from real.app.run import check_config
 
     argv = ["--task-size", "16", "--probe", "2", "--increment", "3", "--max-rounds", "7"]
     argv += ["--eb-window", "2", "--rule", "tau", "--rho", "0.5", "--kappa", "2", "--explore"]
@@ -372,7 +399,7 @@ OTHER_BAD = [
 def test_other_bad_input_is_one_line(args, flag, capsys):
     try:
         rc = main(args)
-    except SystemExit as e:  # argparse's own error (also one line: real.app.flags.Parser)
+    except SystemExit as e:  # argparse's own error (also one line: real.app.cli.Parser)
         rc = e.code
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err

@@ -90,7 +90,7 @@ def test_an_unknown_estimator_is_one_line_naming_the_flag_and_choices():
 
 @pytest.mark.parametrize("estimator", ["rloo", "reinforce++"])
 def test_trl_refuses_what_it_cannot_compute(estimator):
-    from real.base.validate import check_trl_config
+    from real.app.run import check_trl_config
 
     want = f"--estimator: --trainer trl offers grpo and dr-grpo only, not {estimator}"
     with pytest.raises(ParameterError, match=re.escape(want)):

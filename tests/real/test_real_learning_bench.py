@@ -24,9 +24,9 @@ def _bench():
 def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys):
     import pandas as pd
 
-    import real.sampling.build
+    import real.rollout.collect
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     bench = _bench()
     out = tmp_path / "bench"
     argv = ["--strategies", "uniform,ds,sara,sara-history", "--k", "4", "--seeds", "0",
@@ -94,9 +94,9 @@ def test_two_paired_seeds_end_to_end_print_the_verdicts(
     """The claims pipeline at toy size — 2 seeds chosen up front, 2 steps, ds and sara on the same
     seeds — down to its verdict lines; --summary prints the same lines from the table alone. What
     the verdicts say is the committed run's business, not this test's."""
-    import real.sampling.build
+    import real.rollout.collect
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     bench, out = _bench(), tmp_path / "claims"
     argv = ["--strategies", "ds,sara", "--k", "4", "--seeds", "3,5", "--steps", "2",
             "--groups", "3", "--eval-every", "1", "--eval-problems", "16", "--task-size", "32",
@@ -125,10 +125,10 @@ def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
     (sara+no-carry), side by side on one seed — each its own folder, rows and recorded config."""
     import pandas as pd
 
-    import real.sampling.build
+    import real.rollout.collect
     from real.io.runlog import read_metrics
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     out, names = tmp_path / "bench", ["ds", "ds-verl3n", "sara", "sara+no-carry"]
     argv = ["--strategies", ",".join(names), "--k", "4", "--seeds", "0", "--steps", "3",
             "--groups", "4", "--eval-every", "3", "--eval-problems", "16", "--task-size", "32",

@@ -83,12 +83,12 @@ def shared_engine(engine, hf_model):
 def test_every_documented_command_runs(
     tiny_dir, shared_engine, tmp_path, monkeypatch, capsys, script
 ):
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import build_parser, main
 
     engine = shared_engine
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     real_compare = script("benchmarks/real_compare.py")
 
     ran = []

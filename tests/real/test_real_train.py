@@ -201,16 +201,14 @@ def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
 
 @pytest.mark.integration
 def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeypatch, capsys):
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     common = ["--model", str(tiny_dir), "--k", "4", "--groups", "4", "--steps", "2",
               "--eval-every", "1", "--eval-problems", "16", "--eval-samples", "2",
               "--no-progress"]  # fmt: skip
-    assert (
-        main(["validate", "--strategy", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
-    )
+    assert main(["validate", "--strategy", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["strategy"] == "sara-auto" and line["steps"] == 2
     # a used run directory is refused without --resume / --overwrite, in one line
@@ -284,10 +282,10 @@ def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, eng
 def test_cli_validate_runs_a_peer_selector(tiny_dir, engine, tmp_path, monkeypatch, capsys):
     """mopps in the real loop: whole groups of k for the prompts its posterior ranks best,
     3 ratio x groups candidates passed over per step, on a finite task of 64 prompts."""
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--strategy", "mopps", "--task-size", "64", "--steps", "3",
             "--model", str(tiny_dir), "--k", "4", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--eval-samples", "1", "--no-progress",

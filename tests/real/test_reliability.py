@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import real.base.config
-import real.sampling.build
+import real.rollout.collect
 from real.app.cli import main
 from real.io.runlog import read_metrics
 
@@ -21,7 +21,7 @@ def cli(tiny_dir, engine, hf_model, monkeypatch, capsys):
     """`sara-real ARGS` in process on the shared engine -> (exit status, stderr lines but the
     progress bar of transformers' weight loading); the engine gets the untrained weights back
     afterwards (other tests expect them)."""
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
 
     def run(*args):
         capsys.readouterr()
@@ -37,7 +37,7 @@ def _no_engine(monkeypatch):
     def refuse(*a, **kw):
         raise AssertionError("an engine started before the arguments were checked")
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", refuse)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", refuse)
 
 
 @pytest.mark.integration
@@ -70,7 +70,7 @@ def test_damaged_metrics_is_one_line_before_any_engine(cli, tmp_path, monkeypatc
     assert rc == 0, err
     assert [r["step"] for r in read_metrics(path)] == [0, 1, 2]
     # non-UTF-8 bytes inside an earlier line: one line naming the file and the line, no engine
-    path.write_bytes(path.read_bytes().replace(b'"strategy"', b'"\xff\xfeallocator"', 1))
+    path.write_bytes(path.read_bytes().replace(b'"strategy"', b'"\xff\xfestrategy"', 1))
     _no_engine(monkeypatch)
     rc, err = cli("validate", "--steps", "4", "--resume", "--out", str(out))
     assert rc == 2 and len(err) == 1, err
@@ -107,7 +107,7 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
     assert (out / "metrics.jsonl").read_bytes() == b""  # the failed append was cut back off
     assert not (out / "checkpoint.pt").exists()
     filler.unlink()
-    from real.app.checks import check_config
+    from real.app.run import check_config
 
     cfg = real.base.config.Config.from_dict(
         dict(model=None, k=4, groups=4, steps=2, out=str(out), eval_problems=16, progress=False)

@@ -187,11 +187,11 @@ def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(en
     task, k = _arith(), 4
     col = make_collector(name, k=k, groups=3, seed=0, schedule="stream", tau_low=0.3)
     rc = RolloutDriver(engine, task, col, k, seed=5, max_tokens=16, schedule="stream")
-    version, stream, seen = [0], PromptSource(task, seed=0), set()
+    version, prompts, seen = [0], PromptSource(task, seed=0), set()
     stamp = _stamped(rc, version)
     for step in range(4):
         version[0] = step  # the weights a real run pushes between steps
-        batch = rc.collect(stream)
+        batch = rc.collect(prompts)
         res = batch.result
         assert len(batch.groups) == 3 and res.n_effective == 3
         assert res.rounds > 0 and batch.round_s == []  # rounds: the engine waits
@@ -221,9 +221,9 @@ def test_stream_and_rounds_decide_every_prompt_alike_with_the_same_seeds(engine)
         rc = RolloutDriver(engine, task, col, k, seed=seed, max_tokens=16, schedule=schedule)
         if schedule == "rounds":
             rc._generate = _visit_seeded(rc, seed)
-        stream = PromptSource(task, seed=0)
+        prompts = PromptSource(task, seed=0)
         for _ in range(4):
-            rc.collect(stream)
+            rc.collect(prompts)
         got.append(decided)
     both = got[0].keys() & got[1].keys()
     assert len(both) >= 12 and all(got[0][p] == got[1][p] for p in both)
@@ -248,7 +248,7 @@ def _visit_seeded(rc, seed):
 
 
 def test_schedule_flags_reach_the_collector():
-    from real.app.checks import check_config
+    from real.app.run import check_config
 
     a = build_parser().parse_args(
         ["validate", "--out", "/tmp/unused", "--schedule", "stream", "--max-inflight", "2"]
@@ -272,11 +272,11 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(
     lines; a resumed run samples what an uninterrupted one does; a changed schedule is refused."""
     import json
 
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
     from real.io.runlog import read_metrics
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--strategy", "sara", "--schedule", "stream", "--model", str(tiny_dir),
             "--k", "4", "--groups", "3", "--eval-every", "3", "--eval-problems", "8",
             "--eval-samples", "1", "--no-progress", "--seed", "4"]  # fmt: skip

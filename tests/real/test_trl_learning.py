@@ -26,10 +26,10 @@ def test_trl_learning_csv_draws_figure_10(
     import pandas as pd
 
     import paper_figs
-    import real.sampling.build
+    import real.rollout.collect
     from paper_figs import learning_stats as ls
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     out = tmp_path / "bench"
     argv = ["--k", "4", "--steps", "2", "--groups", "4", "--eval-every", "1",
             "--eval-problems", "16", "--task-size", "32", "--model", str(tiny_dir),

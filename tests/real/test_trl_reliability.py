@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-import real.sampling.build
+import real.rollout.collect
 from real.app.cli import main
 from real.io.runlog import append_metrics, read_metrics
 
@@ -34,7 +34,7 @@ def test_an_undefined_metric_is_null_in_the_metrics_line(tmp_path):
 def test_a_full_disk_in_a_trl_checkpoint_is_one_line(
     tiny_dir, engine, hf_model, tmp_path, tmpfs, monkeypatch, capsys
 ):
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
 
     def cli(*args):
         capsys.readouterr()
@@ -78,7 +78,7 @@ def test_resume_skips_a_trl_checkpoint_cut_off_mid_save(
     marker and with its weights truncated, plus that step's metrics line (written before the
     save). --resume sets it aside (kept, named incomplete-...) and continues from the last whole
     checkpoint, redoing the step with the uninterrupted run's numbers."""
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     common = ["validate", "--model", str(tiny_dir), *COMMON]
     try:
         full, cut = tmp_path / "full", tmp_path / "cut"

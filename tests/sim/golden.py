@@ -168,7 +168,7 @@ def _collect(name, k, seed, pool, steps, **kw):
     hist = name in registry.names("collector", needs_history=True)
     col = make_collector(name, k=k, seed=seed, epoch_size=pool if hist else None, **kw)
 
-    def stream():
+    def prompts():
         for epoch in itertools.count():
             for i in rng.permutation(pool):
                 yield epoch * pool + int(i)
@@ -176,7 +176,7 @@ def _collect(name, k, seed, pool, steps, **kw):
     def sample(requests):
         return [[int(x) for x in rng.random(r.n) < rate[r.prompt_id % pool]] for r in requests]
 
-    it = stream()
+    it = prompts()
     out = []
     for _ in range(steps):
         res = dataclasses.asdict(col.collect_step(it, sample))

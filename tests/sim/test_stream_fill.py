@@ -56,8 +56,8 @@ def _drive(name, over, steps=6, groups=12, seed=0):
     )
     live = Live(SETUP, src, seed)
     drv = stream_driver(col, live, SETUP.engine.max_num_seqs, "fresh")
-    stream = src.stream()
-    return live, [(drv.collect_step(stream), list(col.group_visits)) for _ in range(steps)]
+    prompts = src.prompts()
+    return live, [(drv.collect_step(prompts), list(col.group_visits)) for _ in range(steps)]
 
 
 @pytest.mark.parametrize("name", ["sara", "sara-auto"])

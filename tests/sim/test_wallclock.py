@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sara_sim.cli.app import main
-from sara_sim.collect.collect_base import Request
+from sara_sim.collect.collectors import Request
 from sara_sim.core.difficulty import parse_law
 from sara_sim.sim.wallclock import (
     PRESETS,

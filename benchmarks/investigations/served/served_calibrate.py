@@ -113,11 +113,11 @@ def pick(path: Path, seeds: int) -> list[dict]:
     law, setup = model_of(meta, d, "cpu-tiny-served")
     ds = simulate(law, setup, meta, "ds", "rounds", 1.0, seeds)
     out = []
-    for alloc, over, cost in PLANS:
-        p = simulate(law, setup, meta, alloc, "stream", over, seeds, 0, cost)
+    for name, over, cost in PLANS:
+        p = simulate(law, setup, meta, name, "stream", over, seeds, 0, cost)
         out.append(
             {
-                "strategy": alloc,
+                "strategy": name,
                 "overprovision": over,
                 "request_cost": cost,
                 "wall_ratio": p["wall"] / ds["wall"],

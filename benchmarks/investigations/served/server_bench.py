@@ -39,8 +39,8 @@ def run(engines: dict, steps: int, k: int, groups: int, seed: int = 0) -> list[d
     }
     rewards = {name: [] for name in engines}
     for step in range(steps + 1):
-        for name, (rc, stream) in setups.items():
-            b = rc.collect(stream)
+        for name, (rc, prompts) in setups.items():
+            b = rc.collect(prompts)
             rewards[name].append(list(b.rewards))
             if step == 0:
                 continue  # warm-up: first-call costs (connections, caches) are not throughput
