@@ -47,9 +47,14 @@ def main(argv=None):
     def call():  # bad input: exit 2; a full disk or a read-only folder: exit 1, one line each
         a = build_parser().parse_args(argv)
         run(
-            a.out, only=a.only, seed=a.seed, history=a.history, learning=a.learning,
-            claims=a.claims, overwrite=a.overwrite,
-        )  # fmt: skip
+            a.out,
+            only=a.only,
+            seed=a.seed,
+            history=a.history,
+            learning=a.learning,
+            claims=a.claims,
+            overwrite=a.overwrite,
+        )
 
     return run_cli("paper_figs", call)
 

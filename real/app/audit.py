@@ -35,10 +35,8 @@ from real.app.audit_theory import (
     format_report,
     replay_visits,
 )
-from real.app.checks import check_task_files
-from real.app.run import train
+from real.app.run import check_ints, check_task_files, train
 from real.base.config import Config, check_seed
-from real.base.validate import check_ints
 from real.io.enginelog import engine_log, user_stderr
 from real.io.runfolder import check_writable
 from real.models.resolve import resolve_model
@@ -87,7 +85,7 @@ def check_audit_size(a, max_tokens: int) -> None:
     the bootstrap (resamples x recorded prompts), the replay of two or more passes (visits),
     and memory (a pass's records; one engine call's results: batch x k x max-tokens); past a
     bound, one line naming the biggest factor."""
-    from real.app.checks import ram_bytes
+    from real.app.run import ram_bytes
     from sara_sim.sim.replay import REPLAY_VISIT_LIMIT
 
     if a.force:
@@ -127,8 +125,9 @@ def parse_taus(text) -> list[float]:
 # ------------------------------------------------------------------ sampling
 
 
-def sample_pass(engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch,
-                bar=None) -> list[dict]:  # fmt: skip
+def sample_pass(
+    engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch, bar=None
+) -> list[dict]:
     """k rollouts of prompts 0..P-1 -> one history row each (with token sums per outcome)."""
     bases = np.random.default_rng([seed, 0xA0D1, epoch]).integers(0, 2**31 - 1 - k, n_prompts)
     rows = []
@@ -240,13 +239,27 @@ def _audit(a, task, max_tokens: int, engine, out: Path) -> dict:
 
 def train_between(a, engine, model_dir, epoch) -> None:
     """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
-    cfg = Config(
-        model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
-        groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,
-        out=str(Path(a.out) / "train"), resume=epoch > 1, overwrite=epoch == 1,
-        eval_every=10**6, eval_problems=16, eval_samples=2, max_tokens=a.max_tokens,
-        temperature=a.temperature, progress=False, engine_url=a.engine_url,
-    )  # fmt: skip
+    cfg = Config.from_flat(
+        dict(
+            model=str(model_dir),
+            task=a.task,
+            task_path=a.task_path,
+            k=a.k,
+            groups=max(1, min(16, a.prompts // 4)),
+            steps=epoch * a.train_steps,
+            seed=a.seed,
+            out=str(Path(a.out) / "train"),
+            resume=epoch > 1,
+            overwrite=epoch == 1,
+            eval_every=10**6,
+            eval_problems=16,
+            eval_samples=2,
+            max_tokens=a.max_tokens,
+            temperature=a.temperature,
+            progress=False,
+            engine_url=a.engine_url,
+        )
+    )
     train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
 
 

@@ -277,12 +277,14 @@ def format_report(out) -> str:
         f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'vs ds':>8}{'95% CI':>18}",
     ]
     entries = [("ds", out["ds"], boot.get("ds"))]
-    entries += [(f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}"))
-                for r in out["sara"]]  # fmt: skip
+    entries += [
+        (f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}")) for r in out["sara"]
+    ]
     if out["best_tau"] is not None:
-        entries += [(f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"],
-                     boot.get("best_tau")), ("bayes-optimal", out["bayes_optimal"],
-                     boot.get("bayes-optimal"))]  # fmt: skip
+        entries += [
+            (f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"], boot.get("best_tau")),
+            ("bayes-optimal", out["bayes_optimal"], boot.get("bayes-optimal")),
+        ]
     for name, r, b in entries:
         ci = (b or {}).get("savings_vs_ds")
         cis = f"{ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "-"

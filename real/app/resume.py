@@ -1,4 +1,4 @@
-"""The run folder's rules that need the run's settings (real.app.checks.check_config calls
+"""The run folder's rules that need the run's settings (real.app.run.check_config calls
 `check_run_folder` last, before anything heavy starts); the folder's files and their names are
 `real/io/runfolder.py`'s.
 
@@ -9,9 +9,8 @@
 * a resumed run's metrics lines must cover every step its checkpoint does (a torn last line is
   repaired, `real.io.runlog.resume_metrics`), checked here, before any engine starts;
 * `--resume` needs a readable checkpoint written with the same experiment: only the settings in
-  `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ; the saved config may
-  be nested (`asdict(Config)`) or flat (runs written before Config had sections); the default
-  model (None) and the tiny model's folder are the same model;
+  `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ (the saved config is
+  `asdict(Config)`); the default model (None) and the tiny model's folder are the same model;
 * a folder another live run is writing (its `.lock` is held) is refused."""
 
 import json

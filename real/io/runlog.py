@@ -67,9 +67,16 @@ def pass_at_1(wins: list[int], samples: int) -> float:
 
 
 def collect_fields(
-    res, *, tokens, effective, groups, reward_mean, batch_reward_mean, cancelled=0,
+    res,
+    *,
+    tokens,
+    effective,
+    groups,
+    reward_mean,
+    batch_reward_mean,
+    cancelled=0,
     cancelled_tokens=0,
-) -> dict:  # fmt: skip
+) -> dict:
     """The collection part of a line from a collector's result `res`: `reward_mean` over all the
     rewards seen, `batch_reward_mean` over the samples handed to the trainer; `cancelled` /
     `cancelled_tokens`: rollouts a stream aborted in flight and the tokens they had generated

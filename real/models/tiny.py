@@ -10,7 +10,7 @@ Builds are cached by a hash of the settings, so the second call returns at once,
 bit-identical whatever the caller's thread count or the machine's load: its training runs on one
 torch thread with deterministic algorithms (`fixed_threads`), since float32 reductions split over
 threads add in a different order: 1- and 2-thread builds of the graded settings differed after 20
-SFT steps, and a default-thread rebuild of the graded model started 3 points off (issue 19).
+SFT steps, and a default-thread rebuild of the graded model started 3 points off.
 
 `TinySettings.graded()` is the start model of `benchmarks/real_learning.py`: the same network,
 2000 SFT steps (cosine-decayed lr) on targets that are right with probability `graded_q(problem)`
@@ -95,9 +95,17 @@ class TinySettings:
         """Quick settings for the test suite (20-60 s on 2 cores, by load): same architecture and a
         looser spread target — the tests need mixed groups, not a good model."""
         return cls(
-            intermediate=256, batch=128, lr=2e-3, check_every=25, check_problems=64,
-            min_mixed=0.15, mean_low=0.03, stop_mean=0.05, max_steps=1000, time_cap_s=900.0,
-        )  # fmt: skip
+            intermediate=256,
+            batch=128,
+            lr=2e-3,
+            check_every=25,
+            check_problems=64,
+            min_mixed=0.15,
+            mean_low=0.03,
+            stop_mean=0.05,
+            max_steps=1000,
+            time_cap_s=900.0,
+        )
 
     @classmethod
     def graded(cls) -> "TinySettings":
@@ -113,9 +121,17 @@ class TinySettings:
         check problems with >= 30 % mixed at k: it then knows the short problems and still fails
         many long ones — long failures that come from what it cannot yet compute, not from a
         habit GRPO could drop in a few steps. Batch 64 keeps a 2-core build within minutes."""
-        return cls(curriculum="scratchpad", batch=64, check_every=50, check_problems=64,
-                   mean_low=0.30, stop_mean=0.35, mean_high=0.60, min_steps=100,
-                   max_steps=REASONING_STEPS)  # fmt: skip
+        return cls(
+            curriculum="scratchpad",
+            batch=64,
+            check_every=50,
+            check_problems=64,
+            mean_low=0.30,
+            stop_mean=0.35,
+            mean_high=0.60,
+            min_steps=100,
+            max_steps=REASONING_STEPS,
+        )
 
     @classmethod
     def reasoning_long(cls) -> "TinySettings":
@@ -124,9 +140,19 @@ class TinySettings:
         or with a probability growing with steps and carries a trace that slips one step,
         re-checks it until long (often past the 64-token budget) and answers wrong. Continuing
         costs minutes where a fresh build costs ~17; fixed steps, one check at the end."""
-        return cls(curriculum="lost-thread", base="reasoning", batch=64, lr=1e-3,
-                   check_every=LONG_STEPS, check_problems=64, min_mixed=0.35, mean_low=0.25,
-                   mean_high=0.50, min_steps=LONG_STEPS, max_steps=LONG_STEPS)  # fmt: skip
+        return cls(
+            curriculum="lost-thread",
+            base="reasoning",
+            batch=64,
+            lr=1e-3,
+            check_every=LONG_STEPS,
+            check_problems=64,
+            min_mixed=0.35,
+            mean_low=0.25,
+            mean_high=0.50,
+            min_steps=LONG_STEPS,
+            max_steps=LONG_STEPS,
+        )
 
     def digest(self) -> str:
         d = asdict(self)

@@ -42,8 +42,8 @@ from real.io.runlog import (
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
+from real.rollout import collect as rollout  # the module: a test may swap make_engine
 from real.rollout.evaluation import evaluate
-from real.sampling import build  # the module: a test may swap build.make_engine
 from real.tasks import RewardGuard
 from real.trl.adapter import SaraRollout
 from real.trl.backends import trainer_callback
@@ -83,7 +83,7 @@ def _grpo_args(cfg, out: Path, max_tokens: int):
         steps_per_generation=g.minibatches,
         max_steps=cfg.steps * g.minibatches,
         max_completion_length=max_tokens,
-        temperature=cfg.temperature,
+        temperature=cfg.engine.temperature,
         learning_rate=g.lr,
         lr_scheduler_type="constant",
         weight_decay=g.weight_decay,
@@ -95,9 +95,9 @@ def _grpo_args(cfg, out: Path, max_tokens: int):
         num_iterations=g.epochs,
         scale_rewards="group" if g.std_norm and g.estimator == "grpo" else "none",
         max_grad_norm=g.max_grad_norm,
-        gradient_checkpointing=cfg.grad_checkpointing,
+        gradient_checkpointing=cfg.grpo.grad_checkpointing,
         bf16=g.bf16_autocast,
-        use_cpu=cfg.device == "cpu" or (cfg.device == "auto" and not _cuda()),
+        use_cpu=cfg.grpo.device == "cpu" or (cfg.grpo.device == "auto" and not _cuda()),
         logging_steps=1,
         save_steps=cfg.ckpt_every * g.minibatches,
         save_total_limit=2,  # the newest and, while it is being written, the one before
@@ -128,17 +128,22 @@ def train_trl(cfg, checked, engine=None) -> dict:
 
     torch.manual_seed(cfg.seed)
     task = checked.task
-    args = _grpo_args(cfg, out, cfg.max_tokens or task.max_tokens)
+    args = _grpo_args(cfg, out, cfg.engine.max_tokens or task.max_tokens)
     ckpts = trl_checkpoints(out)[0]
     resume = _prepare_folder(cfg, out, ckpts)
     guard = RewardGuard(task.reward)
     ds = _dataset(task, cfg)
     if engine is None:
-        engine = build.make_engine(cfg, model_dir)
+        engine = rollout.make_engine(cfg, model_dir)
     sara = SaraRollout(
-        args, ds, [_reward(task, guard)], cfg.strategy, engine=engine,
-        collector=checked.collector, schedule=cfg.knobs.schedule,
-    )  # fmt: skip
+        args,
+        ds,
+        [_reward(task, guard)],
+        cfg.strategy,
+        engine=engine,
+        collector=checked.collector,
+        schedule=cfg.knobs.schedule,
+    )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     start = checkpoint_step(ckpts[-1]) // cfg.grpo.minibatches if resume else 0
     rows = truncate_metrics(metrics_path, start, restore=saved_row(ckpts[-1]) if resume else None)

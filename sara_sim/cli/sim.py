@@ -106,9 +106,11 @@ def _add_sim_args(p, strategy=True):
     p.add_argument("--len-pass", type=_float("--len-pass"), default=2000.0, help="tokens")
     p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="tokens")
     p.add_argument(
-        "--no-carry", dest="carry", action="store_false",
+        "--no-carry",
+        dest="carry",
+        action="store_false",
         help="SARA family: drop surplus and open groups at a step's end, as DS does",
-    )  # fmt: skip
+    )
 
 
 def cmd_simulate(args):

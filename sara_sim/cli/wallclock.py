@@ -92,8 +92,10 @@ def check_args(args):
     if args.schedule == "stream":
         off = [s for s in chosen if s not in STREAMED]
         if off:
-            raise ParameterError("--strategies", f"--schedule stream runs {', '.join(STREAMED)}, "
-                                 f"not {', '.join(off)}")  # fmt: skip
+            raise ParameterError(
+                "--strategies",
+                f"--schedule stream runs {', '.join(STREAMED)}, not {', '.join(off)}",
+            )
     setup = _setup(args)
     # a rate law's pool: its rates and a fresh order each pass (2 x 8 B a prompt)
     check_budget(16.0 * args.pool / 2**30, MEMORY_LIMIT / 2**30, "--pool", "memory (GiB)",
@@ -113,28 +115,49 @@ def cmd_wallclock(args):
     knobs = {"overprovision": args.overprovision, "max_inflight": args.max_inflight}
     priced = {"sara-auto": {"request_cost": args.request_cost}}  # the one plan with a price
     res = [
-        run_strategy(law, s, setup, k=args.k, groups=args.groups, steps=args.steps,
-                     seed=args.seed, pool=args.pool, schedule=args.schedule,
-                     boundary=args.boundary, **knobs, **priced.get(s, {}))
+        run_strategy(
+            law,
+            s,
+            setup,
+            k=args.k,
+            groups=args.groups,
+            steps=args.steps,
+            seed=args.seed,
+            pool=args.pool,
+            schedule=args.schedule,
+            boundary=args.boundary,
+            **knobs,
+            **priced.get(s, {}),
+        )
         for s in chosen
-    ]  # fmt: skip
+    ]
     rows = [{key: r[key] for key in KEYS} for r in ratios_to_ds(res)]
     inputs = {
-        "difficulty": args.difficulty, "epoch": args.epoch, "k": args.k, "groups": args.groups,
-        "steps": args.steps, "seed": args.seed, "engine": setup.engine._asdict(),
-        "lengths": _lengths_text(setup.lengths), "decision_s": setup.decision_s,
-        "schedule": args.schedule, "boundary": args.boundary, **knobs,
+        "difficulty": args.difficulty,
+        "epoch": args.epoch,
+        "k": args.k,
+        "groups": args.groups,
+        "steps": args.steps,
+        "seed": args.seed,
+        "engine": setup.engine._asdict(),
+        "lengths": _lengths_text(setup.lengths),
+        "decision_s": setup.decision_s,
+        "schedule": args.schedule,
+        "boundary": args.boundary,
+        **knobs,
         "request_cost": args.request_cost,
-    }  # fmt: skip
+    }
     if args.json:
         print(dumps({**inputs, "rows": rows}))
         return 0
     e = setup.engine
     how = "round-synchronous" if args.schedule == "rounds" else f"streamed ({args.boundary})"
     print(f"wall clock, {how} — {law}, k={args.k}, {args.groups} groups/step")
-    print(f"engine: a={e.a:.4g} s, b={e.b:.4g} s/seq, c={e.c:.4g} s/admitted, "
-          f"d={e.d:.4g} s/request, max_num_seqs={e.max_num_seqs}, decision "
-          f"{setup.decision_s:.4g} s/round; lengths {inputs['lengths']}")  # fmt: skip
+    print(
+        f"engine: a={e.a:.4g} s, b={e.b:.4g} s/seq, c={e.c:.4g} s/admitted, "
+        f"d={e.d:.4g} s/request, max_num_seqs={e.max_num_seqs}, decision "
+        f"{setup.decision_s:.4g} s/round; lengths {inputs['lengths']}"
+    )
     print(table(rows))
     print("engine occupancy over one step (running / max_num_seqs, 10 equal time slices):")
     for r in rows:
@@ -184,8 +207,9 @@ def add_wallclock_command(sub):
     p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
     p.add_argument("--k", type=_int("--k"), default=8, help="group size (8)")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES, help=DEFAULT_STRATEGIES)
-    p.add_argument("--preset", default="gpu",
-                   help="engine preset: gpu | cpu-tiny | cpu-tiny-served (gpu)")  # fmt: skip
+    p.add_argument(
+        "--preset", default="gpu", help="engine preset: gpu | cpu-tiny | cpu-tiny-served (gpu)"
+    )
     for flag, what in (
         ("a", "s per iteration"),
         ("b", "s per running sequence per iteration"),
@@ -198,16 +222,23 @@ def add_wallclock_command(sub):
     p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="mean tokens")
     p.add_argument("--len-cv", type=_float("--len-cv"), default=0.5, help="lognormal cv >= 0")
     p.add_argument("--lengths", default=None, help="sara-real audit history.csv: recorded lengths")
-    p.add_argument("--decision-s", type=_float("--decision-s"), default=None,
-                   help="s the engine idles at each round barrier >= 0 (default: the "
-                   "preset's)")  # fmt: skip
+    p.add_argument(
+        "--decision-s",
+        type=_float("--decision-s"),
+        default=None,
+        help="s the engine idles at each round barrier >= 0 (default: the preset's)",
+    )
     p.add_argument("--groups", type=_int("--groups"), default=64, help="effective groups/step")
     p.add_argument("--steps", type=_int("--steps"), default=20, help="steps per strategy (20)")
     p.add_argument("--pool", type=_int("--pool"), default=1024, help="rate laws: prompts (1024)")
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed (0)")
     p.add_argument("--schedule", default="rounds", help="rounds | stream (rounds)")
-    p.add_argument("--boundary", default="carry", help="stream: a step's end carries | aborts "
-                   "what is in flight | also drops open prompts (fresh) (carry)")  # fmt: skip
+    p.add_argument(
+        "--boundary",
+        default="carry",
+        help="stream: a step's end carries | aborts "
+        "what is in flight | also drops open prompts (fresh) (carry)",
+    )
     p.add_argument(
         "--max-inflight",
         type=_int("--max-inflight"),

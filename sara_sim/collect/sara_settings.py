@@ -81,9 +81,18 @@ def checked_settings(name, p, k, groups, budget):
         raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
     request_cost = check_request_cost(name, p.request_cost, probe, increment)
     return Settings(
-        tau_low, tau_high, prior, capacity, probe, increment, max_rounds, eb_window, p.rule, knobs,
+        tau_low,
+        tau_high,
+        prior,
+        capacity,
+        probe,
+        increment,
+        max_rounds,
+        eb_window,
+        p.rule,
+        knobs,
         request_cost,
-    )  # fmt: skip
+    )
 
 
 def fitted_prior(window, prior):

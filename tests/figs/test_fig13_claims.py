@@ -36,9 +36,10 @@ def test_every_panel_from_the_claim_statistics(drawn, claim_files):
     assert mopps[1] == pytest.approx(0.9) and mopps[6] == pytest.approx(0.4)
     ratios = pd.read_csv(drawn / "fig13_claims_ratios.csv").set_index(["setting", "strategy"])
     assert ratios.loc[("GRPO", "sara"), "rollouts"] == pytest.approx(0.78)
-    assert ratios.loc[("GRPO, reasoning", "sara"), "tokens"] < ratios.loc[
-        ("GRPO, reasoning", "sara"), "rollouts"
-    ]  # fmt: skip
+    assert (
+        ratios.loc[("GRPO, reasoning", "sara"), "tokens"]
+        < ratios.loc[("GRPO, reasoning", "sara"), "rollouts"]
+    )
     assert ratios.loc[("RLOO", "sara"), "files"] == "rloo.csv"
     caption = Image.open(drawn / "fig13_claims.png").text["Description"]
     assert "reinforcepp: reinforcepp.csv not found" in caption and "missing: " in caption

@@ -94,7 +94,7 @@ def test_task_files_have_one_check_for_validate_compare_and_audit(tmp_path, caps
 def test_a_tiny_math_file_says_its_held_out_split_is_empty(n, tmp_path, capsys):
     """One problem gave "--eval-problems: must be in [1, 0] ..., got 64" with no --eval-problems
     on the command line; the cause is the empty held-out split (every 5th problem)."""
-    from real.app.checks import check_config
+    from real.app.run import check_config
     from real.base.config import Config
 
     data = tmp_path / "few.jsonl"
@@ -382,7 +382,6 @@ def test_a_log_on_a_full_disk_loses_the_noise_not_the_run(tmp_path, tmpfs):
     assert proc.stderr.splitlines() == ["note: ours", "error: engine died (traceback in None)"]
 
 
-@pytest.mark.real
 def test_a_failure_after_the_engine_phase_starts_is_one_line_naming_the_log(tmp_path, capsys):
     """A model folder that passes the checks but that transformers cannot load fails inside the
     phase: one line, exit 1, the traceback in OUT/engine.log (no engine is started)."""
@@ -404,7 +403,6 @@ def _fill(tmpfs, size: str, leave: int, name: str):
 
 
 @pytest.mark.integration
-@pytest.mark.real
 def test_a_full_disk_is_the_terminals_last_and_only_line(tiny_dir, tmpfs):
     """ENOSPC in `audit` and `validate` printed the right line, then ~5 lines of engine shutdown
     (and the start-up banners before it): as a program, stderr is now that one line; the

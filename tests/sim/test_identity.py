@@ -46,11 +46,11 @@ def _run_strategy(name, rows, k, steps, pool=0, **kw):
     col.observer = lambda e: events.append((step[0], e.round, e.prompt_id, *e[2:]))
     sample = SequenceLaw(rows).sampler()
 
-    stream = iter(range(len(rows)))
+    prompts = iter(range(len(rows)))
     results = []
     for t in range(steps):
         step[0] = t
-        results.append(col.collect_step(stream, sample))
+        results.append(col.collect_step(prompts, sample))
     return results, events
 
 
