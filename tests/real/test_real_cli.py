@@ -319,7 +319,6 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     assert config_of(cls, build_parser().parse_args([cmd])) == cls()
 
 
-# rename: off (the retired spellings under test)
 def test_renamed_flags_keep_their_old_spelling(capsys):
     """--allocator / --allocators still work as --strategy / --strategies and say so in one line
     on stderr; --help names only the new spellings."""
@@ -339,7 +338,6 @@ def test_renamed_flags_keep_their_old_spelling(capsys):
         assert "allocator" not in _help(capsys, cmd)
 
 
-# rename: on
 
 
 def test_every_strategy_knob_reaches_the_collector():

@@ -217,7 +217,6 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
     assert tr.state.global_step == 0  # no optimizer step was taken
 
 
-# rename: off (the retired keyword under test)
 def test_allocator_keyword_is_a_deprecated_alias(tmp_path, capsys):
     """SaraRollout(..., allocator="ds") still works as strategy="ds" and says so in one line."""
     from real.trl.adapter import SaraRollout
@@ -227,7 +226,6 @@ def test_allocator_keyword_is_a_deprecated_alias(tmp_path, capsys):
     assert capsys.readouterr().err == "allocator= is deprecated; use strategy=\n"
 
 
-# rename: on
 
 
 @pytest.mark.integration
