@@ -26,15 +26,11 @@ tokens.  The output is committed as benchmarks/k_table.out.txt.
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sara_sim.core.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law  # noqa: E402
-from sara_sim.core.optimal import bayes_optimal  # noqa: E402
-from sara_sim.sim.wallclock import PRESETS, lognormal_lengths  # noqa: E402
-from sara_sim.sim.wallclock_run import Setup, run_strategy  # noqa: E402
+from sara_sim.core.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.sim.wallclock import PRESETS, lognormal_lengths
+from sara_sim.sim.wallclock_run import Setup, run_strategy
 
 KS = (8, 16, 32)
 LENGTHS = (2000.0, 3500.0)

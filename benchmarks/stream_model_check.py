@@ -7,7 +7,7 @@ For every streamed plan of a committed ``stream_real.py`` run the measured ratio
 the model's (``stream_predict.py``: the run's own laws, mean of `--seeds` simulated runs):
 
 A. the run made before the streams were capped at the engine's slots
-   (``results/stream_real_inprocess.json``), against three models, each adding one difference
+   (``results/stream_real/inprocess.json``), against three models, each adding one difference
    between the model and the real stream to the one before:
    1. the model as it predicted then — lengths drawn by outcome from every prompt's rollouts,
       and at most the engine's slots in flight;
@@ -30,20 +30,15 @@ The output is committed as benchmarks/stream_model_check.out.txt.
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sara_sim.sim.stream_predict import knobs, model_of
+from sara_sim.sim.wallclock import LengthLaw
+from sara_sim.sim.wallclock_run import run_strategy
 
-from stream_predict import knobs, model_of  # noqa: E402
-
-from sara_sim.sim.wallclock import LengthLaw  # noqa: E402
-from sara_sim.sim.wallclock_run import run_strategy  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
-BEFORE = "stream_real_inprocess.json"
-AFTER = ("stream_real_inprocess_capped.json", "stream_real_inprocess_capped_seed1.json")
+RESULTS = Path(__file__).resolve().parent / "results" / "stream_real"
+BEFORE = "inprocess.json"
+AFTER = ("inprocess_capped.json", "inprocess_capped_seed1.json")
 
 
 def rollouts(law, setup, meta, row, seed):

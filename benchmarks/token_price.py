@@ -24,22 +24,18 @@ The output is committed as benchmarks/token_price.out.txt.
 import argparse
 import collections
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sara_sim.collect import collectors  # noqa: E402
-from sara_sim.core.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law  # noqa: E402
-from sara_sim.core.optimal import bayes_optimal  # noqa: E402
-from sara_sim.core.policy import ABANDON, COMMIT  # noqa: E402
-from sara_sim.core.theory import plan_tokens  # noqa: E402
-from sara_sim.sim import wallclock_run  # noqa: E402
-from sara_sim.sim.baselines import DS_ROUNDS, DS_STREAM, decomposition  # noqa: E402
-from sara_sim.sim.laws import TokenModel, parse_sim_law  # noqa: E402
-from sara_sim.sim.simulate import simulate, summarize  # noqa: E402
-from sara_sim.sim.wallclock import PRESETS, lognormal_lengths  # noqa: E402
-from sara_sim.sim.wallclock_run import Setup, run_strategy  # noqa: E402
+from sara_sim.collect import collectors
+from sara_sim.core.difficulty import BetaLaw, fit_beta_binomial, load_history, parse_law
+from sara_sim.core.optimal import bayes_optimal
+from sara_sim.core.policy import ABANDON, COMMIT
+from sara_sim.core.theory import plan_tokens
+from sara_sim.sim import wallclock_run
+from sara_sim.sim.baselines import DS_ROUNDS, DS_STREAM, decomposition
+from sara_sim.sim.laws import TokenModel, parse_sim_law
+from sara_sim.sim.simulate import simulate, summarize
+from sara_sim.sim.wallclock import PRESETS, lognormal_lengths
+from sara_sim.sim.wallclock_run import Setup, run_strategy
 
 K, LENGTHS, SLOTS = 8, (2000.0, 3500.0), 256
 LAW, EPOCHS = "history:deepscaler", "0-52"

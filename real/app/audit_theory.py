@@ -20,6 +20,22 @@ from sara_sim.core.theory import outcome_counts
 
 TAU_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 INFORMED = names("replay", needs_history=True)
+# What `analyze` costs, measured on this machine: a bootstrap resample rebuilds the resampled
+# history (~3e-5 s a record) and re-evaluates every plan (~0.05 s at k 8, ~200 k records'
+# worth); 6e6 record-equivalents is about three minutes (the default, 200 resamples of 256
+# prompts at k 8, is 7e5).
+BOOTSTRAP_LIMIT = 6e6
+
+
+def bootstrap_work(prompts: int, passes: int, k: int, resamples: int) -> float:
+    """Record-equivalents of `analyze`'s bootstrap (see BOOTSTRAP_LIMIT)."""
+    return float(resamples) * (float(prompts) * passes + 200.0 * k)
+
+
+def replay_visits(prompts: int, passes: int) -> float:
+    """Prompt visits `analyze` replays (two or more passes: ds, sara and INFORMED, every record
+    once each), against sara_sim.sim.replay.REPLAY_VISIT_LIMIT."""
+    return float(prompts) * passes * (2 + len(INFORMED)) if passes >= 2 else 0.0
 
 
 def _ratio(num, den):
@@ -235,12 +251,14 @@ def format_report(out) -> str:
         f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'vs ds':>8}{'95% CI':>18}",
     ]
     entries = [("ds", out["ds"], boot.get("ds"))]
-    entries += [(f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}"))
-                for r in out["sara"]]  # fmt: skip
+    entries += [
+        (f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}")) for r in out["sara"]
+    ]
     if out["best_tau"] is not None:
-        entries += [(f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"],
-                     boot.get("best_tau")), ("bayes-optimal", out["bayes_optimal"],
-                     boot.get("bayes-optimal"))]  # fmt: skip
+        entries += [
+            (f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"], boot.get("best_tau")),
+            ("bayes-optimal", out["bayes_optimal"], boot.get("bayes-optimal")),
+        ]
     for name, r, b in entries:
         ci = (b or {}).get("savings_vs_ds")
         cis = f"{ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "-"

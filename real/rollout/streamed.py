@@ -1,8 +1,8 @@
-"""One step of round-free collection (``schedule="stream"``, issue 20) on a `StreamEngine`.
+"""One step of round-free collection (``schedule="stream"``) on a `StreamEngine`.
 
 `sara_sim.collect.stream`'s driver (the same one the simulator runs) decides; `StreamRollouts` is
 its engine: ``submit`` adds a visit's planned rollouts as one seeded group request (`add_group`),
-``poll`` advances the sampler to its next completions and hands them to its host to score and store
+``poll`` advances the engine to its next completions and hands them to its host to score and store
 with their visit (`RolloutStore`, as a round does), ``cancel`` aborts a visit's rollouts in flight.
 
 Two hosts drive it, each through the same few calls (`StreamHost`): the native loop's
@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sara_sim.collect.collect_base import Request
+from sara_sim.collect.collectors import Request
 from sara_sim.collect.stream import stream_capacity, stream_driver
 
 BOUNDARY = "fresh"  # no rollout and no open prompt outlives a weight push
@@ -67,7 +67,7 @@ class StreamHost(Protocol):
 
 @dataclass
 class StreamCost:
-    """One streamed step's engine books: time inside the sampler (the host times its own
+    """One streamed step's engine books: time inside the engine (the host times its own
     scoring), and the rollouts aborted in flight with the tokens they had generated."""
 
     gen_s: float = 0.0
@@ -80,7 +80,7 @@ class StreamRollouts:
 
     def __init__(self, host):
         self.host = host
-        self.sampler = None  # the step's StreamEngine
+        self.engine = None  # the step's StreamEngine
         self.owner: dict[int, int] = {}  # rollout id -> visit
         self.by_visit: dict[int, set] = {}  # visit -> its rollout ids in flight
         self.sent: dict[int, int] = {}  # visit -> rollouts sent (the next one's seed index)
@@ -89,7 +89,7 @@ class StreamRollouts:
 
     @property
     def inflight(self) -> int:
-        return self.sampler.in_flight
+        return self.engine.in_flight
 
     def submit(self, pid, visit: int, n: int) -> None:
         host, t0 = self.host, time.perf_counter()
@@ -100,7 +100,7 @@ class StreamRollouts:
         base, j = self.base[visit], self.sent.get(visit, 0)
         # one engine request for the n rollouts (seeds base+j ..): the per-rollout request cost
         # the served client most of its wall time; `cancel` aborts whole requests, as it must
-        for rid in self.sampler.add_group(prompt, base + j, n):
+        for rid in self.engine.add_group(prompt, base + j, n):
             self.owner[rid] = visit
             self.by_visit.setdefault(visit, set()).add(rid)
         self.sent[visit] = j + n
@@ -109,7 +109,7 @@ class StreamRollouts:
     def poll(self) -> list[tuple[int, int, int]]:
         """The next completions: [(visit, reward, tokens)]."""
         t0 = time.perf_counter()
-        done = self.sampler.poll()
+        done = self.engine.poll()
         self.cost.gen_s += time.perf_counter() - t0
         visits, landed, lengths = [], [], []
         for f in done:
@@ -128,26 +128,26 @@ class StreamRollouts:
         if rids:
             for rid in rids:
                 del self.owner[rid]
-            self._cancelled(len(rids), self.sampler.abort(sorted(rids)))
+            self._cancelled(len(rids), self.engine.abort(sorted(rids)))
         return len(rids)
 
     def _cancelled(self, n: int, tokens: int) -> None:
         self.cost.cancelled += n
         self.cost.cancelled_tokens += tokens
 
-    def collect_step(self, driver, stream):
-        """One step of `driver` on a fresh stream; what is still in flight at its end (the
+    def collect_step(self, driver, prompts):
+        """One step of `driver` on a fresh stream engine; what is still in flight at its end (the
         prompt source ran out, or the step was capped) is aborted and counted. The step's
         engine books are `self.cost` afterwards."""
         self.cost = StreamCost()
-        self.sampler = self.host.open_stream()
+        self.engine = self.host.open_stream()
         try:
-            res = driver.collect_step(stream)
-            left = self.sampler.in_flight
-            self._cancelled(left, self.sampler.close())
+            res = driver.collect_step(prompts)
+            left = self.engine.in_flight
+            self._cancelled(left, self.engine.close())
         finally:
-            self.sampler.close()
-            self.sampler = None
+            self.engine.close()
+            self.engine = None
             self.owner.clear()
             self.by_visit.clear()
         held = driver.held_visits()

@@ -18,7 +18,7 @@ import re
 import sys
 
 from ..core.difficulty import BetaLaw
-from ..core.errors import ParameterError, check_budget, check_int
+from ..core.errors import ParameterError, check_budget
 from ..core.files import run_cli
 from .common import (
     HISTORY_NAMES,
@@ -33,6 +33,7 @@ from .replay import add_replay_command
 from .sim import add_sim_commands
 from .wallclock import add_wallclock_command
 
+OVERWRITE_HELP = "replace the figures' files already in --out (without it: refused, naming them)"
 # Exact theory costs ~k units of ~1 us (k = 1e6: ~1 s), plus ~100 units per schedule round of its
 # expected-rounds loop (--increment 1: ~2k rounds); below the limit it needs no progress bar.
 # best_tau evaluates ~2k plans of O(k) each (k = 1000: ~0.6 s).
@@ -144,8 +145,7 @@ def _saving(cost, ref):
 def cmd_figures(args):
     from paper_figs import run
 
-    check_int(args.seed, "--seed", 0)  # before the first figure is written
-    run(args.out, only=args.only, seed=args.seed, history=args.history)
+    run(args.out, only=args.only, seed=args.seed, history=args.history, overwrite=args.overwrite)
     return 0
 
 
@@ -178,6 +178,7 @@ def build_parser():
     p.add_argument("--out", required=True, help="folder for NAME.png / .csv / .txt")
     p.add_argument("--only", default=None, help="comma-separated figures: names, figN or N")
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed of the simulated parts")
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     p.add_argument(
         "--history",
         default=None,

@@ -12,7 +12,7 @@ them to its parser; same one-line ParameterError messages, exit 2 on bad input).
 import math
 import sys
 
-from ..core.errors import ParameterError, check_budget
+from ..core.errors import ParameterError, ascii_float, ascii_int, check_budget
 from ..core.registry import SARA
 from ..sim.baselines import (
     DS_3N,
@@ -42,7 +42,7 @@ SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
 def _value(text):
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
-    for conv in (int, float):
+    for conv in (ascii_int, ascii_float):
         try:
             return conv(text)
         except ValueError:
@@ -79,8 +79,9 @@ def _sim_law(args):
     if args.epochs is not None and args.epoch is not None:
         raise ParameterError("--epochs", "give either --epoch E or --epochs A-B, not both")
     epoch = args.epochs if args.epochs is not None else args.epoch
+    flag = "--epochs" if args.epochs is not None else "--epoch"  # the one the user typed
     check_k(args.k, "--k")
-    law = parse_sim_law(args.difficulty, epochs=epoch)
+    law = parse_sim_law(args.difficulty, epochs=epoch, epoch_flag=flag)
     check_k_for_law(args.k, law)
     return law
 
@@ -113,9 +114,11 @@ def _add_sim_args(p, strategy=True):
     p.add_argument("--len-pass", type=_float("--len-pass"), default=2000.0, help="tokens")
     p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="tokens")
     p.add_argument(
-        "--no-carry", dest="carry", action="store_false",
+        "--no-carry",
+        dest="carry",
+        action="store_false",
         help="SARA family: drop surplus and open groups at a step's end, as DS does",
-    )  # fmt: skip
+    )
 
 
 def cmd_simulate(args):
@@ -200,19 +203,17 @@ def ds_stream_reference(res):
 
 def _check_sim_size(names, law, kw, force):
     """compare runs every strategy in turn: the whole request must fit (see simulate.estimate)."""
-    from ..sim.budget import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
+    from ..sim.budget import ROLLOUT_LIMIT, check_memory, estimate, largest_factor
     from ..sim.strategies import default_params
 
     k, groups, steps, reps = kw["k"], kw["groups"], kw["steps"], kw["replicates"]
-    rollouts, nbytes = 0.0, 0.0
+    size = {"k": k, "groups": groups, "budget": None, "steps": steps, "replicates": reps}
+    rollouts = 0.0
     for name in names:
         prm = default_params(name, k, groups)
-        r, _, b = estimate(
-            name, law, k=k, groups=groups, budget=None, steps=steps, replicates=reps, params=prm
-        )
-        rollouts, nbytes = rollouts + r, max(nbytes, b)
+        rollouts += estimate(name, law, **size, params=prm, pool=kw["pool"])[0]
+    check_memory(law, **size, pool=kw["pool"], force=force)  # one strategy at a time
     worst = largest_factor(k, groups, None, steps, reps)
-    check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
     check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts (all strategies)", force)
 
 

@@ -17,7 +17,14 @@ before anything runs.
 import math
 
 from ..collect.stream import BOUNDARIES
-from ..core.errors import ParameterError, check_budget, check_choice, check_float, check_int
+from ..core.errors import (
+    ParameterError,
+    check_budget,
+    check_choice,
+    check_float,
+    check_int,
+    check_seed,
+)
 from ..core.optimal import check_priced_in
 from ..core.registry import names, row
 from ..sim.baselines import (
@@ -74,11 +81,14 @@ def _setup(args):
 
 def check_args(args):
     """Every flag, before any run: returns (law, setup, strategies)."""
+    from ..sim.budget import MEMORY_LIMIT
+    from ..sim.laws import POOL_LIMIT
+
     law = _law(args)
     check_int(args.groups, "--groups", 1)
     check_int(args.steps, "--steps", 1)
-    check_int(args.seed, "--seed", 0)
-    check_int(args.pool, "--pool", 1)
+    check_seed(args.seed, "--seed")
+    check_int(args.pool, "--pool", 1, POOL_LIMIT)
     check_choice(args.schedule, "--schedule", ("rounds", "stream"))
     check_choice(args.boundary, "--boundary", BOUNDARIES)
     check_int(args.max_inflight, "--max-inflight", 0, args.k)
@@ -96,11 +106,20 @@ def check_args(args):
     if args.schedule == "stream":
         off = [s for s in chosen if s not in STREAMED]
         if off:
-            raise ParameterError("--strategies", f"--schedule stream runs {', '.join(STREAMED)}, "
-                                 f"not {', '.join(off)}")  # fmt: skip
+            raise ParameterError(
+                "--strategies",
+                f"--schedule stream runs {', '.join(STREAMED)}, not {', '.join(off)}",
+            )
     setup = _setup(args)
+    # a rate law's pool: its rates and a fresh order each pass (2 x 8 B a prompt)
+    check_budget(
+        16.0 * args.pool / 2**30, MEMORY_LIMIT / 2**30, "--pool", "memory (GiB)", args.force
+    )
     est = 2.0 * args.steps * args.groups * args.k * (len(chosen) + 2)  # + the references
-    check_budget(est, ROLLOUT_LIMIT, "--steps", "simulated rollouts", args.force)
+    factors = {"--steps": args.steps / 20, "--groups": args.groups / 64, "--k": args.k / 8}
+    factors["--strategies"] = len(chosen) / len(DEFAULT_STRATEGIES.split(","))
+    worst = max(factors, key=factors.get)  # the flag furthest above its default
+    check_budget(est, ROLLOUT_LIMIT, worst, "simulated rollouts", args.force)
     return law, setup, list(dict.fromkeys(chosen))
 
 
@@ -144,9 +163,11 @@ def cmd_wallclock(args):
     e = setup.engine
     how = "round-synchronous" if args.schedule == "rounds" else f"streamed ({args.boundary})"
     print(f"wall clock, {how} — {law}, k={args.k}, {args.groups} groups/step")
-    print(f"engine: a={e.a:.4g} s, b={e.b:.4g} s/seq, c={e.c:.4g} s/admitted, "
-          f"d={e.d:.4g} s/request, max_num_seqs={e.max_num_seqs}, decision "
-          f"{setup.decision_s:.4g} s/round; lengths {inputs['lengths']}")  # fmt: skip
+    print(
+        f"engine: a={e.a:.4g} s, b={e.b:.4g} s/seq, c={e.c:.4g} s/admitted, "
+        f"d={e.d:.4g} s/request, max_num_seqs={e.max_num_seqs}, decision "
+        f"{setup.decision_s:.4g} s/round; lengths {inputs['lengths']}"
+    )
     print(table(rows))
     print("engine occupancy over one step (running / max_num_seqs, 10 equal time slices):")
     for r in rows:
@@ -254,8 +275,9 @@ def add_wallclock_command(sub):
     p.add_argument("--epoch", default=None, help="history epoch E or range A-B (default: all)")
     p.add_argument("--k", type=_int("--k"), default=8, help="group size (8)")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES, help=DEFAULT_STRATEGIES)
-    p.add_argument("--preset", default="gpu",
-                   help="engine preset: gpu | cpu-tiny | cpu-tiny-served (gpu)")  # fmt: skip
+    p.add_argument(
+        "--preset", default="gpu", help="engine preset: gpu | cpu-tiny | cpu-tiny-served (gpu)"
+    )
     for flag, what in (
         ("a", "s per iteration"),
         ("b", "s per running sequence per iteration"),
@@ -268,16 +290,23 @@ def add_wallclock_command(sub):
     p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="mean tokens")
     p.add_argument("--len-cv", type=_float("--len-cv"), default=0.5, help="lognormal cv >= 0")
     p.add_argument("--lengths", default=None, help="sara-real audit history.csv: recorded lengths")
-    p.add_argument("--decision-s", type=_float("--decision-s"), default=None,
-                   help="s the engine idles at each round barrier >= 0 (default: the "
-                   "preset's)")  # fmt: skip
+    p.add_argument(
+        "--decision-s",
+        type=_float("--decision-s"),
+        default=None,
+        help="s the engine idles at each round barrier >= 0 (default: the preset's)",
+    )
     p.add_argument("--groups", type=_int("--groups"), default=64, help="effective groups/step")
     p.add_argument("--steps", type=_int("--steps"), default=20, help="steps per strategy (20)")
     p.add_argument("--pool", type=_int("--pool"), default=1024, help="rate laws: prompts (1024)")
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed (0)")
     p.add_argument("--schedule", default="rounds", help="rounds | stream (rounds)")
-    p.add_argument("--boundary", default="carry", help="stream: a step's end carries | aborts "
-                   "what is in flight | also drops open prompts (fresh) (carry)")  # fmt: skip
+    p.add_argument(
+        "--boundary",
+        default="carry",
+        help="stream: a step's end carries | aborts "
+        "what is in flight | also drops open prompts (fresh) (carry)",
+    )
     p.add_argument(
         "--max-inflight",
         type=_int("--max-inflight"),

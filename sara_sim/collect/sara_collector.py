@@ -8,8 +8,8 @@ groups), continues for prompts still undecided, then probes of fresh prompts —
 missing groups call for (fixed-yield) or as the budget allows (fixed-budget) — up to the per-round
 capacity; groups completed beyond N and prompts still in progress are carried to the next step:
 counted, never dropped.  This class is its driver with an engine: it supplies the prompts (the
-stream, a selector's queue) and their plans, sends each round's requests to ``sample`` and feeds
-the rewards back; it keeps what only it knows (prompt ids, rewards, the step's result).
+prompt source, a selector's queue) and their plans, sends each round's requests to ``sample``
+and feeds the rewards back; it keeps what only it knows (prompt ids, rewards, the step's result).
 
 Which plan a prompt gets:
 * sara — the tau rule with the fixed prior (paper-faithful with the uniform prior);
@@ -37,16 +37,10 @@ from ..core.registry import SaraParams, row
 from ..core.rounds import (
     BATCH,
     C_CAPPED,
-    C_DONE,
     C_NREQ,
-    C_OPEN,
     C_WANT,
     CARRIED,
-    F_COMM,
     F_KEY,
-    F_N,
-    F_PLAN,
-    F_S,
     RoundConfig,
     absorb,
     grown,
@@ -59,7 +53,7 @@ from ..core.rounds import (
     wants_prompt,
 )
 from ..core.schedule import price
-from .collect_base import Request, StepResult, _Base, check_call
+from .collectors import Request, StepResult, _Base, check_call
 from .sara_settings import check_commits, check_history, checked_settings, fitted_prior
 from .selectors import Selector
 
@@ -87,20 +81,6 @@ class Decided(NamedTuple):
     target: int
 
 
-def _legacy_rounds(opened, n_done, rates):
-    """The state machine of a checkpoint from before it existed: its open prompts (`opened`, in
-    order, each still carrying its plan and commit flag), carried groups and running rates."""
-    rounds = new_rounds(max(64, 2 * len(opened)))
-    slots = rounds.slots
-    for j, p in enumerate(opened):
-        slots[j, F_KEY], slots[j, F_N], slots[j, F_S] = p.visit, len(p.rewards), sum(p.rewards)
-        slots[j, F_COMM] = int(p.__dict__.pop("committed"))
-        slots[j, F_PLAN : F_PLAN + 5] = p.__dict__.pop("plan")
-    rounds.cnt[C_OPEN], rounds.cnt[C_DONE] = len(opened), n_done
-    rounds.rates[:] = rates
-    return rounds
-
-
 def _restored(obj, state):
     obj.load_state_dict(state)
     return obj
@@ -110,9 +90,18 @@ class SaraCollector(_Base):
     """SARA's collector (fixed-yield: `groups`; fixed-budget: `budget`)."""
 
     def __init__(
-        self, name, *, k, groups=None, budget=None, seed=0, params=None, history=None,
-        epoch_size=None, selector=None,
-    ):  # fmt: skip
+        self,
+        name,
+        *,
+        k,
+        groups=None,
+        budget=None,
+        seed=0,
+        params=None,
+        history=None,
+        epoch_size=None,
+        selector=None,
+    ):
         """`params`: a ``registry.SaraParams`` (None: its defaults), passed whole; sara-history
         needs `history` and `epoch_size`, sara-mopps / sara-dps also a `selector`."""
         super().__init__(name, k, groups, budget, seed)
@@ -144,11 +133,19 @@ class SaraCollector(_Base):
         # the round state machine: open prompts, counters and the running rates (``schedule.R_*``:
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
-            self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low), p.carry, *cfg.knobs,
-        )  # fmt: skip
+            self.k,
+            self.groups or 0,
+            self.budget or 0,
+            self.capacity,
+            self.probe,
+            self.increment,
+            self.max_rounds,
+            float(self.tau_low),
+            p.carry,
+            *cfg.knobs,
+        )
         self.rounds = new_rounds(64)
-        self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
+        self.pulled = 0  # prompts pulled from the prompt source over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
         self.plan = self._prior_plan(self.prior)
@@ -191,11 +188,11 @@ class SaraCollector(_Base):
                                   self.step_weights)  # fmt: skip
 
     # --- one step: the driver of ``rounds`` -------------------------------------------------------
-    def collect_step(self, stream, sample):
-        check_call(stream, sample)
+    def collect_step(self, prompts, sample):
+        check_call(prompts, sample)
         res = self.begin_step()
         while plan_round(self.rounds, self.rc):
-            self.open_prompts(res, stream)
+            self.open_prompts(res, prompts)
             requests = self._round_requests()
             if launch(self.rounds) == 0:
                 break
@@ -262,20 +259,20 @@ class SaraCollector(_Base):
         res.waste += int(sm_step.drop_open(self.rounds))
         self.open = {}
 
-    def open_prompts(self, res, stream):
+    def open_prompts(self, res, prompts):
         """Fresh prompts, one at a time, while the state machine wants them (after
         ``plan_round`` / ``plan_stream``); each opened one's first request is queued."""
         queue = self.queue  # a selector's chosen candidates, best first (kept across rounds)
         while wants_prompt(self.rounds):
             if self.selector is not None and not queue:
-                queue.extend(self._select(stream, res, int(self.rounds.cnt[C_WANT])))
+                queue.extend(self._select(prompts, res, int(self.rounds.cnt[C_WANT])))
                 note_skip(self.rounds)
             if self.selector is not None:
                 if not queue:
                     break
                 pid = queue.popleft()
             else:
-                pid = self._pull(stream, res)
+                pid = self._pull(prompts, res)
                 if pid is None:
                     break
                 self.pulled += 1
@@ -333,10 +330,10 @@ class SaraCollector(_Base):
         if self.observer is not None:
             self.observer(Decided(res.rounds, p.pid, int(d), n, s, int(target)))
 
-    def _select(self, stream, res, want):
+    def _select(self, prompts, res, want):
         """Pull ratio x want candidates; the selector's best `want` are returned, the rest
         are passed over (skipped)."""
-        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * want))
+        cands = self._pull_some(prompts, res, math.ceil(self.selector.ratio * want))
         self.pulled += len(cands)
         epoch = (self.pulled - 1) // self.epoch_size
         chosen, passed = self.selector.select(cands, want, self.informed, epoch)
@@ -376,14 +373,6 @@ class SaraCollector(_Base):
         selector = state.pop("selector", None)
         mine = self.informed, self.selector  # built by the caller, with its key functions
         self.__dict__.update(state)
-        if "lengths_window" not in state:  # a checkpoint from before plans priced in tokens
-            self.lengths_window, self.tally = deque(maxlen=self.eb_window), np.zeros(4)
-            self.step_lengths, self.step_weights = None, (1.0, 1.0)
-            for p in self.open.values():  # no length of theirs was told
-                p.__dict__.setdefault("lengths", [])
-        if "rounds" not in state:  # a checkpoint from before the round state machine
-            rates = self.__dict__.pop("rates")
-            self.rounds = _legacy_rounds(list(self.open.values()), len(self.done_groups), rates)
         if selector is not None:
             self.selector = _restored(mine[1] or Selector(selector["kind"]), selector)
         if informed is not None:

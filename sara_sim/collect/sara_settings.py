@@ -83,9 +83,19 @@ def checked_settings(name, p, k, groups, budget):
     request_cost = check_request_cost(name, p.request_cost, probe, increment)
     priced_in = check_priced_in(name, p.priced_in, p.rule)
     return Settings(
-        tau_low, tau_high, prior, capacity, probe, increment, max_rounds, eb_window, p.rule, knobs,
-        request_cost, priced_in,
-    )  # fmt: skip
+        tau_low,
+        tau_high,
+        prior,
+        capacity,
+        probe,
+        increment,
+        max_rounds,
+        eb_window,
+        p.rule,
+        knobs,
+        request_cost,
+        priced_in,
+    )
 
 
 def fitted_prior(window, prior):

@@ -17,7 +17,7 @@ booking through its step interface (``begin_step`` / ``open_prompts`` / ``absorb
 1. plans with ``stream_plan.plan_stream`` — the round's order (fills of committed prompts,
    continues of undecided ones while groups are missing, then the probe quota from the running
    commit rate), counting the rollouts already in flight — within the engine's free slots;
-2. opens the fresh prompts through ``open_prompts`` (the collector's stream, plans and skips);
+2. opens the fresh prompts through ``open_prompts`` (its prompt source, plans and skips);
 3. sends each request whole, as one engine request (``rc.whole``: the free slots decide whether
    a request starts, never its size — a request cut to the slots left would be sent as two, and
    a served request costs ~13 ms of CPU (client, API server, engine core) whatever its size: as
@@ -75,7 +75,7 @@ from ..core.rounds import (
     new_rounds,
 )
 from ..core.stream_plan import plan_stream, send
-from .collect_base import Request, StepResult, _Base
+from .collectors import Request, StepResult, _Base
 
 FLY = S_FIELDS  # the stream driver's slot field: rollouts in flight
 BOUNDARIES = ("carry", "abort", "fresh")  # what a step's end does to what is in flight / open
@@ -123,12 +123,12 @@ class StreamSara:
         self.carry = boundary == "carry" and col.rc.carry  # in flight outlives the step
         self.max_rollouts = col.max_rounds * col.capacity  # as many as max_rounds full rounds
 
-    def collect_step(self, stream):
+    def collect_step(self, prompts):
         col = self.col
         res = col.begin_step()
-        while self._top_up(res, stream):
+        while self._top_up(res, prompts):
             done = self.live.poll()
-            if not done:  # nothing in flight and nothing to send: the stream ran out
+            if not done:  # nothing in flight and nothing to send: the prompts ran out
                 break
             res.rounds += 1  # one engine wait
             for visit, o, tokens in done:
@@ -153,7 +153,7 @@ class StreamSara:
     def load_state_dict(self, state):
         pass
 
-    def _top_up(self, res, stream):
+    def _top_up(self, res, prompts):
         """Plan and send at one completion; False once the step's groups are in (or capped)."""
         col = self.col
         if res.rollouts >= self.max_rollouts:
@@ -163,7 +163,7 @@ class StreamSara:
         if not plan_stream(col.rounds, col.rc, FLY, room, self.carry):
             return False
         seq = col.visit_seq
-        col.open_prompts(res, stream)  # may grow the table: read col.rounds after it
+        col.open_prompts(res, prompts)  # may grow the table: read col.rounds after it
         sm, sent = col.rounds, 0
         fresh = sm.slots[: sm.cnt[C_OPEN], F_KEY] > seq  # offered now: a row's old FLY is stale
         sm.slots[: sm.cnt[C_OPEN]][fresh, FLY] = 0
@@ -223,14 +223,14 @@ class StreamDS:
         self.mixed, self.decided, self.visits = 0, 0, 0  # over the run: the mixed rate
         self.group_visits = []
 
-    def collect_step(self, stream):
+    def collect_step(self, prompts):
         res, flying, kept = StepResult(), self.flying, []
         self.group_visits = []
         while len(kept) < self.groups:
             if self.max_rollouts and res.rollouts >= self.max_rollouts:
                 res.capped = True
                 break
-            self._admit(res, stream, flying, len(kept))
+            self._admit(res, prompts, flying, len(kept))
             done = self.live.poll()
             if not done:
                 break
@@ -247,12 +247,12 @@ class StreamDS:
         res.groups, res.n_effective = kept, len(kept)
         return res
 
-    def _admit(self, res, stream, flying, n_kept):
+    def _admit(self, res, prompts, flying, n_kept):
         rate = (self.mixed + 1) / (self.decided + 2)  # mixed groups per prompt; 1/2 at first
         while self.live.inflight < self.capacity and (
             self.carry or n_kept + rate * len(flying) < self.groups
         ):
-            pid = _Base._pull(stream, res)
+            pid = _Base._pull(prompts, res)
             if pid is None:
                 return
             flying[self.visits] = (pid, [])

@@ -87,7 +87,7 @@ def price_plan(q, k, lam, allow_skip, w_fail=1.0, w_pass=1.0):
     units of a mean rollout: tokens, ``token_weights``).
 
     allow_skip: may the policy abandon before the first rollout (useful when the belief is one
-    prompt's own and lam is the price set by the whole stream, as in ``informed.py``)."""
+    prompt's own and lam is the price set by the whole run, as in ``informed.py``)."""
     rollouts = np.zeros((2, k + 1))  # cost from (side, n) on; n = k: saturated, nothing left
     effective = np.zeros((2, k + 1))
     stop = np.ones((2, k + 1), np.bool_)
@@ -196,8 +196,11 @@ def check_request_cost(name, request_cost, probe=0, increment=0, flag="request_c
     if c > 0 and name != "sara-auto":
         raise ParameterError(flag, f"prices sara-auto's plan only (0 for {name}), got {c:g}")
     if c > 0 and (probe or increment):
-        raise ParameterError(flag, "prices the auto schedule's requests: needs probe 0, "
-                             f"increment 0 (got {probe}, {increment})")  # fmt: skip
+        raise ParameterError(
+            flag,
+            "prices the auto schedule's requests: needs probe 0, "
+            f"increment 0 (got {probe}, {increment})",
+        )
     return c
 
 

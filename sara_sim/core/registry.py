@@ -53,10 +53,10 @@ class SaraParams:
     # False: drop them at the step's end, spent, as DS drops its surplus (ours: the ablation)
     carry: bool = True
     # fewer rounds: each round probes this many times the fresh prompts the running commit rate
-    # calls for (>= 1; 1: today's schedule); the surplus is carried (ours: issue 20)
+    # calls for (>= 1; 1: today's schedule); the surplus is carried (ours, not the paper's)
     overprovision: float = 1.0
     # rollouts a prompt has in flight at once (a round's or a stream's, collect/stream.py);
-    # 0: its plan's own requests (ours: issue 20)
+    # 0: its plan's own requests (ours, not the paper's)
     max_inflight: int = 0
     # sara-auto: a request's price in rollouts; its plan minimises (rollouts + request_cost x
     # requests) per effective group (optimal.py; 0: rollouts only, the paper's price; ours)
@@ -84,7 +84,7 @@ class HistoryParams:
     kappa: float = 0.25  # shrinkage toward the fitted population prior
     explore: float = 0.05  # probability that a skip is overridden
     max_skip: int = 2  # a prompt skipped this many visits in a row is probed
-    rule: str = "price"  # the Bayes-optimal plan at the stream's price
+    rule: str = "price"  # the Bayes-optimal plan at the run's price
     ratio: float = 1.5  # sara-mopps / sara-dps: candidates per probed prompt
 
 
@@ -159,10 +159,10 @@ ROWS = (
         sim_defaults={**_EB, **_INFORMED, "priced_in": "rollouts"},
         sources="informed.py; benchmarks/fit_informed.py (cross-validated)",
         saving="per-prompt history"),
-    Row("sara-mopps", "sara-select", "MoPPS-ranked stream, then SARA on informed priors",
+    Row("sara-mopps", "sara-select", "MoPPS-ranked prompts, then SARA on informed priors",
         _COLLECT, needs_history=True, fixed_budget=("collector",), selector="mopps",
         sources="selectors.py; benchmarks/fit_informed.py (ratio 1.5)"),
-    Row("sara-dps", "sara-select", "DPS-ranked stream, then SARA on informed priors", _COLLECT,
+    Row("sara-dps", "sara-select", "DPS-ranked prompts, then SARA on informed priors", _COLLECT,
         needs_history=True, fixed_budget=("collector",), selector="dps",
         sources="selectors.py; benchmarks/fit_informed.py (ratio 1.5)"),
     Row("speed", "sara", "SPEED-RL screen-then-continue", ("kernel",), "sara",
@@ -217,8 +217,7 @@ def row(name, implementation=None, flag="--strategy"):
     choices = names(implementation)
     r = _BY_NAME.get(name) if isinstance(name, str) else None
     if r is None or r.name not in choices:
-        noun = "strategy" if implementation == "real" else "strategy"
-        raise ParameterError(flag, f"unknown {noun} {name!r}; choose from {', '.join(choices)}")
+        raise ParameterError(flag, f"unknown strategy {name!r}; choose from {', '.join(choices)}")
     return r
 
 

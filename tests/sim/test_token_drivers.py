@@ -57,10 +57,10 @@ def test_a_fresh_step_end_feeds_the_dropped_prompts_to_the_window():
     src = OutcomeSource(parse_law("beta:0.6,0.6"), 0, pool=4096)
     col = make_collector("sara-auto", k=8, groups=8, seed=0, overprovision=2.0)
     drv = stream_driver(col, Live(SETUP, src, 0), 64, "fresh")
-    stream = src.stream()
+    prompts = src.prompts()
     dropped = 0
     for _ in range(5):
-        res = drv.collect_step(stream)
+        res = drv.collect_step(prompts)
         landed = sum(len(r) for r in res.outcomes.values())
         assert sum(n for _, n in col.window[-1]) == landed  # open prompts' outcomes included
         dropped += res.waste
