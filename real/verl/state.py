@@ -25,7 +25,7 @@ from collections import defaultdict
 import numpy as np
 
 from real.base.config import StrategyConfig, build_collector
-from sara_sim.collect.collect_base import Request
+from sara_sim.collect.collectors import Request
 from sara_sim.core.policy import ABANDON, COMMIT
 from sara_sim.core.rounds import (
     BATCH,

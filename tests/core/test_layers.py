@@ -26,7 +26,7 @@ RANKS = {
         "trl": 6,
         "verl": 6,
         "app": 7,
-    },  # fmt: skip
+    },
 }
 OURS = ("sara_sim", "real", "paper_figs")
 
