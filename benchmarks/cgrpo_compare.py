@@ -61,10 +61,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from types import SimpleNamespace
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import real.base.env  # noqa: F401  (env vars before torch / vllm)
 
-import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
+ROOT = Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 OURS = ("ds", "sara", "uniform")  # our adapter in the main venv
@@ -157,7 +156,7 @@ def check_peer(python: Path) -> None:
 
 def config(a, seed: int):
     """trl_learning.py's run Config for this seed (real_learning.base_config, trainer trl)."""
-    from benchmarks.real_learning import base_config
+    from real_learning import base_config  # a sibling script: benchmarks/ is on sys.path
 
     ns = SimpleNamespace(**vars(a), estimator="grpo", eval_every=a.steps)
     ns.audit, ns.no_progress = 0, True  # no off-budget audit; one line per run, no bars
@@ -167,9 +166,9 @@ def config(a, seed: int):
 def our_run(strategy: str, cfg, model_dir: Path, out: Path) -> dict:
     """One run of TRL's GRPOTrainer with our SaraRollout (HF generate), as cgrpo_side.py does
     the peer's: the same task, dataset, reward and GRPOConfig fields from the same Config."""
+    from cgrpo_side import train
     from trl import GRPOConfig, GRPOTrainer
 
-    from benchmarks.cgrpo_side import train
     from real.base.config import build_collector
     from real.tasks import RewardGuard, make_run_task
     from real.trl.adapter import SaraRollout
@@ -177,7 +176,9 @@ def our_run(strategy: str, cfg, model_dir: Path, out: Path) -> dict:
 
     task = make_run_task(cfg)
     ds = _dataset(task, cfg)
-    fields = grpo_fields(cfg, out, cfg.max_tokens or task.max_tokens) | {"save_strategy": "no"}
+    fields = grpo_fields(cfg, out, cfg.engine.max_tokens or task.max_tokens) | {
+        "save_strategy": "no"
+    }
     args = GRPOConfig(**fields)
     collector = build_collector(
         strategy, cfg.knobs, k=cfg.k, groups=cfg.groups, seed=cfg.seed, epoch_size=task.size
@@ -221,7 +222,8 @@ def run_one(strategy, cfg, plan, a, model_dir: Path, out: Path) -> dict:
         _write(result_path, our_run(strategy, cfg, model_dir, out))
     else:
         side = [a.cgrpo_python, str(ROOT / "benchmarks/cgrpo_side.py"), str(pending)]
-        subprocess.run(side, check=True)  # writes OUT/result.json whole at its end
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the peer's venv imports this checkout
+        subprocess.run(side, check=True, env=env)  # writes OUT/result.json whole at its end
     pending.replace(spec_path)
     return json.loads(result_path.read_text())
 
@@ -239,8 +241,8 @@ def evaluate_all(a, runs: list[dict], model_dir: Path, out: Path) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
 
+    from real.rollout.collect import make_engine
     from real.rollout.evaluation import evaluate
-    from real.sampling.build import make_engine
     from real.tasks import make_run_task
 
     path = out / "evals.json"
@@ -413,6 +415,7 @@ def bench(a, plan, out: Path, argv) -> None:
     import shutil
 
     from benchmarks.learning_meta import command, model_label
+
     from benchmarks.real_learning import start_settings
     from real.models.tiny import build_tiny
 

@@ -35,9 +35,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import real.base.env  # noqa: E402,F401  (the main side's process environment, before torch)
+import real.base.env  # noqa: F401  (the main side's process environment, before torch)
 
 PEER_PACKAGES = ("trl-cgrpo", "trl", "transformers", "accelerate", "datasets", "torch")
 
@@ -199,7 +197,7 @@ def run(spec: dict) -> dict:
     task = make_run_task(cfg)
     books = Books(cfg.k)
     instrument(books)
-    fields = grpo_fields(cfg, out, cfg.max_tokens or task.max_tokens)
+    fields = grpo_fields(cfg, out, cfg.engine.max_tokens or task.max_tokens)
     fields |= {"save_strategy": "no"}  # the model is saved once, at the end
     kw = {}
     if spec["strategy"] == "cgrpo":

@@ -17,9 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
+import real.base.env  # noqa: F401  (env vars before torch / vllm)
 
 
 def main(argv=None) -> int:
@@ -52,7 +50,7 @@ def _run(a) -> int:
 
     strategies = ["ds", "sara"] + [x for x in a.also.split(",") if x.strip()]
     same = ("model", "k", "groups", "steps", "seed", "tau_low", "out", "overwrite", "resume")
-    cfg = Config.from_dict(  # flat names: tau_low lands in cfg.knobs
+    cfg = Config.from_flat(  # tau_low lands in cfg.knobs
         {n: getattr(a, n) for n in same}
         | {"eval_every": max(1, a.steps // 3), "eval_problems": 64, "eval_samples": 4}
         | {"progress": not a.no_progress}

@@ -1,5 +1,5 @@
 """Benchmark: learning per rollout in the real GRPO loop — held-out accuracy against cumulative
-rollouts, tokens and wall time, for several strategies, k values and seeds (issue 13).
+rollouts, tokens and wall time, for several strategies, k values and seeds.
 
     .venv/bin/python benchmarks/real_learning.py --strategies uniform,ds,sara --k 8,16 \\
         --seeds 0,1,2 --out runs/real_learning
@@ -23,10 +23,11 @@ them for OUT's finished table alone. --task reasoning starts from the reasoning 
 (a worked scratchpad before the answer, its length set by the problem: hard problems fail and
 are long); --task reasoning-long from the model whose failures run long within a prompt (it
 loses the thread, re-checks, runs to the budget). The sized plan of the claim run, with the
-pilot's measured per-run costs: benchmarks/README.md.
+pilot's measured per-run costs:
+benchmarks/investigations/claim_run/README.md.
 
 learning.csv: one row per (strategy, k, seed, step); step 0 is the start model.
-  strategy, k, seed   the run
+  strategy, k, seed    the run
   step                 optimizer steps done (0 = before training)
   cum_rollouts         rollouts sampled so far (budget: every rollout the strategy asked for)
   cum_tokens           completion tokens sampled so far
@@ -65,10 +66,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import real.base.env  # noqa: E402,F401  (env vars before torch / vllm)
-from benchmarks.learning_meta import command, model_label, write_meta  # noqa: E402,F401
+import real.base.env  # noqa: F401  (env vars before torch / vllm)
+from real.app.cli import deprecated_flag
+from real.app.learning_meta import command, model_label, write_meta  # noqa: F401
 
 COLUMNS = (
     "strategy", "k", "seed", "step", "cum_rollouts", "cum_tokens", "cum_effective", "wall_s",
@@ -84,10 +84,11 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--strategies",
         default=DEFAULT_STRATEGIES,
-        help="comma-separated (real.base.validate.STRATEGIES, e.g. ds-verl3n: DS with verl's 3N "
+        help="comma-separated (real.base.config.STRATEGIES, e.g. ds-verl3n: DS with verl's 3N "
         "generation batch); NAME+no-carry: a SARA-family run that drops its surplus and open "
         "groups at each step's end, as DS does (run folder and table rows named so)",
     )
+    deprecated_flag(ap, "--allocators", "--strategies")
     ap.add_argument("--k", default="8,16", help="group sizes, comma-separated")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--steps", type=int, default=30)
@@ -149,7 +150,7 @@ def _list(text: str, flag: str, cast):
 def base_config(a, k: int, seed: int):
     from real.base.config import Config
 
-    return Config.from_dict(  # flat names: lr lands in cfg.grpo
+    return Config.from_flat(  # lr lands in cfg.grpo
         dict(
             model=a.model,
             k=k,
@@ -273,7 +274,7 @@ def _finished(cfg) -> bool:
 def run(a, plan) -> int:
     from real.app.compare import run_compare
     from real.models.tiny import build_tiny
-    from real.sampling.build import make_engine
+    from real.rollout.collect import make_engine
 
     t0 = time.time()
     out = Path(a.out)
@@ -316,9 +317,17 @@ def run_rows(run_dir: Path, strategy: str, k: int, seed: int) -> list[dict]:
     first = metrics[0].get("eval_initial_wins") if metrics else None
     base = {"strategy": strategy, "k": k, "seed": seed}
     rows = [
-        {**base, "step": 0, "cum_rollouts": 0, "cum_tokens": 0, "cum_effective": 0, "wall_s": 0.0,
-         "eval_accuracy": summary["eval_initial"], **eval_se(first, n_samples)}
-    ]  # fmt: skip
+        {
+            **base,
+            "step": 0,
+            "cum_rollouts": 0,
+            "cum_tokens": 0,
+            "cum_effective": 0,
+            "wall_s": 0.0,
+            "eval_accuracy": summary["eval_initial"],
+            **eval_se(first, n_samples),
+        }
+    ]
     wall = 0.0
     for r in metrics:
         wall += r["wall_s"] - r["eval_s"]

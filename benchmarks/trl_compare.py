@@ -20,10 +20,10 @@ import os
 import time
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-import real.base.env  # noqa: F401, E402
+import real.base.env  # noqa: F401
 
 # isort: split
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def correct(completions, answer, **kw):
@@ -42,11 +42,16 @@ def run(name, model_dir, ds, a, out, engine=None):
     args = cpu_grpo_config(out / name, k=a.k, groups=a.groups, steps=a.steps, seed=a.seed)
     kw = {}
     if name != "trl-default":
-        alloc, _, schedule = name.removeprefix("trl+").partition("/")
+        strategy, _, schedule = name.removeprefix("trl+").partition("/")
         sara = SaraRollout(
-            args, ds, [correct], alloc, tau_low=a.tau_low, engine=engine,
+            args,
+            ds,
+            [correct],
+            strategy,
+            tau_low=a.tau_low,
+            engine=engine,
             schedule=schedule or "rounds",
-        )  # fmt: skip
+        )
         kw = dict(reward_funcs=sara.reward_funcs, rollout_func=sara, callbacks=[sara.callback])
     else:
         kw = dict(reward_funcs=[correct])

@@ -15,16 +15,15 @@ import os
 import sys
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL
-import real.base.env  # noqa: F401, E402  (offline hub, cache folders: before torch is imported)
+# first: importing from real sets the offline environment (hub off, cache folders) before torch
+from real import SaraRollout, build_tiny, extract_integer, make_task  # noqa: E402
 
 # isort: split
 from datasets import Dataset  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from real.models.tiny import build_tiny  # noqa: E402
-from real.tasks.arithmetic import ArithmeticTask, extract_integer  # noqa: E402
-from real.trl.adapter import SaraRollout  # noqa: E402
+from real.app.cli import deprecated_flag  # noqa: E402  (the command line's old spellings)
 
 
 def correct(completions, answer, **kwargs):
@@ -37,19 +36,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="HF model dir (default: the tiny model)")
     ap.add_argument("--strategy", default="sara", help="uniform | ds | sara | sara-eb | ...")
+    deprecated_flag(ap, "--allocator", "--strategy")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--out", default="runs/trl-sara")
     ap.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     a = ap.parse_args(argv)
 
     model_dir = a.model or build_tiny()
-    task = ArithmeticTask(seed=0)
+    task = make_task("arithmetic", seed=0)
     rows = [{"prompt": p.prompt, "answer": p.answer} for p in map(task.problem, range(1024))]
     dataset = Dataset.from_list(rows)
 
     config = GRPOConfig(
         output_dir=a.out,
-        num_generations=8,  # G: rollouts per group
+        num_generations=8,  # k: rollouts per group
         per_device_train_batch_size=32,  # 4 groups of 8 per process and step
         max_completion_length=8,
         max_steps=a.steps,

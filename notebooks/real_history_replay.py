@@ -141,7 +141,7 @@ theory.round(3)
 # %% [markdown]
 # ## Replay with the Numba simulator: every strategy, real drift
 #
-# The stream walks the prompts in a fresh random order per pass; pass j uses epoch j of the records.
+# Prompts come in a fresh random order per pass; pass j uses epoch j of the records.
 # Costs are ratios of sums with 95 % intervals (delta method over replicate × block units).
 
 # %%
@@ -221,9 +221,9 @@ py.round(3)
 # `sara-history` gives each prompt a Beta prior from the outcomes the run itself drew at its earlier
 # visits — discounted by age (forgetting `rho`), shrunk toward the population's empirical-Bayes
 # prior (`kappa`) — and may skip a prompt at n = 0, without rollouts, when even the best way of
-# probing it costs more per effective group than the stream pays on average. `sara-mopps` /
+# probing it costs more per effective group than the run pays on average. `sara-mopps` /
 # `sara-dps` let a predictive selector (MoPPS: Thompson sample near 0.5; DPS: Markov forecast of
-# P(mixed)) order the stream first, with the same per-prompt SARA prior. Starvation guards: a prompt
+# P(mixed)) rank the prompts first, with the same per-prompt SARA prior. Starvation guards: a prompt
 # without evidence of its own is never skipped, one skipped `max_skip` times in a row is probed at
 # its next visit, and a skip is overridden with probability `explore`. The defaults were
 # cross-validated by `benchmarks/fit_informed.py` on half the prompts over epochs 0-25, so the

@@ -18,12 +18,13 @@
 #
 # **Answers:** from the committed real-loop learning benchmarks — the native GRPO loop
 # (`benchmarks/real_learning.py` -> `benchmarks/results/real_learning.csv`) and the same comparison
-# through TRL's GRPOTrainer (`benchmarks/trl_learning.py` -> `benchmarks/results/trl_learning.csv`)
+# through TRL's GRPOTrainer (`benchmarks/investigations/trl_learning/trl_learning.py` ->
+# `benchmarks/investigations/trl_learning/trl_learning.csv`)
 # — how held-out accuracy rises against cumulative rollouts and tokens per strategy (mean over
 # seeds, 95 % band), how many rollouts and tokens each strategy needs to reach 90 % of DS's gain
 # as a ratio to DS (95 % CI over seeds), its accuracy at an equal rollout budget, and every seed's
 # own cost to target (so no seed is hidden behind a mean). Last section: the training claims of
-# the paper (issue 19) from the claim run's files (`benchmarks/results/claims/`): one line per
+# the paper from the claim run's files (`benchmarks/results/claims/`): one line per
 # claim with its verdict, the rollouts to target and equal-budget accuracy vs DS, and figure 13 —
 # whichever of those files exist.
 #
@@ -34,7 +35,7 @@
 # %% tags=["parameters"]
 RESULTS = {  # label: learning CSV (relative to this folder); a missing file is reported
     "native GRPO loop": "../benchmarks/results/real_learning.csv",
-    "TRL GRPOTrainer": "../benchmarks/results/trl_learning.csv",
+    "TRL GRPOTrainer": "../benchmarks/investigations/trl_learning/trl_learning.csv",
 }
 CLAIMS = "../benchmarks/results/claims"  # the claim run's NAME.csv + NAME.meta.json files
 
@@ -109,12 +110,12 @@ per_seed = pd.DataFrame(per_seed)
 per_seed.round(3)
 
 # %% [markdown]
-# ## The training claims (issue 19): one line per claim, and figure 13
+# ## The training claims: one line per claim, and figure 13
 #
 # From the claim run's files (`paper_figs.claims_data.load_claims`: files of one setting, k8 and
 # k8_more, are pooled; an absent file is named, not guessed). The verdicts are
 # `paper_figs/claims_stats.py`'s: paired 90 % t-intervals over the seeds, TOST at +-0.02 on the
-# late accuracy; the same table is printed by `python benchmarks/claims_table.py`.
+# late accuracy; the same table is printed by `python benchmarks/claims.py`.
 
 # %%
 from paper_figs._common import NoData
@@ -131,8 +132,9 @@ with pd.option_context("display.max_colwidth", None):
     display(claim_table(claims))
 
 # %% [markdown]
-# Rollouts to target and equal-budget accuracy vs DS (`claims_table.py --budget`): the target is
-# DS's start + 90 % of its mean gain at that setting and k; `-` means no paired seed reached it.
+# Rollouts to target and equal-budget accuracy vs DS (`benchmarks/claims.py --budget`): the
+# target is DS's start + 90 % of its mean gain at that setting and k; `-` means no paired seed
+# reached it.
 
 # %%
 from paper_figs.claims_budget import budget_table

@@ -1,13 +1,15 @@
 """Every theory / simulation figure of the SARA toolkit by one command.
 
     python -m paper_figs --out DIR [--only NAME[,NAME...]] [--seed S] [--history deepscaler|PATH]
-                         [--learning PATH] [--claims DIR]
-    sara-sim figures --out DIR [--only NAME] [--seed S]
+                         [--learning PATH] [--claims DIR] [--overwrite]
+    sara-sim figures --out DIR [--only NAME] [--seed S] [--overwrite]
 
 Each figure is one small module ``figN_*.py`` with ``build(seed, history) -> Figure``; this file
 is the registry.  Every figure is written as DIR/NAME.png (caption in the PNG metadata),
 DIR/NAME.csv (the data behind it) and DIR/NAME.txt (the caption), plus DIR/NAME_T.csv / .md for
-each table T it prints.  Same seed -> identical CSVs.  fig10 draws committed real-run results
+each table T it prints; files of the asked figures already in DIR are replaced only with
+--overwrite (without it the command refuses, naming them, before drawing).  Same seed ->
+identical CSVs.  fig10 draws committed real-run results
 (benchmarks/results/real_learning.csv, or --learning PATH) and fig13 the training claims
 (benchmarks/results/claims/, or --claims DIR); neither trains anything, and without its files
 each is skipped with the reason printed.
@@ -20,7 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from sara_sim.core.errors import ParameterError
+from sara_sim.core.difficulty import load_history
+from sara_sim.core.errors import ParameterError, check_seed
+from sara_sim.core.files import check_input, path_problem
 
 from ._common import HISTORY, NoData, history_path, learning_path, markdown, save, setup_style
 
@@ -39,7 +43,7 @@ FIGURES = (
     "fig12_selection_drift",
     "fig13_claims",
 )
-__all__ = ["FIGURES", "HISTORY", "check_out", "run", "select"]
+__all__ = ["FIGURES", "HISTORY", "check_out", "check_overwrite", "existing", "run", "select"]
 
 
 def select(only=None):
@@ -66,8 +70,8 @@ def check_out(out, param: str = "--out") -> Path:
     """The output folder exists (created if need be) and takes files — checked before any figure
     is drawn, so a bad --out is one line, not a traceback after minutes of work."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ParameterError(param, f"{out} is a file, not a folder")
+    if os.path.lexists(out) and not out.is_dir():  # a file, FIFO, device, dangling link
+        raise ParameterError(param, path_problem(out, "folder", folder=True))
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
@@ -81,15 +85,42 @@ def check_out(out, param: str = "--out") -> Path:
     return out
 
 
-def run(out, only=None, seed=0, history=None, learning=None, claims=None, verbose=True):
-    """Build and save the selected figures into `out`; returns {name: seconds} of those drawn."""
+def existing(out, names) -> list[str]:
+    """The files of figures `names` already in `out` (NAME.png / .csv / .txt, NAME_T.csv / .md)."""
+    out = Path(out)
+    if not out.is_dir():
+        return []
+    return sorted(
+        p.name for p in out.iterdir() if any(p.name.startswith((f"{n}.", f"{n}_")) for n in names)
+    )
+
+
+def check_overwrite(out, names, overwrite: bool, param: str = "--out") -> None:
+    """Nothing already in `out` is replaced without --overwrite: one line saying what is there."""
+    there = [] if overwrite else existing(out, names)
+    if there:
+        more = ", ..." if len(there) > 3 else ""
+        raise ParameterError(
+            param,
+            f"{out} already holds {len(there)} file(s) of these figures ({', '.join(there[:3])}"
+            f"{more}); pass --overwrite to replace them, or choose another --out",
+        )
+
+
+def run(out, only=None, seed=0, history=None, learning=None, claims=None, verbose=True,
+        overwrite=False):  # fmt: skip
+    """Build and save the selected figures into `out`; returns {name: seconds} of those drawn.
+    Every input is checked first (the history file by the one history reader, its rules
+    included), then the folder: a figure's files already there need `overwrite`."""
     names = select(only)
+    check_seed(seed, "--seed")  # the range of every seed flag (sara_sim.core.errors)
     if history is not None:
-        history_path(history)  # fail before any figure is drawn
+        load_history(history_path(history), "--history")  # fail before any figure is drawn
     if learning is not None:
         learning_path(learning)
-    if claims is not None and not Path(claims).is_dir():
-        raise ParameterError("--claims", f"claims folder not found: {claims}")
+    if claims is not None:
+        check_input(claims, "--claims", "claims folder", folder=True)
+    check_overwrite(out, names, overwrite)
     out = check_out(out)
     setup_style()
     inputs = {"seed": seed, "history": history, "learning": learning, "claims": claims}

@@ -1,22 +1,29 @@
-"""`python -m paper_figs --out DIR [--only NAME] [--seed S]`: regenerate the figures."""
+"""`python -m paper_figs --out DIR [--only NAME] [--seed S] [--overwrite]`: regenerate the
+figures."""
 
-import argparse
 import sys
 
+from sara_sim.cli.common import _int, _Parser
 from sara_sim.core.files import run_cli
 
 from . import FIGURES, run
 
 
 def build_parser(parser=None):
-    parser = parser or argparse.ArgumentParser(prog="python -m paper_figs", description=__doc__)
+    # sara-sim's parser: a bad value is one line naming the flag (exit 2), as everywhere
+    parser = parser or _Parser(prog="python -m paper_figs", description=__doc__)
     parser.add_argument("--out", required=True, help="folder for NAME.png / .csv / .txt")
     parser.add_argument(
         "--only",
         default=None,
         help=f"comma-separated subset (names, figN or N): {', '.join(FIGURES)}",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated parts")
+    parser.add_argument("--seed", type=_int("--seed"), default=0, help="simulations' seed")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the figures' files already in --out (without it: refused, naming them)",
+    )
     parser.add_argument(
         "--history",
         default=None,
@@ -37,13 +44,17 @@ def build_parser(parser=None):
 
 
 def main(argv=None):
-    a = build_parser().parse_args(argv)
-
     def call():  # bad input: exit 2; a full disk or a read-only folder: exit 1, one line each
+        a = build_parser().parse_args(argv)
         run(
-            a.out, only=a.only, seed=a.seed, history=a.history, learning=a.learning,
+            a.out,
+            only=a.only,
+            seed=a.seed,
+            history=a.history,
+            learning=a.learning,
             claims=a.claims,
-        )  # fmt: skip
+            overwrite=a.overwrite,
+        )
 
     return run_cli("paper_figs", call)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from sara_sim.core.difficulty import builtin_history, history_file
-from sara_sim.core.errors import ParameterError
+from sara_sim.core.files import check_input
 
 REPO = Path(__file__).resolve().parents[1]
 HISTORY = builtin_history("deepscaler")  # the DeepScaleR histories shipped in sara_sim/data
@@ -52,11 +52,11 @@ def history_path(path=None) -> Path:
 
 
 def learning_path(path=None) -> Path:
-    """The learning-curve CSV; an explicit --learning must exist, the default may be absent."""
-    p = Path(path) if path is not None else LEARNING
-    if path is not None and not p.is_file():
-        raise ParameterError("--learning", f"learning CSV not found: {p}")
-    return p
+    """The learning-curve CSV; an explicit --learning must be a readable file, the default may
+    be absent."""
+    if path is None:
+        return LEARNING
+    return check_input(path, "--learning", "learning CSV")
 
 
 def history_spec(path=None) -> str:

@@ -1,6 +1,6 @@
-"""Rollouts-to-target and equal-budget accuracy on the claim files (issue 19, claim 1: "keep
-rollouts-to-target and equal-budget accuracy as well"): one row per setting, k and strategy
-against DS, printed by `python benchmarks/claims_table.py --budget`.
+"""Rollouts-to-target and equal-budget accuracy on the claim files (claim 1's
+rollouts-to-target and equal-budget accuracy): one row per setting, k and strategy
+against DS, printed by `python benchmarks/claims.py --budget`.
 
 The statistics are figure 10's (`learning_stats.target_table` / `budget_table`), run on one
 setting's pooled rows (`claims_data.load_claims`) at one k, with the claim table's 90 % paired
@@ -61,15 +61,27 @@ def _pairs(at_k: pd.DataFrame, ref: str, level: float) -> list[dict]:
         pair = at_k[at_k["strategy"].isin((a, ref))]
         b = ls.budget_table(pair, ref, level=level).set_index("strategy")
         out.append(
-            {"k": int(t.k), "strategy": a, "target_accuracy": t.target_accuracy,
-             "reached": t.reached, "ref_reached": target.loc[ref, "reached"],
-             "not_reached": t.not_reached, "paired_seeds": int(t.paired_seeds),
-             "ratio": t.ratio, "ci_low": t.ci_low, "ci_high": t.ci_high, "note": t.note,
-             "budget": b.loc[a, "budget"], "accuracy": b.loc[a, "accuracy"],
-             "ref_accuracy": b.loc[ref, "accuracy"], "diff_vs_ref": b.loc[a, "diff_vs_ref"],
-             "diff_ci_low": b.loc[a, "diff_ci_low"], "diff_ci_high": b.loc[a, "diff_ci_high"],
-             "seeds": int(b.loc[a, "seeds"])}
-        )  # fmt: skip
+            {
+                "k": int(t.k),
+                "strategy": a,
+                "target_accuracy": t.target_accuracy,
+                "reached": t.reached,
+                "ref_reached": target.loc[ref, "reached"],
+                "not_reached": t.not_reached,
+                "paired_seeds": int(t.paired_seeds),
+                "ratio": t.ratio,
+                "ci_low": t.ci_low,
+                "ci_high": t.ci_high,
+                "note": t.note,
+                "budget": b.loc[a, "budget"],
+                "accuracy": b.loc[a, "accuracy"],
+                "ref_accuracy": b.loc[ref, "accuracy"],
+                "diff_vs_ref": b.loc[a, "diff_vs_ref"],
+                "diff_ci_low": b.loc[a, "diff_ci_low"],
+                "diff_ci_high": b.loc[a, "diff_ci_high"],
+                "seeds": int(b.loc[a, "seeds"]),
+            }
+        )
     return out
 
 
@@ -97,10 +109,17 @@ def budget_table(data: ClaimData, ref: str = REF, level: float = cs.LEVEL) -> pd
     rows = []
     for r in budget_frame(data, ref, level).itertuples(index=False):
         rows.append(
-            (f"{r.setting}, k {r.k}", r.strategy, cs.fmt(r.target_accuracy),
-             f"{r.reached} ({r.ref_reached})", _ratio_cell(r), f"{r.budget:.0f}",
-             f"{cs.fmt(r.accuracy)} vs {cs.fmt(r.ref_accuracy)}: {_signed(r.diff_vs_ref)} "
-             f"[{_signed(r.diff_ci_low)}, {_signed(r.diff_ci_high)}] ({r.seeds} seeds)",
-             _verdict(r), r.files)
-        )  # fmt: skip
+            (
+                f"{r.setting}, k {r.k}",
+                r.strategy,
+                cs.fmt(r.target_accuracy),
+                f"{r.reached} ({r.ref_reached})",
+                _ratio_cell(r),
+                f"{r.budget:.0f}",
+                f"{cs.fmt(r.accuracy)} vs {cs.fmt(r.ref_accuracy)}: {_signed(r.diff_vs_ref)} "
+                f"[{_signed(r.diff_ci_low)}, {_signed(r.diff_ci_high)}] ({r.seeds} seeds)",
+                _verdict(r),
+                r.files,
+            )
+        )
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -1,4 +1,4 @@
-"""The committed results of the training-claims run (issue 19), loaded into one table.
+"""The committed results of the training-claims run, loaded into one table.
 
 Each claim file is a copy of `benchmarks/real_learning.py`'s OUT/learning.csv (NAME.csv) with its
 OUT/learning.meta.json (NAME.meta.json) in benchmarks/results/claims/. The table holds every row
@@ -24,10 +24,10 @@ from sara_sim.core.errors import ParameterError
 from ._common import REPO
 
 CLAIMS = REPO / "benchmarks" / "results" / "claims"
-# The claim run's files (benchmarks/README.md): k8 and k8_more are GRPO at k 8 (seeds 0-5 with
-# six strategies, 6-11 with three), k8_sara_mopps sara-mopps on seeds 0-11, k16 and k16_more
-# GRPO at k 16 (seeds 0-5, 6-11), rloo / reinforcepp the other estimators, reasoning and
-# reasoning_long (+ _more: seeds 0-3, 4-7) claim 2 (the scratchpad model; the model whose
+# The claim run's files (benchmarks/investigations/claim_run/README.md): k8 and k8_more are GRPO at
+# k 8 (seeds 0-5 with six strategies, 6-11 with three), k8_sara_mopps sara-mopps on seeds 0-11, k16
+# and k16_more GRPO at k 16 (seeds 0-5, 6-11), rloo / reinforcepp the other estimators, reasoning
+# and reasoning_long (+ _more: seeds 0-3, 4-7) claim 2 (the scratchpad model; the model whose
 # failures run long within a prompt).
 NAMES = ("k8", "k8_more", "k8_sara_mopps", "k16", "k16_more", "rloo", "reinforcepp", "reasoning")
 NAMES += ("reasoning_long", "reasoning_long_more")

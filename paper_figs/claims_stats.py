@@ -1,8 +1,8 @@
-"""The paired statistics that decide the paper's training claims (issue 19), from the learning CSV
+"""The paired statistics that decide the paper's training claims, from the learning CSV
 of `benchmarks/real_learning.py` (one row per strategy, k, seed, step).
 
 Design: every strategy runs on the same seeds, each seed fixing the start model, the prompt
-stream and the evaluation sampling, so strategy a and the reference (DS) are compared seed by
+order and the evaluation sampling, so strategy a and the reference (DS) are compared seed by
 seed. One rule for every interval: Student's t over the paired per-seed values (n - 1 degrees of
 freedom), two-sided 90 % by default — the interval that, lying inside a margin, is a TOST
 equivalence test at alpha 0.05 (Schuirmann's two one-sided tests).
@@ -90,11 +90,18 @@ def step_diff(df, strategy, k, ref: str = "ds", level: float = LEVEL) -> pd.Data
         d = a.loc[seeds, step] - b.loc[seeds, step]
         m, lo, hi, n = paired_ci(d.tolist(), level)
         out.append(
-            {"k": int(k), "strategy": strategy, "step": int(step),
-             "accuracy": float(a.loc[seeds, step].mean()), "ref_accuracy":
-             float(b.loc[seeds, step].mean()), "diff": m, "ci_low": lo, "ci_high": hi,
-             "seeds": n}
-        )  # fmt: skip
+            {
+                "k": int(k),
+                "strategy": strategy,
+                "step": int(step),
+                "accuracy": float(a.loc[seeds, step].mean()),
+                "ref_accuracy": float(b.loc[seeds, step].mean()),
+                "diff": m,
+                "ci_low": lo,
+                "ci_high": hi,
+                "seeds": n,
+            }
+        )
     return pd.DataFrame(out)
 
 

@@ -1,7 +1,7 @@
 """The README's claim table: one line per claim of the paper (and setting), with the paper's
 number, ours with its 90 % interval, the verdict, the seeds and the files it rests on.
 
-    python benchmarks/claims_table.py [--claims benchmarks/results/claims] [--margin 0.02]
+    python benchmarks/claims.py [--claims benchmarks/results/claims] [--margin 0.02]
 
 Input: the committed claim files (`claims_data.load_claims`). The numbers and verdict words are
 `claims_stats`' (paired t-intervals over seeds; TOST at the margin on the late accuracy;
@@ -21,7 +21,7 @@ GRPO = setting_label("grpo", "arithmetic")
 REASONING = setting_label("grpo", "reasoning")
 REASONING_LONG = setting_label("grpo", "reasoning-long")  # failures long within a prompt
 ESTIMATORS = tuple(setting_label(e, "arithmetic") for e in ("rloo", "reinforce++", "dr-grpo"))
-# the files each setting is expected from (benchmarks/README.md, the claim run)
+# the files each setting is expected from (the claim run: benchmarks/investigations/claim_run)
 EXPECTED = {GRPO: ("k8", "k8_more", "k8_sara_mopps", "k16", "k16_more")}
 EXPECTED |= {REASONING: ("reasoning",), REASONING_LONG: ("reasoning_long", "reasoning_long_more")}
 EXPECTED |= {setting_label("rloo", "arithmetic"): ("rloo",)}
@@ -142,7 +142,7 @@ def claim_fraction(data) -> dict:
 
 
 def claim_baseline(data, margin) -> dict:
-    """Item 6: uniform learns at the run's learning rate (a fair baseline)."""
+    """Claim 6: uniform learns at the run's learning rate (a fair baseline)."""
     df, claim = data.setting(GRPO), "6. a fair baseline: uniform learns at the run's lr"
     if not _has(df, "uniform"):
         return _row(claim, "-", "-", _absent(data, GRPO, ("uniform",)), [], "-")
@@ -175,10 +175,16 @@ def claim_table(data: ClaimData, margin: float = cs.MARGIN) -> pd.DataFrame:
     for setting in ESTIMATORS:
         if setting in EXPECTED or setting in data.sources:  # Dr. GRPO: only if it was run
             rows.append(
-                claim_accuracy(data, 5, f"SARA helps other RL algorithms ({setting})",
-                               "helps RLOO, REINFORCE++ (and PPO, GRPO)", setting, ("sara",),
-                               margin)
-            )  # fmt: skip
+                claim_accuracy(
+                    data,
+                    5,
+                    f"SARA helps other RL algorithms ({setting})",
+                    "helps RLOO, REINFORCE++ (and PPO, GRPO)",
+                    setting,
+                    ("sara",),
+                    margin,
+                )
+            )
     rows.append(claim_baseline(data, margin))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 

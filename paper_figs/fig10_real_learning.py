@@ -1,10 +1,11 @@
 """Figure 10 — learning per rollout in the real loop: held-out accuracy vs rollouts and tokens.
 
 Drawn from the committed learning CSV (benchmarks/results/real_learning.csv, written by
-benchmarks/real_learning.py; or --learning PATH, e.g. benchmarks/results/trl_learning.csv): no
-training here.  Mean over seeds with a 95 % t-band, one column per k; the tables (rollouts and
-tokens to the target accuracy as a ratio to DS, accuracy at equal rollouts) come from
-`paper_figs.learning_stats`, which says how the intervals are computed."""
+benchmarks/real_learning.py; or --learning PATH, e.g.
+benchmarks/investigations/trl_learning/trl_learning.csv): no training here. Mean over seeds with a
+95 % t-band, one column per k; the tables (rollouts and tokens to the target accuracy as a ratio to
+DS, accuracy at equal rollouts) come from `paper_figs.learning_stats`, which says how the intervals
+are computed."""
 
 import matplotlib.pyplot as plt
 import numpy as np

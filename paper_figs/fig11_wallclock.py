@@ -60,8 +60,14 @@ def build(seed=0, history=None):
         for j, name in enumerate(STRATEGIES):
             part = df[(df["strategy"] == name) & (df["schedule"] == schedule)]
             if len(part):
-                ax0.plot(part["k"], part["wall_per_effective_group_s"], style, marker="o",
-                         color=f"C{j}", label=f"{name} ({schedule})")  # fmt: skip
+                ax0.plot(
+                    part["k"],
+                    part["wall_per_effective_group_s"],
+                    style,
+                    marker="o",
+                    color=f"C{j}",
+                    label=f"{name} ({schedule})",
+                )
     ax0.set_xscale("log", base=2)
     ax0.set_xticks(KS, [str(k) for k in KS])
     ax0.set_xlabel("group size k")

@@ -31,17 +31,18 @@ COLORS["sara-dps"] = "#cc78bc"
 
 
 class DriftWorld:
-    """The drifting law as a collector's stream and sampler; `trained` counts effective groups."""
+    """The drifting law as a collector's prompt source and sampler; `trained` counts effective
+    groups."""
 
     def __init__(self, law, seed):
         self.law, self.step = law, 0
         p0 = law.base.sample(np.random.default_rng([seed, 0]), law.pool)
         self.logit0 = np.log(p0) - np.log1p(-p0)
         self.trained = np.zeros(law.pool)
-        self.order_rng = np.random.default_rng([seed, 1])  # the stream never depends on draws
+        self.order_rng = np.random.default_rng([seed, 1])  # the prompt order never depends on draws
         self.draw_rng = np.random.default_rng([seed, 2])
 
-    def stream(self):
+    def prompts(self):
         e, pool = 0, self.law.pool
         while True:
             for i in self.order_rng.permutation(pool):
@@ -66,10 +67,10 @@ def run(name, spec, seed):
     law = parse_sim_law(spec)
     world = DriftWorld(law, seed)
     col = make_collector(name, k=K, groups=GROUPS, seed=seed, epoch_size=law.pool)
-    stream, rows = world.stream(), []
+    prompts, rows = world.prompts(), []
     for step in range(STEPS):
         world.step = step
-        res = col.collect_step(stream, world)
+        res = col.collect_step(prompts, world)
         world.book(res)
         n = len(res.groups)
         rows.append(

@@ -1,4 +1,4 @@
-"""Figure 13 — the training claims (issue 19) from the committed claim files: (a) held-out
+"""Figure 13 — the training claims from the committed claim files: (a) held-out
 accuracy per step of ds, sara and sara-dps, and (a') their paired difference to DS with its 90 %
 band; (b) the effective fraction of each step for uniform, mopps, dps, sara and sara-dps; (c)
 tokens vs rollouts as ratios to DS (90 % intervals) per strategy and setting.
@@ -46,11 +46,17 @@ def curves(df) -> pd.DataFrame:
     for a in ACCURACY[1:]:
         if (df["strategy"] == a).any() and (df["strategy"] == REF).any():
             d = cs.step_diff(df, a, K, REF).rename(columns={"diff": "value"})
-            parts.append(d[["step", "value", "ci_low", "ci_high", "seeds"]].assign(
-                panel="diff_vs_ds", strategy=a))  # fmt: skip
+            parts.append(
+                d[["step", "value", "ci_low", "ci_high", "seeds"]].assign(
+                    panel="diff_vs_ds", strategy=a
+                )
+            )
     for a in FRACTION:
-        parts.append(per_step(df[df["step"] > 0], a, "effective_fraction").assign(
-            panel="effective_fraction", strategy=a))  # fmt: skip
+        parts.append(
+            per_step(df[df["step"] > 0], a, "effective_fraction").assign(
+                panel="effective_fraction", strategy=a
+            )
+        )
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
 
@@ -102,16 +108,30 @@ def _ratio_panel(ax, table, empty):
         xerr = [[r.rollouts - r.rollouts_low], [r.rollouts_high - r.rollouts]]
         yerr = [[r.tokens - r.tokens_low], [r.tokens_high - r.tokens]]
         label = f"{r.strategy}, {r.setting}"
-        ax.errorbar(r.rollouts, r.tokens, xerr=xerr, yerr=yerr, fmt=marks[r.setting],
-                    color=COLORS[r.strategy], ms=6, capsize=2, label=label)  # fmt: skip
+        ax.errorbar(
+            r.rollouts,
+            r.tokens,
+            xerr=xerr,
+            yerr=yerr,
+            fmt=marks[r.setting],
+            color=COLORS[r.strategy],
+            ms=6,
+            capsize=2,
+            label=label,
+        )
     ends = table.filter(regex="_(low|high)$").to_numpy(float) if len(table) else []
     ends = [x for x in (ends.ravel() if len(ends) else []) if x == x]  # nan: not drawn
     lim = [min([0.2, *ends]) * 0.95, max([1.1, *ends]) * 1.05]  # every interval in view
     ax.plot(lim, lim, ":", color="black", lw=1, label="tokens = rollouts")
     for a, x in PAPER.items():
         ax.axvline(x, color=COLORS[a], ls="--", lw=0.8, alpha=0.6)
-    ax.set(xlim=lim, ylim=lim, xlabel="rollouts / DS's", ylabel="tokens / DS's",
-           title="(c) cost vs DS: below the diagonal = tokens saved beyond rollouts")  # fmt: skip
+    ax.set(
+        xlim=lim,
+        ylim=lim,
+        xlabel="rollouts / DS's",
+        ylabel="tokens / DS's",
+        title="(c) cost vs DS: below the diagonal = tokens saved beyond rollouts",
+    )
     ax.legend(fontsize=7, loc="upper left")
 
 
@@ -125,14 +145,35 @@ def build(seed=0, claims=None):
         data.missing[n] for n in ("k8", "k8_more") if n in data.missing
     )
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.6))
-    _curve_panel(axes[0, 0], frame, "accuracy", ACCURACY, f"(a) held-out accuracy, {GRPO}, "
-                 f"k {K}", "held-out pass@1 [fraction]", nothing)  # fmt: skip
-    _curve_panel(axes[0, 1], frame, "diff_vs_ds", ACCURACY[1:], "(a') paired difference to DS",
-                 "accuracy - DS's [fraction]", nothing)  # fmt: skip
+    _curve_panel(
+        axes[0, 0],
+        frame,
+        "accuracy",
+        ACCURACY,
+        f"(a) held-out accuracy, {GRPO}, k {K}",
+        "held-out pass@1 [fraction]",
+        nothing,
+    )
+    _curve_panel(
+        axes[0, 1],
+        frame,
+        "diff_vs_ds",
+        ACCURACY[1:],
+        "(a') paired difference to DS",
+        "accuracy - DS's [fraction]",
+        nothing,
+    )
     for y in (-cs.MARGIN, 0.0, cs.MARGIN):
         axes[0, 1].axhline(y, color="black", lw=0.8, ls="-" if y == 0 else ":")
-    _curve_panel(axes[1, 0], frame, "effective_fraction", FRACTION, "(b) effective fraction of "
-                 "each step", "mixed groups / groups trained on", nothing)  # fmt: skip
+    _curve_panel(
+        axes[1, 0],
+        frame,
+        "effective_fraction",
+        FRACTION,
+        "(b) effective fraction of each step",
+        "mixed groups / groups trained on",
+        nothing,
+    )
     axes[1, 0].set_ylim(0, 1.05)
     _ratio_panel(axes[1, 1], table, "no claim file with DS")
     fig.suptitle("Training claims in the real loop (means, 90 % t-bands over paired seeds)")

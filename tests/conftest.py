@@ -1,10 +1,36 @@
-"""Shared fixtures: the real outcome histories are the ones shipped in sara_sim/data."""
+"""Shared fixtures: the real outcome histories are the ones shipped in sara_sim/data; the
+repository's scripts (benchmarks/ is a folder of scripts, not a package) loaded by path."""
 
+import importlib.metadata
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from sara_sim.core.difficulty import builtin_history
+
+REPO = Path(__file__).resolve().parents[1]
+# what makes a test an integration test (pytest -m integration): a model built, an engine or a
+# server started (tests/real/conftest.py), the main job run, a notebook kernel started
+INTEGRATION_FIXTURES = {"tiny_dir", "hf_model", "engine", "shared_engine", "server_url", "servers"}
+INTEGRATION_FIXTURES |= {"main_job", "notebook_kernel"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test that asks for a model, an engine, a server, the main job or a notebook kernel but
+    is not marked integration would slip into the fast tier: refuse the whole run, naming it."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))
+        and item.get_closest_marker("integration") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "mark these @pytest.mark.integration (they build a model, start an engine, a server "
+            f"or a kernel, or run the main job): {', '.join(unmarked)}"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -12,6 +38,19 @@ def history_path():
     path = builtin_history("deepscaler")
     assert path.is_file(), f"expected the packaged histories at {path}"
     return path
+
+
+@pytest.fixture(scope="session")
+def script():
+    """load(path): the script at `path` (from the repository root) as a fresh module."""
+
+    def load(path: str):
+        spec = importlib.util.spec_from_file_location(Path(path).stem, REPO / path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 class Tmpfs:
@@ -56,3 +95,16 @@ def tmpfs(tmp_path):
         yield disks
     finally:
         disks.unmount_all()
+
+
+# verl's tests run in verl's own environment (scripts/test.sh: .venv-verl/bin/python -m pytest
+# tests/verl); the main environment has no verl and never imports it
+def _has_verl() -> bool:
+    try:
+        importlib.metadata.version("verl")  # the distribution (tests/verl is a "verl" folder too)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+collect_ignore = [] if _has_verl() else ["verl"]

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
+
 
 REPO = Path(__file__).resolve().parents[1]
 STAMP = ".sara-installed"  # scripts/setup.sh: sha1 of pyproject.toml, written after installing
@@ -76,10 +77,20 @@ def clone(tmp_path_factory):
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
     env = _bare_env()
-    _run(["git", "clone", "--quiet", str(REPO), str(dest)], cwd=root, env=env, timeout=300,
-         what="git clone")  # fmt: skip
-    _run(["git", "-C", str(dest), "checkout", "--quiet", "--detach", head], cwd=root, env=env,
-         timeout=120, what="git checkout HEAD")  # fmt: skip
+    _run(
+        ["git", "clone", "--quiet", str(REPO), str(dest)],
+        cwd=root,
+        env=env,
+        timeout=300,
+        what="git clone",
+    )
+    _run(
+        ["git", "-C", str(dest), "checkout", "--quiet", "--detach", head],
+        cwd=root,
+        env=env,
+        timeout=120,
+        what="git checkout HEAD",
+    )
     assert sorted(p.name for p in root.iterdir()) == ["sara-toolkit"]
     assert not (dest.parent / "shared").exists()  # the team's workbench is not beside it
     _give_venv(dest)
@@ -93,43 +104,69 @@ def _clone_env(clone):
 def test_the_main_job_on_a_clone_with_nothing_beside_it(clone):
     env = _clone_env(clone)
     probe = "import sara_sim, paper_figs; print(sara_sim.__file__); print(paper_figs.__file__)"
-    proc, _ = _run([str(clone / ".venv/bin/python"), "-c", probe], cwd=clone, env=env,
-                   timeout=120, what="import from the clone")  # fmt: skip
+    proc, _ = _run(
+        [str(clone / ".venv/bin/python"), "-c", probe],
+        cwd=clone,
+        env=env,
+        timeout=120,
+        what="import from the clone",
+    )
     for line in proc.stdout.split():
         assert Path(line).resolve().is_relative_to(clone.resolve()), line  # the clone's code
     stamp = Path(sys.prefix) / STAMP
     stamp_before = stamp.read_bytes() if stamp.exists() else None
     out = clone / "figs"
-    proc, wall = _run(["bash", "scripts/run.sh", str(out)], cwd=clone, env=env, timeout=1500,
-                      what="bash scripts/run.sh DIR (the README's main job)")  # fmt: skip
+    proc, wall = _run(
+        ["bash", "scripts/run.sh", str(out)],
+        cwd=clone,
+        env=env,
+        timeout=1500,
+        what="bash scripts/run.sh DIR (the README's main job)",
+    )
     print(f"main job on the clone: {wall:.0f} s wall")
     assert (stamp.read_bytes() if stamp.exists() else None) == stamp_before  # nothing installed
     assert "skipped" not in proc.stdout, proc.stdout[-3000:]
     assert "Traceback" not in proc.stderr and "error:" not in proc.stderr, proc.stderr[-3000:]
     names = _figure_names(clone, env)
-    missing = [f"{n}{ext}" for n in names for ext in (".png", ".csv", ".txt")
-               if not (out / f"{n}{ext}").is_file()]  # fmt: skip
+    missing = [
+        f"{n}{ext}"
+        for n in names
+        for ext in (".png", ".csv", ".txt")
+        if not (out / f"{n}{ext}").is_file()
+    ]
     assert not missing, f"run.sh did not write {missing}\n{proc.stdout[-3000:]}"
     assert f"({len(names)} figures in {out})" in proc.stdout
 
 
 def _figure_names(clone, env):
     code = "import paper_figs; print(' '.join(paper_figs.FIGURES))"
-    proc, _ = _run([str(clone / ".venv/bin/python"), "-c", code], cwd=clone, env=env,
-                   timeout=120, what="paper_figs.FIGURES")  # fmt: skip
+    proc, _ = _run(
+        [str(clone / ".venv/bin/python"), "-c", code],
+        cwd=clone,
+        env=env,
+        timeout=120,
+        what="paper_figs.FIGURES",
+    )
     names = proc.stdout.split()
     assert len(names) >= 10 and "fig8_replay_strategies" in names, names
     return names
 
 
 def test_every_documented_command_on_the_clone(clone, tmp_path):
-    """The README-command test modules, run inside the clone on the clone's code: each
-    documented `sara-sim` / `sara-real` command at small sizes, from the clone's folder."""
-    tests = ["tests/sim/test_readme_commands.py", "tests/real/test_real_readme_commands.py"]
+    """The README-command test module of the simulator, run inside the clone on the clone's
+    code: each documented `sara-sim` command at small sizes, from the clone's folder. (The
+    `sara-real` commands' module builds a model and starts an engine: CI runs it in its own
+    checkout, itself a clean clone, so running it again here would prove nothing more.)"""
+    tests = ["tests/sim/test_readme_commands.py"]
     cmd = [str(clone / ".venv/bin/python"), "-m", "pytest", *tests, "-q", "-x",
            "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'inner'}"]  # fmt: skip
-    proc, wall = _run(cmd, cwd=clone, env=_clone_env(clone), timeout=1500,
-                      what="the README-command tests inside the clone")  # fmt: skip
+    proc, wall = _run(
+        cmd,
+        cwd=clone,
+        env=_clone_env(clone),
+        timeout=1500,
+        what="the README-command tests inside the clone",
+    )
     print(f"README commands on the clone: {wall:.0f} s wall")
     summary = proc.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "skipped" not in summary and "deselected" not in summary, (
@@ -137,7 +174,7 @@ def test_every_documented_command_on_the_clone(clone, tmp_path):
     )
 
 
-# The README's numbers for the DeepScaleR histories, epoch 0, k 8 (tests/core/test_readme_numbers)
+# The README's numbers for the DeepScaleR histories, epoch 0, k 8 (paper_figs.doc_blocks)
 THEORY = ["theory", "--difficulty", "history:deepscaler", "--epoch", "0", "--k", "8",
           "--tau-low", "0.5", "--json"]  # fmt: skip
 IN_PROCESS = f"""
@@ -167,22 +204,42 @@ def test_the_wheel_in_a_clean_venv_answers_theory_on_the_built_in_histories(clon
         names = set(zf.namelist())
     assert {"sara_sim/data/deepscaler_pass_history.csv", "sara_sim/data/README.md"} <= names
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, env=env, timeout=300,
-         what="python -m venv")  # fmt: skip
+    _run(
+        [sys.executable, "-m", "venv", str(venv)],
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        what="python -m venv",
+    )
     cfg = (venv / "pyvenv.cfg").read_text()
     assert "include-system-site-packages = false" in cfg, cfg
     py = str(venv / "bin" / "python")
-    _, wall = _run([py, "-m", "pip", "install", "-q", str(wheel)], cwd=tmp_path, env=env,
-                   timeout=1200, what="pip install the wheel (base dependencies)")  # fmt: skip
+    _, wall = _run(
+        [py, "-m", "pip", "install", "-q", str(wheel)],
+        cwd=tmp_path,
+        env=env,
+        timeout=1200,
+        what="pip install the wheel (base dependencies)",
+    )
     print(f"clean venv install of the wheel: {wall:.0f} s wall")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc, _ = _run([py, "-c", IN_PROCESS], cwd=elsewhere, env=env, timeout=300,
-                   what="sara-sim theory in-process in the clean venv")  # fmt: skip
+    proc, _ = _run(
+        [py, "-c", IN_PROCESS],
+        cwd=elsewhere,
+        env=env,
+        timeout=300,
+        what="sara-sim theory in-process in the clean venv",
+    )
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["rc"] == 0 and not got["torch_imported"] and not got["torch_installed"], got
     assert Path(got["sara_sim"]).resolve().is_relative_to(venv.resolve()), got["sara_sim"]
     assert (round(got["ds"], 2), round(got["sara"], 2)) == (14.36, 13.77), got
-    proc, _ = _run([str(venv / "bin" / "sara-sim"), *THEORY], cwd=elsewhere, env=env,
-                   timeout=300, what="the sara-sim console script in the clean venv")  # fmt: skip
+    proc, _ = _run(
+        [str(venv / "bin" / "sara-sim"), *THEORY],
+        cwd=elsewhere,
+        env=env,
+        timeout=300,
+        what="the sara-sim console script in the clean venv",
+    )
     assert round(json.loads(proc.stdout)["cost_per_effective_group"], 2) == 13.77

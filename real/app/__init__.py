@@ -1,2 +1,2 @@
-"""Layer 7: what a user runs: the checks that need the machine (checks, resume), one run (run),
-compare, audit, and the `sara-real` command line (cli, flags)."""
+"""Layer 7: what a user runs: one run (run: its checks, then its training; resume: the run
+folder's checks), compare, audit, and the `sara-real` command line (cli)."""

@@ -27,19 +27,34 @@ from pathlib import Path
 
 import numpy as np
 
-from real.app.audit_theory import TAU_GRID, analyze, format_report
-from real.app.checks import check_task_files
-from real.app.run import train
+from real.app.audit_theory import (
+    BOOTSTRAP_LIMIT,
+    TAU_GRID,
+    analyze,
+    bootstrap_work,
+    format_report,
+    replay_visits,
+)
+from real.app.run import check_ints, check_task_files, train
 from real.base.config import Config, check_seed
-from real.base.validate import check_ints
+from real.io.enginelog import engine_log, user_stderr
 from real.io.runfolder import check_writable
 from real.models.resolve import resolve_model
 from real.sampling import engine as _engine  # the module: a test may swap VLLMEngine in it
 from real.sampling.client import ServerEngine
 from real.sampling.served import parse_urls
 from real.tasks import RewardGuard, make_task
-from sara_sim.core.errors import ParameterError, check_float, check_int, check_k, finite_or_none
-from sara_sim.core.files import append_bytes, atomic_write, dumps_json
+from sara_sim.core.difficulty import TOKEN_COLUMNS, load_history
+from sara_sim.core.errors import (
+    ParameterError,
+    ascii_float,
+    check_budget,
+    check_float,
+    check_int,
+    check_k,
+    finite_or_none,
+)
+from sara_sim.core.files import append_bytes, atomic_write, dumps_json, writing
 
 # ------------------------------------------------------------------ checks (before any engine)
 
@@ -65,9 +80,39 @@ def check_audit_args(a) -> None:
         raise ParameterError("--out", f"{out} already holds an audit; pass --overwrite to redo it")
 
 
+def check_audit_size(a, max_tokens: int) -> None:
+    """Every factor of the audit's work and memory, before the engine starts (unless --force):
+    the bootstrap (resamples x recorded prompts), the replay of two or more passes (visits),
+    and memory (a pass's records; one engine call's results: batch x k x max-tokens); past a
+    bound, one line naming the biggest factor."""
+    from real.app.run import ram_bytes
+    from sara_sim.sim.replay import REPLAY_VISIT_LIMIT
+
+    if a.force:
+        return
+    records = a.prompts * a.passes
+    name = "--bootstrap" if a.bootstrap / 200 >= records / 256 else "--prompts"
+    work = bootstrap_work(a.prompts, a.passes, a.k, a.bootstrap)
+    check_budget(work, BOOTSTRAP_LIMIT, name, "bootstrap work (record-equivalents)", False)
+    name = "--prompts" if a.prompts / 256 >= a.passes / 2 else "--passes"
+    check_budget(replay_visits(a.prompts, a.passes), REPLAY_VISIT_LIMIT, name,
+                 "prompt visits to replay", False)  # fmt: skip
+    # ~1 KiB a record as Python rows and in the frame; ~200 B a generated token in results
+    parts = {"--prompts": 1024.0 * records, "--batch": 200.0 * min(a.batch, a.prompts) * a.k}
+    parts["--batch"] *= max_tokens
+    need, have = sum(parts.values()), 0.7 * ram_bytes()
+    if need > have:
+        raise ParameterError(
+            max(parts, key=parts.get),
+            f"the audit needs ~{need / 2**30:.1f} GiB (prompts {a.prompts} x passes {a.passes}, "
+            f"batch {a.batch} x k {a.k} x max-tokens {max_tokens}), over 70 % of this machine's "
+            f"{ram_bytes() / 2**30:.0f} GiB; lower it or pass --force",
+        )
+
+
 def parse_taus(text) -> list[float]:
     try:
-        taus = [float(x) for x in str(text).split(",") if x.strip()]
+        taus = [ascii_float(x.strip()) for x in str(text).split(",") if x.strip()]
     except ValueError:
         raise ParameterError(
             "--tau-grid", f"must be comma-separated numbers, got {text!r}"
@@ -80,8 +125,9 @@ def parse_taus(text) -> list[float]:
 # ------------------------------------------------------------------ sampling
 
 
-def sample_pass(engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch,
-                bar=None) -> list[dict]:  # fmt: skip
+def sample_pass(
+    engine, task, guard, k, epoch, n_prompts, *, seed, max_tokens, temperature, batch, bar=None
+) -> list[dict]:
     """k rollouts of prompts 0..P-1 -> one history row each (with token sums per outcome)."""
     bases = np.random.default_rng([seed, 0xA0D1, epoch]).integers(0, 2**31 - 1 - k, n_prompts)
     rows = []
@@ -130,14 +176,31 @@ def cmd_audit(a) -> int:
 
 
 def run_audit(a, engine=None) -> int:
-    """The audit of the module docstring; `engine` (tests) replaces the one `a` describes."""
-    import pandas as pd
-
+    """The audit of the module docstring; `engine` (tests) replaces the one `a` describes.
+    Everything is checked before the engine starts; the engine's and libraries' noise goes to
+    OUT/engine.log (`real.io.enginelog`), the report to the terminal."""
     check_audit_args(a)
     opts = {"path": a.task_path} if a.task_path else {}
     task = make_task(a.task, seed=a.seed, **opts)
     if task.size is not None and a.prompts > task.size:
         raise ParameterError("--prompts", f"the task has {task.size} prompts, asked {a.prompts}")
+    max_tokens = a.max_tokens or task.max_tokens
+    check_audit_size(a, max_tokens)
+    out = Path(a.out)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
+    hist = out / "history.csv"
+    if hist.exists() and not (out / "audit.json").exists():
+        print(f"note: {out} holds an unfinished audit (no audit.json): redone", file=sys.stderr)
+    with engine_log(out):
+        res = _audit(a, task, max_tokens, engine, out)
+    print(format_report(res))
+    print(f"wrote {hist} and {out / 'audit.json'}")
+    return 0
+
+
+def _audit(a, task, max_tokens: int, engine, out: Path) -> dict:
+    """Start the engine, sample the passes into OUT/history.csv, analyse, write OUT/audit.json."""
     model_dir = None if a.engine_url and a.model is None else resolve_model(a.model, a.progress)
     if engine is not None:
         pass
@@ -145,13 +208,8 @@ def run_audit(a, engine=None) -> int:
         engine = ServerEngine(a.engine_url, model=model_dir)
     else:
         engine = _engine.VLLMEngine(model_dir, seed=a.seed)
-    max_tokens = a.max_tokens or task.max_tokens
     engine.check_fits([task.problem(i).prompt for i in range(min(a.prompts, 256))], max_tokens)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     hist = out / "history.csv"
-    if hist.exists() and not (out / "audit.json").exists():
-        print(f"note: {out} holds an unfinished audit (no audit.json): redone", file=sys.stderr)
     for f in (out / "audit.json", hist):  # never an old audit.json beside a new history
         f.unlink(missing_ok=True)
     guard = RewardGuard(task.reward)
@@ -159,35 +217,49 @@ def run_audit(a, engine=None) -> int:
     if a.progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=a.prompts * a.passes, desc="audit", unit="prompt")
-    for epoch in range(a.passes):
-        if epoch and a.train_steps:
-            train_between(a, engine, model_dir or engine.model, epoch)
-        rows = sample_pass(engine, task, guard, a.k, epoch, a.prompts, seed=a.seed,
-                           max_tokens=max_tokens, temperature=a.temperature, batch=a.batch,
-                           bar=bar)  # fmt: skip
-        append_rows(hist, rows)
-    if bar:
-        bar.close()
-    frame = pd.read_csv(hist)
+        bar = tqdm(total=a.prompts * a.passes, desc="audit", unit="prompt", file=user_stderr())
+    try:
+        for epoch in range(a.passes):
+            if epoch and a.train_steps:
+                train_between(a, engine, model_dir or engine.model, epoch)
+            rows = sample_pass(engine, task, guard, a.k, epoch, a.prompts, seed=a.seed,
+                               max_tokens=max_tokens, temperature=a.temperature, batch=a.batch,
+                               bar=bar)  # fmt: skip
+            append_rows(hist, rows)
+    finally:  # closed on a failure too: the error's one line is the terminal's last
+        if bar:
+            bar.close()
+    frame = load_history(hist, "--out", TOKEN_COLUMNS)  # the one reader, its rules
     res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed)
     res |= {"task": a.task, "reward_errors": guard.errors, "engine_url": a.engine_url}
     res = finite_or_none(res)
     atomic_write(out / "audit.json", dumps_json(res))
-    print(format_report(res))
-    print(f"wrote {hist} and {out / 'audit.json'}")
-    return 0
+    return res
 
 
 def train_between(a, engine, model_dir, epoch) -> None:
     """`--train-steps S`: S GRPO steps (sara) before pass `epoch`; the run lives in OUT/train."""
-    cfg = Config(
-        model=str(model_dir), task=a.task, task_path=a.task_path, k=a.k,
-        groups=max(1, min(16, a.prompts // 4)), steps=epoch * a.train_steps, seed=a.seed,
-        out=str(Path(a.out) / "train"), resume=epoch > 1, overwrite=epoch == 1,
-        eval_every=10**6, eval_problems=16, eval_samples=2, max_tokens=a.max_tokens,
-        temperature=a.temperature, progress=False, engine_url=a.engine_url,
-    )  # fmt: skip
+    cfg = Config.from_flat(
+        dict(
+            model=str(model_dir),
+            task=a.task,
+            task_path=a.task_path,
+            k=a.k,
+            groups=max(1, min(16, a.prompts // 4)),
+            steps=epoch * a.train_steps,
+            seed=a.seed,
+            out=str(Path(a.out) / "train"),
+            resume=epoch > 1,
+            overwrite=epoch == 1,
+            eval_every=10**6,
+            eval_problems=16,
+            eval_samples=2,
+            max_tokens=a.max_tokens,
+            temperature=a.temperature,
+            progress=False,
+            engine_url=a.engine_url,
+        )
+    )
     train(cfg, engine=engine)  # pushes the trained weights into the engine after every step
 
 
@@ -227,5 +299,7 @@ class AuditConfig:
     """folder for history.csv and audit.json"""
     overwrite: bool = False
     """redo an audit already in --out"""
+    force: bool = False
+    """run beyond this machine's bounds (bootstrap work, replayed visits, memory)"""
     progress: bool = True
     """progress bar"""

@@ -7,45 +7,35 @@ SARA at each tau_low, the best tau_low, the Bayes-optimal stopping policy; the h
 strategies are replayed on the passes (`sara_sim.sim.replay`); intervals are a percentile bootstrap
 over prompts with each plan held fixed.
 
-Tokens: a rollout's expected count of passes and fails under a plan is exact (exchangeability:
-P(the t-th rollout is drawn and passes) = M(1, 0) minus M(1, e) for t beyond an abandonment point
-e of the fail side, ...); tokens = passes x mean passing length + fails x mean failing length,
-the lengths measured by the audit."""
+Tokens: a rollout's expected count of passes and fails under a plan is exact
+(``sara_sim.core.theory.outcome_counts``); tokens = passes x mean passing length + fails x mean
+failing length, the lengths measured by the audit."""
 
 import math
 
 import numpy as np
 
 from sara_sim.core.registry import names
+from sara_sim.core.theory import outcome_counts
 
 TAU_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 INFORMED = names("replay", needs_history=True)
+# What `analyze` costs, measured on this machine: a bootstrap resample rebuilds the resampled
+# history (~3e-5 s a record) and re-evaluates every plan (~0.05 s at k 8, ~200 k records'
+# worth); 6e6 record-equivalents is about three minutes (the default, 200 resamples of 256
+# prompts at k 8, is 7e5).
+BOOTSTRAP_LIMIT = 6e6
 
 
-def outcome_counts(law, k, res) -> tuple[float, float]:
-    """(E[passing rollouts], E[failing rollouts]) drawn per prompt under a plan's law `res`.
+def bootstrap_work(prompts: int, passes: int, k: int, resamples: int) -> float:
+    """Record-equivalents of `analyze`'s bootstrap (see BOOTSTRAP_LIMIT)."""
+    return float(resamples) * (float(prompts) * passes + 200.0 * k)
 
-    >>> from sara_sim.core.difficulty import BetaLaw
-    >>> from sara_sim.core.theory import sequential_law
-    >>> law = BetaLaw(1, 1); res = sequential_law(law, 8, 0.3)
-    >>> p, f = outcome_counts(law, 8, res)
-    >>> round(p + f, 6) == round(res["rollouts_per_prompt"], 6), round(p, 6) == round(f, 6)
-    (True, True)
-    """
 
-    def m(i, j):
-        return float(np.exp(law.log_moment(i, j)))
-
-    passes, fails = k * m(1, 0), k * m(0, 1)
-    e = res["abandon_after_fail"]
-    if e is not None:  # all e fails: the k - e rollouts after them are never drawn
-        passes -= (k - e) * m(1, e)
-        fails -= (k - e) * m(0, e + 1)
-    e = res["abandon_after_pass"]
-    if e is not None:
-        passes -= (k - e) * m(e + 1, 0)
-        fails -= (k - e) * m(e, 1)
-    return passes, fails
+def replay_visits(prompts: int, passes: int) -> float:
+    """Prompt visits `analyze` replays (two or more passes: ds, sara and INFORMED, every record
+    once each), against sara_sim.sim.replay.REPLAY_VISIT_LIMIT."""
+    return float(prompts) * passes * (2 + len(INFORMED)) if passes >= 2 else 0.0
 
 
 def _ratio(num, den):
@@ -261,12 +251,14 @@ def format_report(out) -> str:
         f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'vs ds':>8}{'95% CI':>18}",
     ]
     entries = [("ds", out["ds"], boot.get("ds"))]
-    entries += [(f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}"))
-                for r in out["sara"]]  # fmt: skip
+    entries += [
+        (f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}")) for r in out["sara"]
+    ]
     if out["best_tau"] is not None:
-        entries += [(f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"],
-                     boot.get("best_tau")), ("bayes-optimal", out["bayes_optimal"],
-                     boot.get("bayes-optimal"))]  # fmt: skip
+        entries += [
+            (f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"], boot.get("best_tau")),
+            ("bayes-optimal", out["bayes_optimal"], boot.get("bayes-optimal")),
+        ]
     for name, r, b in entries:
         ci = (b or {}).get("savings_vs_ds")
         cis = f"{ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "-"

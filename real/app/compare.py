@@ -9,24 +9,23 @@ import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from real.app.checks import check_config
 from real.app.resume import check_run_folder
-from real.app.run import train
+from real.app.run import check_config, check_spec, train
 from real.base import env as _env  # noqa: F401
 from real.base.config import split_spec
-from real.base.validate import check_spec
+from real.io.enginelog import engine_log
 from real.io.runfolder import RUN_FILES, has_checkpoint, holds_run
 from real.io.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
 from real.io.runlog import RunLock, atomic_write, read_metrics
 from real.models.resolve import resolve_model
-from real.sampling import build  # the module: a test may swap build.make_engine
+from real.rollout import collect as rollout  # the module: a test may swap make_engine
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import atomic_save, dumps_json
 
 
 def check_compare(cfg, strategies: list[str]) -> dict:
     """All of a compare's arguments, before the first (long) run starts; returns each run's
-    `real.app.checks.check_config` result (its task and collector: built once, used by the run).
+    `real.app.run.check_config` result (its task and collector: built once, used by the run).
 
     The folder rule of `validate`, per strategy: a folder that holds a compare needs --resume
     (same strategy list; each run resumes from its checkpoint, a run that never wrote one starts
@@ -68,10 +67,11 @@ def check_compare(cfg, strategies: list[str]) -> dict:
 def _run_cfg(cfg, spec: str, resume: bool):
     """The run of one entry of the list, in its own folder (NAME+no-carry: NAME, carry off)."""
     name, carry = split_spec(spec)
-    alloc = replace(cfg.knobs, carry=cfg.knobs.carry and carry)
+    knobs = replace(cfg.knobs, carry=cfg.knobs.carry and carry)
     out = Path(cfg.out) / spec
-    return replace(cfg, strategy=name, alloc=alloc, out=str(out), resume=resume,
-                   overwrite=not resume)  # fmt: skip
+    return replace(
+        cfg, strategy=name, knobs=knobs, out=str(out), resume=resume, overwrite=not resume
+    )
 
 
 def _previous(out: Path) -> list[str] | None:
@@ -87,7 +87,7 @@ def _previous(out: Path) -> list[str] | None:
 def run_compare(cfg, strategies: list[str], engine=None):
     """Train one run per strategy under cfg.out/<strategy>; returns (table, curves) frames."""
     checked = check_compare(cfg, strategies)
-    with RunLock(cfg.out):
+    with RunLock(cfg.out), engine_log(cfg.out):  # every run's engine noise: OUT/engine.log
         return _run_compare(cfg, strategies, engine, checked)
 
 
@@ -107,7 +107,7 @@ def _run_compare(cfg, strategies, engine, checked):
     atomic_write(out / "compare_config.json", json.dumps(record, indent=1).encode())
     model_dir = resolve_model(cfg.model, progress=cfg.progress)
     if engine is None:
-        engine = build.make_engine(cfg, model_dir)
+        engine = rollout.make_engine(cfg, model_dir)
     rows, curves = [], []
     for a in strategies:
         resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)

@@ -1,4 +1,4 @@
-"""The run folder's rules that need the run's settings (real.app.checks.check_config calls
+"""The run folder's rules that need the run's settings (real.app.run.check_config calls
 `check_run_folder` last, before anything heavy starts); the folder's files and their names are
 `real/io/runfolder.py`'s.
 
@@ -9,18 +9,19 @@
 * a resumed run's metrics lines must cover every step its checkpoint does (a torn last line is
   repaired, `real.io.runlog.resume_metrics`), checked here, before any engine starts;
 * `--resume` needs a readable checkpoint written with the same experiment: only the settings in
-  `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ; the saved config may
-  be nested (`asdict(Config)`) or flat (runs written before Config had sections); the default
-  model (None) and the tiny model's folder are the same model;
+  `RESUMABLE` (steps, evaluation / checkpoint cadence, progress) may differ (the saved config is
+  `asdict(Config)`); the default model (None) and the tiny model's folder are the same model;
 * a folder another live run is writing (its `.lock` is held) is refused."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from real.base.config import Config
 from real.io.runfolder import (
     RESUMABLE,
+    RUN_FILES,
     check_writable,
     checkpoint_step,
     done_steps,
@@ -33,6 +34,7 @@ from real.io.runfolder import (
 from real.io.runlog import lock_holder, resume_metrics
 from real.models.tiny import default_dir
 from sara_sim.core.errors import ParameterError
+from sara_sim.core.files import path_problem
 
 
 def check_run_folder(cfg, flag: str = "--out") -> None:
@@ -44,6 +46,15 @@ def check_run_folder(cfg, flag: str = "--out") -> None:
     pid = lock_holder(out)
     if pid is not None:
         raise ParameterError(flag, f"{out} is being written by another run (pid {pid})")
+    for name in RUN_FILES:  # a run file that is a directory, a FIFO, a device: its true reason
+        if os.path.lexists(out / name):
+            problem = path_problem(out / name, f"{name.split('.')[0]} file")
+            if problem is not None:
+                raise ParameterError(
+                    "--resume" if cfg.resume else flag,
+                    f"{problem}: move it away (a run never removes what it did not write, "
+                    "not even with --overwrite)",
+                )
     if not holds_run(out):  # nothing to continue, nothing to lose: a plain start is accepted
         if cfg.resume and not (out / "metrics.jsonl").exists():
             raise ParameterError(

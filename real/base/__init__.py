@@ -1,2 +1,2 @@
-"""Layer 0: the run's settings (config: Config and its sections, the collector built from them),
-their pure field checks (validate) and the process environment set before torch / vLLM (env)."""
+"""Layer 0: the run's settings (config: Config and its sections, the collector built from them)
+and the process environment set before torch / vLLM (env)."""

@@ -1,26 +1,32 @@
-"""One run's settings: `Config` with its GRPO and strategy sections, and the one place `real/`
-builds a collector from them.
+"""One run's settings: `Config` (the run) with its GRPO, strategy and engine sections, and the one
+place `real/` builds a collector from them.
 
 Each leaf field is a `sara-real validate` flag (dashes for underscores; `real/app/cli.py` derives
 the flags, their help and defaults from these fields and their docstrings), so a default is written
-once, here. Leaf names are unique across the sections: `--lr` is `Config.grpo.lr`, `--tau-low` is
-`Config.alloc.tau_low`. A run's `config.json` / checkpoint holds `asdict(Config)` (nested);
-`Config.from_dict` also reads the flat dicts written before the sections existed.
+once, here; `--help` shows one group per section. Leaf names are unique across the sections: `--lr`
+is `Config.grpo.lr`, `--tau-low` is `Config.knobs.tau_low`, `--dtype` is `Config.engine.dtype`. A
+run's `config.json` / checkpoint holds `asdict(Config)` (nested), read back by `Config.from_dict`;
+`Config.from_flat` builds one from leaf names (the CLI's arguments).
 
 Light on purpose (no torch, no vllm): the CLI imports it before any argument is checked.
 
->>> cfg = Config.from_dict({"strategy": "sara", "lr": 5e-4, "tau_low": 0.3})  # flat, as of old
+>>> cfg = Config.from_flat({"strategy": "sara", "lr": 5e-4, "tau_low": 0.3})
 >>> cfg.grpo.lr, cfg.knobs.tau_low, cfg.grpo.eps_high
 (0.0005, 0.3, 0.28)
 >>> from dataclasses import asdict
->>> Config.from_dict(asdict(cfg)) == cfg  # nested, as written now
+>>> Config.from_dict(asdict(cfg)) == cfg  # as a run folder holds it
 True
 """
 
+import sys
 from dataclasses import dataclass, field, fields
 
+# every seed flag's range (validate, compare, audit, serve, make-tiny): the same as sara-sim's
+from sara_sim.core.errors import SEED_MAX, check_seed  # noqa: F401  (re-exported)
 from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
 
+STRATEGIES = names("real")  # sara_sim.core.registry: the one list of strategies
+DTYPES = ("float32", "bfloat16", "float16", "auto")  # the engine's dtype choices
 _DS = DSParams()
 # real/train/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
 ESTIMATORS = ("grpo", "dr-grpo", "rloo", "reinforce++")
@@ -31,7 +37,8 @@ TRL_ESTIMATORS = ("grpo", "dr-grpo")
 
 @dataclass
 class GRPOConfig:
-    """The optimisation (real/train/grpo.py; mapped onto TRL's GRPOConfig by real/trl/run.py)."""
+    """The optimisation in torch (real/train/grpo.py; mapped onto TRL's GRPOConfig by
+    real/trl/run.py)."""
 
     lr: float = 1e-4
     """AdamW learning rate (tiny model: 1e-3 collapses it, 1e-4 improves it)"""
@@ -61,9 +68,13 @@ class GRPOConfig:
     """sequences per forward/backward (gradient accumulation); 0 = all"""
     bf16_autocast: bool = False
     """bf16 autocast in torch forward passes (GPU)"""
+    device: str = "auto"
+    """torch device for training: auto = cuda if available, else cpu"""
+    grad_checkpointing: bool = False
+    """recompute activations in backward (long GPU sequences)"""
 
     def __post_init__(self):
-        # here, not in real/app/checks.py: every Config (CLI, benchmark, a resumed run's file)
+        # here, not in real/app/run.py: every Config (CLI, benchmark, a resumed run's file)
         # meets it
         from sara_sim.core.errors import ParameterError
 
@@ -133,15 +144,31 @@ class StrategyConfig:
     requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
 
 
-SECTIONS = {"grpo": GRPOConfig, "knobs": StrategyConfig}
-SEED_MAX = 2**63 - 1  # every seed flag's bound (validate, compare, audit, serve, make-tiny)
+@dataclass
+class EngineConfig:
+    """Where and how rollouts are sampled: an in-process vLLM engine or running vLLM servers
+    (real/sampling; `make_engine`)."""
+
+    engine_url: str | None = None
+    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
+    dtype: str = "float32"
+    """engine dtype (torch keeps float32 master weights)"""
+    max_model_len: int | None = None
+    """engine context (default: the model's)"""
+    gpu_memory_utilization: float | None = None
+    """engine's GPU share (colocated training: ~0.3)"""
+    max_tokens: int | None = None
+    """completion budget (default: the task's)"""
+    temperature: float = 1.0
+    """sampling temperature (training and evaluation)"""
 
 
-def check_seed(value, flag: str = "--seed") -> int:
-    """A seed in [0, SEED_MAX], or a ParameterError naming `flag` and the range."""
-    from sara_sim.core.errors import check_int
+SECTIONS = {"grpo": GRPOConfig, "knobs": StrategyConfig, "engine": EngineConfig}
 
-    return check_int(value, flag, 0, SEED_MAX)
+
+def deprecated(old: str, new: str) -> None:
+    """The one line a renamed flag or keyword that still works prints (`old` -> `new`)."""
+    print(f"{old} is deprecated; use {new}", file=sys.stderr)
 
 
 # A field whose flag is not --<name> (kept from earlier releases); booleans that default to True
@@ -173,7 +200,7 @@ class Config:
     eval_path: str | None = None
     """JSONL held-out set for the math task (default: every 5th row of task_path)"""
     strategy: str = "sara"
-    """one of real.base.validate.STRATEGIES"""
+    """one of real.base.config.STRATEGIES"""
     task_size: int | None = None
     """arithmetic, countdown: a finite pool of N training problems (history strategies need one)"""
     k: int = 8
@@ -190,10 +217,6 @@ class Config:
     """continue from out/checkpoint.pt"""
     overwrite: bool = False
     """start over in an out dir that already holds a run"""
-    max_tokens: int | None = None
-    """completion budget (default: the task's)"""
-    temperature: float = 1.0
-    """sampling temperature (training and evaluation)"""
     eval_every: int = 5
     """held-out evaluation every E steps (and after the last)"""
     eval_samples: int = 4
@@ -202,22 +225,10 @@ class Config:
     """held-out problems used (none = all of the task's held-out set)"""
     ckpt_every: int = 1
     """checkpoint every C steps (and after the last)"""
-    dtype: str = "float32"
-    """engine dtype (torch keeps float32 master weights)"""
-    max_model_len: int | None = None
-    """engine context (default: the model's)"""
-    gpu_memory_utilization: float | None = None
-    """engine's GPU share (colocated training: ~0.3)"""
-    device: str = "auto"
-    """torch device for training: auto = cuda if available, else cpu"""
-    grad_checkpointing: bool = False
-    """recompute activations in backward (long GPU sequences)"""
     progress: bool = True
     """progress bar"""
     force: bool = False
-    """run a request beyond this machine's memory bound (real.app.checks.check_memory)"""
-    engine_url: str | None = None
-    """running vLLM server(s) URL[,URL...] to sample from instead of an in-process engine"""
+    """run a request beyond this machine's memory bound (real.app.run.check_memory)"""
     trainer: str = "native"
     """native (real/train/grpo.py) | trl (TRL's GRPOTrainer via real/trl/adapter.py; .[trl])"""
     task_seed: int | None = None
@@ -227,27 +238,35 @@ class Config:
     audit_abandoned: int = 0
     """abandoned prompts per step completed off-budget to count false abandons (0 = off)"""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """GRPO settings"""
-    alloc: StrategyConfig = field(default_factory=StrategyConfig)
-    """strategy settings"""
+    """GRPO (the optimisation in torch)"""
+    knobs: StrategyConfig = field(default_factory=StrategyConfig)
+    """strategy (its settings are checked whichever strategy runs)"""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """engine (where and how rollouts are sampled)"""
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":
-        """A Config from `asdict(config)` (nested) or a flat {leaf name: value} dict (CLI
-        arguments; config.json of runs written before the sections); missing settings take
-        their defaults, JSON lists become tuples, an unknown name is a ValueError."""
+        """A Config from `asdict(config)`, as a run folder holds it (each section's settings
+        under its name); missing settings take their defaults, JSON lists become tuples, an
+        unknown name (a section's setting outside its section too) is a ValueError."""
         d = dict(d)
-        parts = {}
-        for name, cls_ in SECTIONS.items():
-            sub = dict(d.pop(name, None) or {})
-            for f in fields(cls_):
-                if f.name in d:
-                    sub[f.name] = d.pop(f.name)
-            parts[name] = cls_(**_tuples(cls_, sub))
+        parts = {name: dict(d.pop(name, None) or {}) for name in SECTIONS}
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        for name, cls_ in SECTIONS.items():
+            unknown += sorted(set(parts[name]) - {f.name for f in fields(cls_)})
         if unknown:
             raise ValueError(f"unknown settings {', '.join(unknown)}")
+        parts = {name: cls_(**_tuples(cls_, parts[name])) for name, cls_ in SECTIONS.items()}
         return cls(**_tuples(cls, d), **parts)
+
+    @classmethod
+    def from_flat(cls, d: dict) -> "Config":
+        """A Config from {leaf name: value} (leaf names are unique across the sections), as the
+        CLI's arguments give them: `from_dict` of the same settings put in their sections."""
+        d, nested = dict(d), {}
+        for name, cls_ in SECTIONS.items():
+            nested[name] = {f.name: d.pop(f.name) for f in fields(cls_) if f.name in d}
+        return cls.from_dict({**d, **nested})
 
     def flat(self) -> dict:
         """{leaf name: value} over the top level and every section (names are unique)."""
@@ -292,14 +311,21 @@ def split_spec(spec: str) -> tuple[str, bool]:
     return spec, True
 
 
-# The history strategies learn from revisits: their stream ids are epoch * size + index.
+# The history strategies learn from revisits: their prompt ids are epoch * size + index.
 INFORMED = names("real", needs_history=True)
 # Where a history / selector object names a setting differently from StrategyConfig.
 _RENAMED = {"ratio": "selector_ratio", "target": "selector_target"}
 
 
-def build_collector(name: str, alloc: StrategyConfig, *, k: int, groups: int, seed: int,
-                    epoch_size: int | None = None):  # fmt: skip
+def build_collector(
+    name: str,
+    knobs: StrategyConfig,
+    *,
+    k: int,
+    groups: int,
+    seed: int,
+    epoch_size: int | None = None,
+):
     """The collector of one run: the one place `real/` calls `make_collector`. History
     strategies need `epoch_size` (the finite task's size). A bad setting is a ParameterError
     naming the StrategyConfig field (check_config turns it into its flag).
@@ -311,7 +337,7 @@ def build_collector(name: str, alloc: StrategyConfig, *, k: int, groups: int, se
     from sara_sim.collect.collectors import make_collector
     from sara_sim.core.errors import ParameterError, check_int
 
-    opts = {f.name: getattr(alloc, f.name) for f in fields(alloc)}
+    opts = {f.name: getattr(knobs, f.name) for f in fields(knobs)}
     history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
     ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")
     opts["schedule"] = opts.pop("schedule")  # make_collector's own argument, not a knob

@@ -10,11 +10,13 @@ checkpoint's saved config, and `check_writable`; the files themselves are writte
   TRL's rotation (`save_total_limit`) would otherwise count it and delete a whole one."""
 
 import json
-import sys
+import os
 from pathlib import Path
 
+from real.io.enginelog import user_stderr
 from real.io.runlog import read_metrics
 from sara_sim.core.errors import ParameterError
+from sara_sim.core.files import check_input, path_problem
 
 # Settings a --resume may change: they change how a run is watched, not what it computes.
 # A server address is where the weights are pushed, not part of the experiment.
@@ -44,8 +46,8 @@ def check_writable(path: Path, flag: str) -> None:
     import tempfile
 
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ParameterError(flag, f"{path} is a file, not a folder")
+    if os.path.lexists(path) and not path.is_dir():  # a file, FIFO, device, dangling link
+        raise ParameterError(flag, path_problem(path, "folder", folder=True))
     probe = path
     while not probe.exists():
         probe = probe.parent
@@ -87,7 +89,7 @@ def set_aside_incomplete(folder: Path) -> None:
         print(
             f"note: {Path(folder, 'trl')}: set aside incomplete checkpoint(s) (cut off while "
             f"saving; kept, not resumed from): {', '.join(moved)}",
-            file=sys.stderr,
+            file=user_stderr(),
         )
 
 
@@ -113,12 +115,15 @@ def read_checkpoint_config(ckpt: Path) -> dict:
     torn or corrupted (every zip record's CRC is checked; tensors are memory-mapped, not read)."""
     import zipfile
 
+    check_input(ckpt, "--resume", "checkpoint file")  # unreadable is not corrupted: say which
     bad = None
     try:
         with zipfile.ZipFile(ckpt) as z:
             bad = z.testzip()
-    except (zipfile.BadZipFile, OSError) as e:
+    except zipfile.BadZipFile as e:
         bad = str(e)
+    except OSError as e:
+        raise ParameterError("--resume", f"cannot read {ckpt}: {e.strerror or e}") from None
     if bad is None:
         import torch
 

@@ -9,11 +9,16 @@ the checkpoint keeps. A damaged line before the last is one error naming the fil
 
 import json
 import os
-import sys
 from pathlib import Path
 
+from real.io.enginelog import user_stderr
 from sara_sim.core.errors import ParameterError
-from sara_sim.core.files import append_bytes, atomic_write, dumps_json  # noqa: F401  (re-exported)
+from sara_sim.core.files import (  # noqa: F401  (append_bytes, atomic_write: re-exported)
+    append_bytes,
+    atomic_write,
+    dumps_json,
+    read_input,
+)
 
 # ------------------------------------------------------------------ the metrics line
 # One line per collection step, the same keys for both trainers (native loop and TRL run), in
@@ -62,9 +67,16 @@ def pass_at_1(wins: list[int], samples: int) -> float:
 
 
 def collect_fields(
-    res, *, tokens, effective, groups, reward_mean, batch_reward_mean, cancelled=0,
+    res,
+    *,
+    tokens,
+    effective,
+    groups,
+    reward_mean,
+    batch_reward_mean,
+    cancelled=0,
     cancelled_tokens=0,
-) -> dict:  # fmt: skip
+) -> dict:
     """The collection part of a line from a collector's result `res`: `reward_mean` over all the
     rewards seen, `batch_reward_mean` over the samples handed to the trainer; `cancelled` /
     `cancelled_tokens`: rollouts a stream aborted in flight and the tokens they had generated
@@ -109,12 +121,9 @@ def scan_metrics(path: Path, flag: str = "--out") -> tuple[list[dict], int | Non
     """(parsed lines, number of a torn last line or None). Bytes, not text: a torn tail may end
     inside a UTF-8 character. A bad line before the last is not a crash's trace: an error."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return [], None
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ParameterError(flag, f"cannot read {path} ({e.strerror})") from None
+    data = read_input(path, flag, "metrics file")  # a directory, FIFO, unreadable: its reason
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the file ends with a newline: no unterminated tail
@@ -176,7 +185,7 @@ def truncate_metrics(path: Path, below_step: int, restore: dict | None = None) -
     """Keep the lines `resume_metrics` keeps, drop the rest, atomically; says what it repaired."""
     kept, note = resume_metrics(path, below_step, restore)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {note}", file=user_stderr())
     atomic_write(path, "".join(_line(r) for r in kept).encode())
     return kept
 

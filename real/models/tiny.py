@@ -10,7 +10,7 @@ Builds are cached by a hash of the settings, so the second call returns at once,
 bit-identical whatever the caller's thread count or the machine's load: its training runs on one
 torch thread with deterministic algorithms (`fixed_threads`), since float32 reductions split over
 threads add in a different order: 1- and 2-thread builds of the graded settings differed after 20
-SFT steps, and a default-thread rebuild of the graded model started 3 points off (issue 19).
+SFT steps, and a default-thread rebuild of the graded model started 3 points off.
 
 `TinySettings.graded()` is the start model of `benchmarks/real_learning.py`: the same network,
 2000 SFT steps (cosine-decayed lr) on targets that are right with probability `graded_q(problem)`
@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (cache folders and offline flags before torch)
+from real.io.enginelog import user_stderr
 from real.io.runfolder import check_writable
 from real.models.tiny_net import make_model, make_tokenizer, vocab
 from real.models.tiny_sample import encode, length_laws, sample_success, spread
@@ -46,6 +47,7 @@ from real.models.tiny_targets import (  # noqa: F401  (graded_q, near_miss: thei
     near_miss,
     sft_target,
 )
+from sara_sim.core.errors import ParameterError
 
 # bump when the recipe changes, so old cached builds are not reused (2: one-thread builds)
 FORMAT_VERSION = 2
@@ -93,9 +95,17 @@ class TinySettings:
         """Quick settings for the test suite (20-60 s on 2 cores, by load): same architecture and a
         looser spread target — the tests need mixed groups, not a good model."""
         return cls(
-            intermediate=256, batch=128, lr=2e-3, check_every=25, check_problems=64,
-            min_mixed=0.15, mean_low=0.03, stop_mean=0.05, max_steps=1000, time_cap_s=900.0,
-        )  # fmt: skip
+            intermediate=256,
+            batch=128,
+            lr=2e-3,
+            check_every=25,
+            check_problems=64,
+            min_mixed=0.15,
+            mean_low=0.03,
+            stop_mean=0.05,
+            max_steps=1000,
+            time_cap_s=900.0,
+        )
 
     @classmethod
     def graded(cls) -> "TinySettings":
@@ -111,9 +121,17 @@ class TinySettings:
         check problems with >= 30 % mixed at k: it then knows the short problems and still fails
         many long ones — long failures that come from what it cannot yet compute, not from a
         habit GRPO could drop in a few steps. Batch 64 keeps a 2-core build within minutes."""
-        return cls(curriculum="scratchpad", batch=64, check_every=50, check_problems=64,
-                   mean_low=0.30, stop_mean=0.35, mean_high=0.60, min_steps=100,
-                   max_steps=REASONING_STEPS)  # fmt: skip
+        return cls(
+            curriculum="scratchpad",
+            batch=64,
+            check_every=50,
+            check_problems=64,
+            mean_low=0.30,
+            stop_mean=0.35,
+            mean_high=0.60,
+            min_steps=100,
+            max_steps=REASONING_STEPS,
+        )
 
     @classmethod
     def reasoning_long(cls) -> "TinySettings":
@@ -122,9 +140,19 @@ class TinySettings:
         or with a probability growing with steps and carries a trace that slips one step,
         re-checks it until long (often past the 64-token budget) and answers wrong. Continuing
         costs minutes where a fresh build costs ~17; fixed steps, one check at the end."""
-        return cls(curriculum="lost-thread", base="reasoning", batch=64, lr=1e-3,
-                   check_every=LONG_STEPS, check_problems=64, min_mixed=0.35, mean_low=0.25,
-                   mean_high=0.50, min_steps=LONG_STEPS, max_steps=LONG_STEPS)  # fmt: skip
+        return cls(
+            curriculum="lost-thread",
+            base="reasoning",
+            batch=64,
+            lr=1e-3,
+            check_every=LONG_STEPS,
+            check_problems=64,
+            min_mixed=0.35,
+            mean_low=0.25,
+            mean_high=0.50,
+            min_steps=LONG_STEPS,
+            max_steps=LONG_STEPS,
+        )
 
     def digest(self) -> str:
         d = asdict(self)
@@ -191,9 +219,13 @@ def fixed_threads():
         torch.use_deterministic_algorithms(det)
 
 
-def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = False) -> Path:
-    """Train and save the tiny model into `out` (default: the cache); cached by settings hash."""
+def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = False,
+               overwrite: bool = False) -> Path:  # fmt: skip
+    """Train and save the tiny model into `out` (default: the cache); cached by settings hash.
+    A folder that holds a tiny model of other settings (another seed...) is rebuilt only with
+    `overwrite` (a run or an audit may be using it); a folder that holds anything else, never."""
     s = settings or TinySettings()
+    given = out is not None
     out = Path(out) if out else default_dir(s)
     stamp = out / STAMP
     if stamp.exists() and stamp.read_text().strip() == s.digest():
@@ -202,12 +234,31 @@ def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = 
         raise FileExistsError(
             f"--out: {out} exists and is not a tiny-model folder; refusing to overwrite it"
         )
+    if given and stamp.exists() and not overwrite:
+        raise ParameterError(
+            "--out",
+            f"{out} already holds a tiny model of other settings ({_differences(out, s)}); pass "
+            "--overwrite to rebuild it there, or choose another --out",
+        )
 
     check_writable(out, "--out")  # before minutes of training, not after
     with fixed_threads():
         model, tokenizer, report = _train(s, progress)
     _save(out, model, tokenizer, report, s)
     return out
+
+
+def _differences(out: Path, s: TinySettings) -> str:
+    """How the model in `out` was built otherwise than `s` asks ("seed 0 there, 1 asked")."""
+    try:
+        there = read_spread(out)["settings"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its settings file is unreadable"
+    asked = asdict(s)
+    diff = [
+        f"{k} {there.get(k)!r} there, {v!r} asked" for k, v in asked.items() if there.get(k) != v
+    ]
+    return "; ".join(diff) or "an older recipe"
 
 
 def _train(s: TinySettings, progress: bool):
@@ -324,7 +375,8 @@ def _bar(progress: bool, total: int):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=int(total), desc="make-tiny (SFT steps, stops at the spread)", unit="step")
+    return tqdm(total=int(total), desc="make-tiny (SFT steps, stops at the spread)", unit="step",
+                file=user_stderr())  # fmt: skip
 
 
 def _save(out: Path, model, tokenizer, report: dict, s: TinySettings) -> None:

@@ -65,8 +65,13 @@ def length_laws(lengths, cap: int) -> dict:
     for name, ok in (("pass", True), ("fail", False)):
         n = np.array([t for t, o in lengths if o == ok], float)
         out[name] = {"n": len(n)} | (
-            {"mean": float(n.mean()), "median": float(np.median(n)),
-             "p90": float(np.quantile(n, 0.9)), "at_cap": float((n >= cap).mean())}
-            if len(n) else {"mean": None, "median": None, "p90": None, "at_cap": None}
-        )  # fmt: skip
+            {
+                "mean": float(n.mean()),
+                "median": float(np.median(n)),
+                "p90": float(np.quantile(n, 0.9)),
+                "at_cap": float((n >= cap).mean()),
+            }
+            if len(n)
+            else {"mean": None, "median": None, "p90": None, "at_cap": None}
+        )
     return out

@@ -3,7 +3,7 @@
 "exact": the right answer. "graded": right with probability `graded_q(problem)`, else a near miss,
 so the model learns the answer *and* a hedge that GRPO can sharpen within minutes. "scratchpad":
 the right worked trace of `real.tasks.reasoning` (a step per column or digit, then the answer),
-whose length is set by the problem — the failing-is-longer regime of issue 19's token claim comes
+whose length is set by the problem — the failing-is-longer regime of the paper's token claim comes
 from the model failing the long ones. "lost-thread": the right worked trace, or with probability
 `lose_p(problem)` a trace that loses the thread and runs long to a wrong answer
 (`real.tasks.reasoning.lost_trace`), so failures are long *within* a prompt. Every target is a

@@ -1,2 +1,2 @@
-"""Layer 5: rollouts: the collector's rounds driven through a sampler into committed groups
-(collect) and held-out evaluation (evaluation)."""
+"""Layer 5: rollouts: the run's engine and the collector's rounds driven through it into committed
+groups (collect), the same round-free (streamed), and held-out evaluation (evaluation)."""

@@ -1,8 +1,9 @@
-"""One training step's collection: the core strategy decides, the vLLM engine samples.
+"""One training step's collection: the collector decides, the engine samples. `make_engine` builds
+the run's engine, `RolloutDriver` drives the run's collector through it.
 
 `sara_sim.collect.collectors` collectors are pure state machines: each round they hand us a list of
 requests (prompt id, n more rollouts, visit) and want n binary rewards back per request. Here one
-round is one batched `VLLMEngine.generate` call. Because a group's rollouts span several rounds — and,
+round is one batched `Engine.generate` call. Because a group's rollouts span several rounds — and,
 for committed groups carried over, several steps — `RolloutStore` keeps every visit's completions
 (once, keyed by `Request.visit`) in the order their rewards were returned; a committed group's GRPO
 batch is its visit's list cut to k (the collector names each group's visit: `group_visits`), and
@@ -17,7 +18,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from real.sampling import engine as _engine  # the module, so a test may swap VLLMEngine in it
 from real.tasks import PromptSource, RewardGuard, Task
+
+
+def make_engine(cfg, model_dir) -> _engine.Engine:
+    """The run's engine: an in-process vLLM engine, or running vLLM servers (`--engine-url`). The
+    one place every trainer asks for one (compare builds one and shares it between runs; a test
+    swaps it here)."""
+    if cfg.engine.engine_url:  # running vLLM servers instead of an in-process engine
+        from real.sampling.client import ServerEngine
+
+        return ServerEngine(cfg.engine.engine_url, model=model_dir)
+    kw = {}
+    if cfg.engine.gpu_memory_utilization:
+        kw["gpu_memory_utilization"] = cfg.engine.gpu_memory_utilization
+    return _engine.VLLMEngine(
+        model_dir,
+        seed=cfg.seed,
+        dtype=cfg.engine.dtype,
+        max_model_len=cfg.engine.max_model_len,
+        # engine logprobs are the old policy's only if they include the temperature
+        logprobs_mode="raw_logprobs" if cfg.engine.temperature == 1.0 else "processed_logprobs",
+        **kw,
+    )
 
 
 @dataclass
@@ -83,7 +107,7 @@ class RolloutStore:
         for (pid, rewards), visit in zip(res.groups, collector.group_visits, strict=True):
             e = self.entries.pop(visit, None)
             if e is None or len(e["samples"]) < k:
-                raise RuntimeError(f"strategy returned group {pid} without {k} rollouts")
+                raise RuntimeError(f"collector returned group {pid} without {k} rollouts")
             if [reward(s) for s in e["samples"][:k]] != list(rewards)[:k]:
                 raise RuntimeError(f"group {pid}: rewards differ from the rollouts recorded")
             out.append(e)
@@ -101,13 +125,13 @@ class RolloutStore:
 
 
 class RolloutDriver:
-    """Drives a `make_collector` object with an VLLMEngine; owns the run's rollout store."""
+    """Drives a `make_collector` object with an `Engine`; owns the run's rollout store."""
 
     def __init__(
         self,
         engine,
         task: Task,
-        strategy,
+        collector,
         k: int,
         *,
         seed: int = 0,
@@ -117,7 +141,7 @@ class RolloutDriver:
         audit: int = 0,
         schedule: str = "rounds",
     ):
-        self.engine, self.task, self.collector, self.k = engine, task, strategy, k
+        self.engine, self.task, self.collector, self.k = engine, task, collector, k
         self.audit = audit  # abandoned prompts per step to complete off-budget (0: no audit)
         self.seed, self.temperature, self.top_p = seed, temperature, top_p
         self.max_tokens = max_tokens or task.max_tokens
@@ -125,11 +149,11 @@ class RolloutDriver:
         self.store = RolloutStore()  # visit -> prompt id, problem, prompt_ids, samples
         self.calls = 0  # engine calls so far: the sampling-seed counter
         self._step: StepBatch | None = None
-        self.driver = None  # schedule "stream": real/rollout/streamed.py's driver of `strategy`
+        self.driver = None  # schedule "stream": real/rollout/streamed.py's driver of `collector`
         if schedule == "stream":
             from real.rollout.streamed import make_driver
 
-            self.driver = make_driver(self, strategy)
+            self.driver = make_driver(self, collector)
 
     # ---------------------------------------------------------------- one round
     def _new_entry(self, req) -> dict:
@@ -156,6 +180,8 @@ class RolloutDriver:
             self.score(entry, res.completions, res.prompt_token_ids)
             for entry, res in zip(entries, results, strict=True)
         ]
+        for req, res in zip(requests, results, strict=True):  # plans priced in tokens learn
+            self.collector.observe_lengths(req.visit, [c.n_tokens for c in res.completions])
         st.round_s.append(time.perf_counter() - t0)
         return out
 
@@ -209,15 +235,15 @@ class RolloutDriver:
         return [r for entry, c in finished for r in self.score(entry, [c], entry["prompt_ids"])]
 
     # ---------------------------------------------------------------- one step
-    def collect(self, stream: PromptSource) -> StepBatch:
+    def collect(self, prompts: PromptSource) -> StepBatch:
         self._step = st = StepBatch(groups=[], result=None)
         t0 = time.perf_counter()
         if self.driver is None:
-            res = self.collector.collect_step(stream, self._sample)
+            res = self.collector.collect_step(prompts, self._sample)
         else:  # round-free: one engine wait per completion (real/rollout/streamed.py)
             live = self.driver.live
-            res = live.collect_step(self.driver, stream)
-            self.calls += 1  # a step's stream: the audit's seed counter moves on
+            res = live.collect_step(self.driver, prompts)
+            self.calls += 1  # a streamed step: the audit's seed counter moves on
             cost = live.cost
             st.gen_s += cost.gen_s  # reward_s: counted by score
             st.tokens += cost.cancelled_tokens  # finished rollouts' tokens: counted by score
@@ -238,7 +264,7 @@ class RolloutDriver:
         off-budget (not in st.tokens / rollouts, own seeds: the run samples what it would without
         the audit), and count those that would have been mixed (0 < successes < k)."""
         rng = np.random.default_rng([self.seed, 0xAD17, self.calls])
-        # res.abandoned names prompt ids; a stream's ids are unique within a run, so each names
+        # res.abandoned names prompt ids; prompt ids are unique within a run, so each names
         # the one visit the collector no longer holds (skipped prompts have no rollouts)
         entries = self.store.entries
         holder = self.collector if self.driver is None else self.driver
@@ -270,11 +296,6 @@ class RolloutDriver:
 
     def load_state_dict(self, d: dict) -> None:
         entries, state = d["pool"], dict(d["collector"])  # the checkpoint's keys, as written
-        if any("visit" in e for e in entries.values()):  # older checkpoints: keyed by prompt id
-            visit = {pid: e["visit"] for pid, e in entries.items()}  # ids were unique in a run
-            done = state.get("done_groups", [])
-            state.setdefault("done_visits", [visit[pid] for pid, _ in done])
-            entries = {e.pop("visit"): {**e, "prompt_id": pid} for pid, e in entries.items()}
         self.store.entries, self.calls, self.guard.errors = entries, d["calls"], d["reward_errors"]
         self.collector.load_state_dict(state)
         if self.driver is not None and "stream" in d:

@@ -35,8 +35,8 @@ def eval_wins(engine, task, cfg: Config, tag: int) -> list[int]:
     res = engine.generate(
         [p.prompt for p in probs],
         [cfg.eval_samples] * len(probs),
-        max_tokens=cfg.max_tokens or task.max_tokens,
-        temperature=cfg.temperature,
+        max_tokens=cfg.engine.max_tokens or task.max_tokens,
+        temperature=cfg.engine.temperature,
         seeds=seeds,
     )
     wins = [0] * len(probs)

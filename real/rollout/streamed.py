@@ -1,8 +1,8 @@
-"""One step of round-free collection (``schedule="stream"``, issue 20) on a `StreamEngine`.
+"""One step of round-free collection (``schedule="stream"``) on a `StreamEngine`.
 
 `sara_sim.collect.stream`'s driver (the same one the simulator runs) decides; `StreamRollouts` is
 its engine: ``submit`` adds a visit's planned rollouts as one seeded group request (`add_group`),
-``poll`` advances the sampler to its next completions and hands them to its host to score and store
+``poll`` advances the engine to its next completions and hands them to its host to score and store
 with their visit (`RolloutStore`, as a round does), ``cancel`` aborts a visit's rollouts in flight.
 
 Two hosts drive it, each through the same few calls (`StreamHost`): the native loop's
@@ -30,8 +30,8 @@ from typing import Protocol
 
 import numpy as np
 
-from sara_sim.collect.collect_base import Request
-from sara_sim.collect.stream import stream_driver
+from sara_sim.collect.collectors import Request
+from sara_sim.collect.stream import stream_capacity, stream_driver
 
 BOUNDARY = "fresh"  # no rollout and no open prompt outlives a weight push
 
@@ -41,11 +41,13 @@ def rollout_seed(seed: int, visit: int) -> int:
     return int(np.random.default_rng([seed, 0x57E4, visit]).integers(0, 2**30))
 
 
-def stream_capacity(collector) -> int:
-    """Rollouts in flight at once: a round's (SARA: its capacity; DS: a generation batch)."""
-    if hasattr(collector, "gen_batch_size"):
-        return collector.gen_batch_size * collector.k
-    return collector.capacity
+def engine_slots(engine) -> int | None:
+    """The sequences `engine` runs at once where it knows them (in-process vLLM: its scheduler's
+    max_num_seqs); None for a server behind HTTP (its slots are the server's)."""
+    llm = getattr(engine, "llm", None)
+    if llm is None:
+        return None
+    return int(llm.llm_engine.vllm_config.scheduler_config.max_num_seqs)
 
 
 class StreamHost(Protocol):
@@ -65,7 +67,7 @@ class StreamHost(Protocol):
 
 @dataclass
 class StreamCost:
-    """One streamed step's engine books: time inside the sampler (the host times its own
+    """One streamed step's engine books: time inside the engine (the host times its own
     scoring), and the rollouts aborted in flight with the tokens they had generated."""
 
     gen_s: float = 0.0
@@ -78,7 +80,7 @@ class StreamRollouts:
 
     def __init__(self, host):
         self.host = host
-        self.sampler = None  # the step's StreamEngine
+        self.engine = None  # the step's StreamEngine
         self.owner: dict[int, int] = {}  # rollout id -> visit
         self.by_visit: dict[int, set] = {}  # visit -> its rollout ids in flight
         self.sent: dict[int, int] = {}  # visit -> rollouts sent (the next one's seed index)
@@ -87,7 +89,7 @@ class StreamRollouts:
 
     @property
     def inflight(self) -> int:
-        return self.sampler.in_flight
+        return self.engine.in_flight
 
     def submit(self, pid, visit: int, n: int) -> None:
         host, t0 = self.host, time.perf_counter()
@@ -98,17 +100,18 @@ class StreamRollouts:
         base, j = self.base[visit], self.sent.get(visit, 0)
         # one engine request for the n rollouts (seeds base+j ..): the per-rollout request cost
         # the served client most of its wall time; `cancel` aborts whole requests, as it must
-        for rid in self.sampler.add_group(prompt, base + j, n):
+        for rid in self.engine.add_group(prompt, base + j, n):
             self.owner[rid] = visit
             self.by_visit.setdefault(visit, set()).add(rid)
         self.sent[visit] = j + n
         self.cost.gen_s += time.perf_counter() - t0
 
-    def poll(self) -> list[tuple[int, int]]:
+    def poll(self) -> list[tuple[int, int, int]]:
+        """The next completions: [(visit, reward, tokens)]."""
         t0 = time.perf_counter()
-        done = self.sampler.poll()
+        done = self.engine.poll()
         self.cost.gen_s += time.perf_counter() - t0
-        visits, landed = [], []
+        visits, landed, lengths = [], [], []
         for f in done:
             visit = self.owner.pop(f.rid)
             self.by_visit[visit].discard(f.rid)
@@ -116,34 +119,35 @@ class StreamRollouts:
             entry["prompt_ids"] = entry["prompt_ids"] or f.prompt_token_ids
             visits.append(visit)
             landed.append((entry, f.completion))
+            lengths.append(len(f.completion.token_ids))
         rewards = self.host.land(landed) if landed else []
-        return list(zip(visits, rewards, strict=True))
+        return list(zip(visits, rewards, lengths, strict=True))
 
     def cancel(self, visit: int) -> int:
         rids = self.by_visit.pop(visit, set())
         if rids:
             for rid in rids:
                 del self.owner[rid]
-            self._cancelled(len(rids), self.sampler.abort(sorted(rids)))
+            self._cancelled(len(rids), self.engine.abort(sorted(rids)))
         return len(rids)
 
     def _cancelled(self, n: int, tokens: int) -> None:
         self.cost.cancelled += n
         self.cost.cancelled_tokens += tokens
 
-    def collect_step(self, driver, stream):
-        """One step of `driver` on a fresh stream; what is still in flight at its end (the
+    def collect_step(self, driver, prompts):
+        """One step of `driver` on a fresh stream engine; what is still in flight at its end (the
         prompt source ran out, or the step was capped) is aborted and counted. The step's
         engine books are `self.cost` afterwards."""
         self.cost = StreamCost()
-        self.sampler = self.host.open_stream()
+        self.engine = self.host.open_stream()
         try:
-            res = driver.collect_step(stream)
-            left = self.sampler.in_flight
-            self._cancelled(left, self.sampler.close())
+            res = driver.collect_step(prompts)
+            left = self.engine.in_flight
+            self._cancelled(left, self.engine.close())
         finally:
-            self.sampler.close()
-            self.sampler = None
+            self.engine.close()
+            self.engine = None
             self.owner.clear()
             self.by_visit.clear()
         held = driver.held_visits()
@@ -154,5 +158,8 @@ class StreamRollouts:
 
 def make_driver(host, collector):
     """The stream driver of `collector` on `host`'s engine (``BOUNDARY``: one policy version a
-    group); a collector a stream cannot drive is a ParameterError naming --schedule."""
-    return stream_driver(collector, StreamRollouts(host), stream_capacity(collector), BOUNDARY)
+    group; in flight: ``stream_capacity``, at most the engine's slots where it knows them); a
+    collector a stream cannot drive is a ParameterError naming --schedule."""
+    slots = engine_slots(getattr(host, "engine", None))
+    capacity = stream_capacity(collector, slots, BOUNDARY)
+    return stream_driver(collector, StreamRollouts(host), capacity, BOUNDARY)

@@ -1,11 +1,11 @@
 """Rollouts from running vLLM servers: the `VLLMEngine` interface over vLLM's OpenAI-compatible API.
 
-`ServerEngine` is what `--engine-url URL[,URL...]` builds instead of the in-process `VLLMEngine`; the
-collectors and the GRPO loop cannot tell them apart (same `generate` / `greedy` / `push_weights`
-/ `check_fits`, `tokenizer`, `max_model_len`, `model`). One collector round = one `generate` call
-= concurrent `POST /v1/completions` requests (token-id prompts, `n`, `seed`, `logprobs=0`,
-`return_token_ids`) spread over the servers by outstanding rollouts: each request goes to the
-server with the fewest rollouts in flight when it is sent, so a slower server simply gets less.
+`ServerEngine` is what `--engine-url URL[,URL...]` builds instead of the in-process `VLLMEngine`;
+the collectors and the GRPO loop cannot tell them apart (same `generate` / `greedy` / `push_weights`
+/ `check_fits`, `tokenizer`, `max_model_len`, `model`). One collector round = one `generate` call =
+concurrent `POST /v1/completions` requests (token-id prompts, `n`, `seed`, `logprobs=0`,
+`return_token_ids`) spread over the servers by outstanding rollouts: each request goes to the server
+with the fewest rollouts in flight when it is sent, so a slower server simply gets less.
 
 Seeds: vLLM seeds the i-th of the n children of a request with `seed + i`
 (`vllm/v1/engine/parallel_sampling.py`). A run of consecutive per-rollout seeds s, s+1, ... is
@@ -21,7 +21,7 @@ round with the same seeds (a `--resume` replays the same seeds) reuses it instea
 Kept results are dropped when new weights are pushed.
 
 Streams: `open_stream` gives the request-level interface of round-free collection
-(``served_stream.ServerStreamEngine``): one streamed request per planned request of n rollouts (a
+(``served_stream.ServerStreamEngine``): one SSE request per planned request of n rollouts (a
 group), placed by the same rule and counters.
 
 Weights: `push_weights` has every server reload a safetensors snapshot of the policy, undone on
@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from real.sampling.engine import Completion, PromptResult, Engine
+from real.sampling.engine import Completion, Engine, PromptResult
 from real.sampling.push import WeightPush
 from real.sampling.served import (  # parse_urls, ServerError: re-exported (callers import here)
     ServerError,
@@ -80,7 +80,7 @@ def _seed_runs(seeds: list[int]) -> list[tuple[int, int]]:
 
 
 class ServerEngine(Engine):
-    """VLLMEngine-compatible client of one or more vLLM servers serving the same model."""
+    """An `Engine`: the client of one or more vLLM servers serving the same model."""
 
     def __init__(
         self,
@@ -155,7 +155,7 @@ class ServerEngine(Engine):
                 ids = list(self.tokenizer(prompt)["input_ids"])
             else:
                 ids = self._tokenize(self.urls[0], prompt)
-            if len(self._ids_cache) > 100_000:  # a stream of fresh prompts: keep memory bounded
+            if len(self._ids_cache) > 100_000:  # fresh prompts without end: keep memory bounded
                 self._ids_cache.clear()
             self._ids_cache[prompt] = ids
         return ids
@@ -265,7 +265,7 @@ class ServerEngine(Engine):
         return res
 
     def open_stream(self, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
-        """A `StreamEngine` over these servers: one streamed request per group of rollouts
+        """A `StreamEngine` over these servers: one SSE request per group of rollouts
         (`add_group`; n choices), aborted by closing its connection
         (``served_stream.ServerStreamEngine``)."""
         self.stream = ServerStreamEngine(self, max_tokens, temperature, top_p)

@@ -40,8 +40,8 @@ class Engine:
 
         `seeds[i]` (n_per_prompt[i] ints) seeds each rollout on its own. vLLM seeds the j-th of
         the n children of a request with seed `seed + j` (``vllm/v1/engine/parallel_sampling.py``),
-        so only consecutive seeds fit one request: `VLLMEngine` sends every seeded rollout as its own
-        single-sample request (prefix caching shares their prompt), `ServerEngine` one request
+        so only consecutive seeds fit one request: `VLLMEngine` sends every seeded rollout as its
+        own single-sample request (prefix caching shares their prompt), `ServerEngine` one request
         per run of consecutive seeds — the same samples either way. Seeding makes a round
         reproducible whatever the batch composition: a resumed run samples what the original did."""
         if len(prompts) != len(n_per_prompt):

@@ -4,22 +4,21 @@ docs/vllm_cpu.md).
 
 A group (`add_group`; a single `add` is a group of one) is one request with ``n`` samples and
 seed s (its prompt text, or its token ids as a ``TokensPrompt``): vLLM fans it out into n child
-requests seeded s + i (v1/engine/parallel_sampling.py), so child i samples what `VLLMEngine.generate`
-samples for a rollout seeded s + i (tested). With DELTA output each child streams its own
-outputs under the parent's request id, told apart by ``CompletionOutput.index``, and ends with
-its own finish_reason; aborting the parent's (internal) id aborts the children still running
-(v1/engine/output_processor.py ``abort_requests``) — so a group is aborted whole.
+requests seeded s + i (v1/engine/parallel_sampling.py), so child i samples what
+`VLLMEngine.generate` samples for a rollout seeded s + i (tested). With DELTA output each child
+streams its own outputs under the parent's request id, told apart by ``CompletionOutput.index``, and
+ends with its own finish_reason; aborting the parent's (internal) id aborts the children still
+running (v1/engine/output_processor.py ``abort_requests``) — so a group is aborted whole.
 
 A rollout hands over its output twice: at its first token and at its end (``stream_interval``
 = max_tokens; DELTA output). With an output per token, every token became a ``RequestOutput``
-that `poll` then copied — a cost only streams paid (``VLLMEngine.generate`` takes final outputs only):
-on the reasoning model, k 8, 32 groups, 12 paired steps, dropping it took ds stream from 0.777 to
-0.732x DS by rounds' wall and sara-auto stream from 0.929 to 0.860x. The engine's output processor
-still sees every token as it is made, so an aborted rollout's tokens are its count there (child
-i of a group is request ``f"{i}_{parent}"``, a group of one the parent itself), read just before
-the abort and counted then, once: the engine runs in this process, nothing is generated that a
-`step` has not returned to that processor (tested: the same count as with an output every
-token).
+that `poll` then copied — a cost only streams paid (``VLLMEngine.generate`` takes final outputs
+only): on the reasoning model, k 8, 32 groups, 12 paired steps, dropping it took ds stream from
+0.777 to 0.732x DS by rounds' wall and sara-auto stream from 0.929 to 0.860x. The engine's output
+processor still sees every token as it is made, so an aborted rollout's tokens are its count there
+(child i of a group is request ``f"{i}_{parent}"``, a group of one the parent itself), read just
+before the abort and counted then, once: the engine runs in this process, nothing is generated that
+a `step` has not returned to that processor (tested: the same count as with an output every token).
 
 One engine runs one thing at a time: while a stream has rollouts in flight, `VLLMEngine.generate`,
 `greedy` and `push_weights` refuse (their own engine loop would take the stream's outputs, and a
@@ -44,7 +43,7 @@ class _Partial:
 
 
 class VLLMStreamEngine(StreamEngine):
-    """A stream on an `VLLMEngine` (see the module docstring)."""
+    """A stream on a `VLLMEngine` (see the module docstring)."""
 
     def __init__(self, engine, max_tokens: int, temperature: float = 1.0, top_p: float = 1.0):
         super().__init__(max_tokens, temperature, top_p)

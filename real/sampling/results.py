@@ -1,4 +1,4 @@
-"""What a sampler returns: each completion with its tokens and logprobs, grouped by prompt
+"""What an engine returns: each completion with its tokens and logprobs, grouped by prompt
 (`Engine.generate`) or one at a time (`StreamEngine.poll`)."""
 
 from dataclasses import dataclass, field

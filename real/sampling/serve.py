@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (the environment the server inherits)
-from real.base.config import check_seed
-from real.base.validate import DTYPES
+from real.base.config import DTYPES, check_seed
 from real.models.resolve import resolve_model
 from sara_sim.core.errors import ParameterError, check_choice
 

@@ -1,6 +1,6 @@
 """The door to a vLLM server: is it vLLM, and does what it serves fit what this run sends it?
 
-Checked before anything heavy starts (`real.app.checks.check_config`) and again when a
+Checked before anything heavy starts (`real.app.run.check_config`) and again when a
 `real.sampling.client.ServerEngine` connects, so a wrong `--engine-url` or `--model` costs one line:
 
 * `GET /v1/models` must answer a vLLM model card (HTTP 200, JSON `data[0]` with `id` and

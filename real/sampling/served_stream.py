@@ -1,31 +1,30 @@
 """Round-free sampling on running vLLM servers: `ServerStreamEngine`, the served `StreamEngine`.
 
-`ServerEngine.open_stream(...)` opens one. Each group (`add_group`; a single `add` is a group
-of one) is one streamed `POST /v1/completions` (the token-id prompt the round path sends — a text
-prompt tokenised here, token ids as given — n, its seed, logprobs=0, return_token_ids,
-stream=True) sent to the server with the fewest rollouts in flight — the round path's rule and
-counters (`ServerEngine.pick`). The n choices' chunks arrive interleaved, told apart by `index`;
-a rollout finishes when its choice's finish_reason arrives, and is returned by `poll` then,
-while the group's other choices go on. One request per group, not per rollout: the client's
-cost (an HTTP request and an SSE stream each) was most of a served stream's wall time
-(benchmarks/stream_real_served.out.txt). The requests are asyncio tasks on an event loop
-in a thread of its own, made with aiohttp (the client vLLM's own serving benchmarks use); the
-caller's thread adds, polls and aborts. Not httpx, which the round path uses: its connection pool
-(httpcore 1.0.9) walks every pooled connection, and for each idle one counts the pool again and
-polls its socket, at every request's start and end — quadratic in the connections, and a stream
-holds hundreds. Profiled (py-spy, GIL samples) on the reasoning benchmark, that bookkeeping was
-~60 % of this thread's CPU; with aiohttp sara-auto's client CPU per effective group fell from
-0.053 s to ~0.016 s (real/README.md, served).
+`ServerEngine.open_stream(...)` opens one. Each group (`add_group`; a single `add` is a group of
+one) is one SSE `POST /v1/completions` (the token-id prompt the round path sends — a text prompt
+tokenised here, token ids as given — n, its seed, logprobs=0, return_token_ids, stream=True) sent to
+the server with the fewest rollouts in flight — the round path's rule and counters
+(`ServerEngine.pick`). The n choices' chunks arrive interleaved, told apart by `index`; a rollout
+finishes when its choice's finish_reason arrives, and is returned by `poll` then, while the group's
+other choices go on. One request per group, not per rollout: the client's cost (an HTTP request and
+an SSE stream each) was most of a served stream's wall time (benchmarks/stream_real_served.out.txt).
+The requests are asyncio tasks on an event loop in a thread of its own, made with aiohttp (the
+client vLLM's own serving benchmarks use); the caller's thread adds, polls and aborts. Not httpx,
+which the round path uses: its connection pool (httpcore 1.0.9) walks every pooled connection, and
+for each idle one counts the pool again and polls its socket, at every request's start and end —
+quadratic in the connections, and a stream holds hundreds. Profiled (py-spy, GIL samples) on the
+reasoning benchmark, that bookkeeping was ~60 % of this thread's CPU; with aiohttp sara-auto's
+client CPU per effective group fell from 0.053 s to ~0.016 s (real/README.md, served).
 
-Why streamed: aborting a group (whole: `StreamEngine._whole_groups`) cancels its task, which
+Why SSE: aborting a group (whole: `StreamEngine._whole_groups`) cancels its task, which
 closes its connection, and vLLM turns a client disconnect into an abort of the request — its
 `vllm:generation_tokens_total` stops growing and `vllm:num_requests_running` drops (measured,
 tests/real/test_served_stream.py; the abort is not counted in
-`request_success_total{finished_reason="abort"}`). Each streamed chunk carries the new tokens, so
-what an aborted rollout had generated is known to the token *as received*. That is exact for a
-finished rollout and a lower bound for an aborted one: the server may have decoded tokens more
-— held back for the next chunk, on the wire, or decoded before it noticed the disconnect — that
-never reached us (the test bounds the gap against the server's own counter).
+`request_success_total{finished_reason="abort"}`). Each SSE chunk carries the new tokens, so what an
+aborted rollout had generated is known to the token *as received*. That is exact for a finished
+rollout and a lower bound for an aborted one: the server may have decoded tokens more — held back
+for the next chunk, on the wire, or decoded before it noticed the disconnect — that never reached us
+(the test bounds the gap against the server's own counter).
 
 A chunk every `STREAM_INTERVAL` tokens (and at a choice's first token and its end: the request's
 ``stream_interval``), not every token: the client's Python per chunk was a served stream's main
@@ -131,14 +130,17 @@ class ServerStreamEngine(StreamEngine):
             # finish (each has its own read timeout) instead of failing as if a server had not
             # answered; read_bufsize: a chunk's line may exceed aiohttp's 64 KiB default
             timeout = aiohttp.ClientTimeout(
-                total=None, connect=None, sock_connect=engine.connect_timeout,
+                total=None,
+                connect=None,
+                sock_connect=engine.connect_timeout,
                 sock_read=engine.timeout,
-            )  # fmt: skip
+            )
             limit = engine.concurrency * len(engine.urls)
             return aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
-                timeout=timeout, read_bufsize=2**20,
-            )  # fmt: skip
+                timeout=timeout,
+                read_bufsize=2**20,
+            )
 
         self.http = self._call(client())
 

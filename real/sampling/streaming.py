@@ -1,4 +1,4 @@
-"""Request-level sampling for round-free collection (``schedule="stream"``, issue 20).
+"""Request-level sampling for round-free collection (``schedule="stream"``).
 
 A round calls `Engine.generate` once and waits for its longest rollout (a barrier). A stream
 instead adds requests as the plan makes them (a rollout, or a group of n), advances the engine
@@ -6,7 +6,7 @@ to the next completion and aborts what is no longer wanted, so a freed slot goes
 another rollout:
 
 * in-process: vLLM's ``LLMEngine`` — ``add_request`` / ``step`` / ``abort_request``;
-* served: one streamed HTTP request per group; aborting closes its connection, which the server
+* served: one SSE HTTP request per group; aborting closes its connection, which the server
   turns into an abort of the request (seen in its ``vllm:generation_tokens_total``, not in its
   abort counter: docs/vllm_cpu.md).
 
@@ -19,7 +19,7 @@ and a round with the same seeds see the same completions. Tokens an aborted roll
 before it stopped are real cost: `tokens` counts them once, beside the finished rollouts'.
 
 Groups: `add_group(prompt, seed, n)` queues n rollouts of one prompt seeded seed..seed+n-1 — the
-samplers send them as ONE engine request with n choices (vLLM seeds child i with seed + i, so
+engines send them as ONE engine request with n choices (vLLM seeds child i with seed + i, so
 each samples what a single add with that seed samples). Each rollout of a group still ends on
 its own (`poll` returns it when its choice finishes). `abort` takes whole groups: with the ids of
 a group it must name every one of that group's rollouts still in flight (one request is stopped
@@ -57,7 +57,7 @@ class StreamEngine(abc.ABC):
         self.aborted = 0  # rollouts aborted (by `abort` or `close`)
         self.finished = 0  # rollouts returned by `poll`
         self.next_id = 0  # the next rollout's id
-        # the group books of the samplers that send a group as one request (`_open_group`)
+        # the group books of the engines that send a group as one request (`_open_group`)
         self.group_of: dict[int, int] = {}  # rollout in flight -> its group's first id
         self.left: dict[int, int] = {}  # group's first id -> its rollouts in flight
 
@@ -147,7 +147,7 @@ class StreamEngine(abc.ABC):
 
 
 def prompt_form(prompt) -> str | list[int]:
-    """A stream's prompt as the samplers take it: text as is, token ids as a list of ints (a
+    """A stream's prompt as the engines take it: text as is, token ids as a list of ints (a
     TypeError / ValueError for anything else: an id list that is empty or holds non-integers
     would be sent to the engine as garbage)."""
     if isinstance(prompt, str):

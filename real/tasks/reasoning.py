@@ -1,6 +1,6 @@
 """Arithmetic that reasons before it answers: the tiny model's setting for the token claim.
 
-The paper's token argument (issue 19, claim 2) needs completions whose length depends on the
+The paper's token argument (claim 2) needs completions whose length depends on the
 outcome, and a dependence that RL cannot remove in a few steps. Here the length comes from the
 problem itself: a completion works through the problem column by column (a scratchpad), then
 `#`, then the answer, so a hard problem — more digits, more carries, a product — has a long trace
@@ -17,7 +17,7 @@ model's own business. The SFT traces that teach the tiny model this format are b
 (`work`), so the format lives in one place.
 
 `reasoning-long` is the same task with a longer budget, for a model whose *failures* run long
-within a prompt (issue 19, claim 2): its SFT traces sometimes "lose the thread" (`lost_trace`) —
+within a prompt (claim 2): its SFT traces sometimes "lose the thread" (`lost_trace`) —
 one step comes out one too high, the model re-checks it (`?` and the same wrong step again) until
 its trace is long, often past the budget, and then answers wrong:
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (before torch / vllm)
 from real.base.config import Config
+from real.io.enginelog import user_stderr
 from real.io.runlog import (
     TRAIN_KEYS,
     append_metrics,
@@ -27,15 +28,25 @@ from real.io.runlog import (
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
+from real.rollout import collect as rollout  # the module: a test may swap make_engine
 from real.rollout.collect import RolloutDriver
 from real.rollout.evaluation import evaluate
-from real.sampling import build  # the module: a test may swap build.make_engine
 from real.tasks import PromptSource
 from sara_sim.core.files import dumps_json
 
 # running sums over the run's steps (kept in the checkpoint)
-TOTAL_KEYS = ("rollouts", "tokens", "effective", "groups", "rounds", "abandoned", "wall_s",
-              "gen_s", "alloc_s", "reward_errors")  # fmt: skip
+TOTAL_KEYS = (
+    "rollouts",
+    "tokens",
+    "effective",
+    "groups",
+    "rounds",
+    "abandoned",
+    "wall_s",
+    "gen_s",
+    "alloc_s",
+    "reward_errors",
+)
 
 
 def _mean(xs) -> float:
@@ -50,11 +61,11 @@ def load_policy(cfg: Config, model_dir):
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    if cfg.device == "auto":
+    if cfg.grpo.device == "auto":
         model.to("cuda" if torch.cuda.is_available() else "cpu")
     else:
-        model.to(cfg.device)
-    if cfg.grad_checkpointing:
+        model.to(cfg.grpo.device)
+    if cfg.grpo.grad_checkpointing:
         model.gradient_checkpointing_enable()
     return model
 
@@ -71,7 +82,7 @@ class Run:
     trainer: object  # real.train.grpo.GRPO
     engine: object
     collector: RolloutDriver
-    stream: PromptSource
+    prompts: PromptSource
     totals: dict = field(default_factory=lambda: dict.fromkeys(TOTAL_KEYS, 0))
     start: int = 0  # the first step this process runs
     eval_initial: float | None = None
@@ -94,10 +105,12 @@ def train_native(cfg: Config, checked, out: Path, engine=None) -> dict:
     _resume(run)
     _evaluate_start(run)
     _open_progress(run)
-    for step in range(run.start, cfg.steps):
-        _step(run, step)
-    if run.bar:
-        run.bar.close()
+    try:
+        for step in range(run.start, cfg.steps):
+            _step(run, step)
+    finally:  # closed on a failure too: the error's one line is the terminal's last
+        if run.bar:
+            run.bar.close()
     return _summary(run)
 
 
@@ -112,24 +125,24 @@ def _setup(cfg: Config, checked, out: Path, engine) -> Run:
     task = checked.task
     model = load_policy(cfg, model_dir)
     pad_id = model.config.pad_token_id or 0
-    trainer = GRPO(model, cfg.grpo, pad_id=pad_id, temperature=cfg.temperature)
+    trainer = GRPO(model, cfg.grpo, pad_id=pad_id, temperature=cfg.engine.temperature)
     if engine is None:
-        engine = build.make_engine(cfg, model_dir)
+        engine = rollout.make_engine(cfg, model_dir)
     probe = task.eval_problems()[:64] + [task.problem(i) for i in range(64)]
-    engine.check_fits([p.prompt for p in probe], cfg.max_tokens or task.max_tokens)
+    engine.check_fits([p.prompt for p in probe], cfg.engine.max_tokens or task.max_tokens)
     rc = RolloutDriver(
         engine,
         task,
         checked.collector,  # built once, by check_config
         cfg.k,
         seed=cfg.seed,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
+        temperature=cfg.engine.temperature,
+        max_tokens=cfg.engine.max_tokens,
         audit=cfg.audit_abandoned,
         schedule=cfg.knobs.schedule,
     )
-    stream = PromptSource(task, seed=cfg.seed)
-    return Run(cfg, out, model_dir, task, model, trainer, engine, rc, stream)
+    prompts = PromptSource(task, seed=cfg.seed)
+    return Run(cfg, out, model_dir, task, model, trainer, engine, rc, prompts)
 
 
 def _resume(run: Run) -> None:
@@ -144,7 +157,7 @@ def _resume(run: Run) -> None:
         run.model.load_state_dict(ck["model"])
         run.trainer.load_state_dict(ck["trainer"])
         run.collector.load_state_dict(ck["collector"])
-        run.stream.load_state_dict(ck["stream"])
+        run.prompts.load_state_dict(ck["prompts"])
         run.totals, run.eval_initial, run.start = ck["totals"], ck["eval_initial"], ck["step"] + 1
         saved_row = ck.get("metrics_row")
         torch.set_rng_state(ck["torch_rng"])
@@ -168,13 +181,14 @@ def _open_progress(run: Run) -> None:
         from tqdm import tqdm
 
         cfg = run.cfg
-        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.strategy}", unit="step")
+        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.strategy}", unit="step",
+                       file=user_stderr())  # fmt: skip
 
 
 def _step(run: Run, step: int) -> None:
     """One optimizer step: collect, train, sync, evaluate, log, checkpoint, progress."""
     cfg, t_step = run.cfg, time.perf_counter()
-    batch = run.collector.collect(run.stream)  # rounds, or a stream (real/rollout/streamed.py)
+    batch = run.collector.collect(run.prompts)  # rounds, or a stream (real/rollout/streamed.py)
     t0 = time.perf_counter()
     stats = run.trainer.step([g.as_rows() for g in batch.groups], seed=cfg.seed * 100003 + step)
     train_s = time.perf_counter() - t0
@@ -258,7 +272,7 @@ def _checkpoint(run: Run, step: int, row: dict) -> None:
             "model": run.model.state_dict(),
             "trainer": run.trainer.state_dict(),
             "collector": run.collector.state_dict(),
-            "stream": run.stream.state_dict(),
+            "prompts": run.prompts.state_dict(),
             "totals": run.totals,
             "eval_initial": run.eval_initial,
             "torch_rng": torch.get_rng_state(),

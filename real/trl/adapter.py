@@ -19,12 +19,12 @@ Every dataset column of the row a rollout came from reaches the reward functions
 (replacement rows included); TRL's `prompts` argument still names the original row, so a reward
 function that needs the prompt should read the `sara_prompt` column instead.
 
-Generation, first match wins (``backends.generate``): our in-process `real.sampling.engine.VLLMEngine`
-or running vLLM servers (`real.sampling.client.ServerEngine`, `--engine-url`) given as `engine=`
-(the trainer's weights are pushed into it before each call), TRL's colocated vLLM (`use_vllm=True,
-vllm_mode="colocate"`; TRL syncs its weights before each call), else transformers `generate` (slow,
-runs anywhere). vLLM rollouts carry their own sampling seed (resumed runs sample what uninterrupted
-ones would); HF `generate` is seeded per round.
+Generation, first match wins (``backends.generate``): our in-process
+`real.sampling.engine.VLLMEngine` or running vLLM servers (`real.sampling.client.ServerEngine`,
+`--engine-url`) given as `engine=` (the trainer's weights are pushed into it before each call),
+TRL's colocated vLLM (`use_vllm=True, vllm_mode="colocate"`; TRL syncs its weights before each
+call), else transformers `generate` (slow, runs anywhere). vLLM rollouts carry their own sampling
+seed (resumed runs sample what uninterrupted ones would); HF `generate` is seeded per round.
 
 Schedules (`schedule=`): "rounds" (the default) runs the collector round by round, one batched
 generation call a round; "stream" (ds and the SARA collectors without a selector; a vLLM backend)
@@ -40,14 +40,14 @@ per effective group, DS waste, carried, cancelled rollouts and their tokens, pad
 logs under `sara/` through the public `log_metric` hook (averaged over processes).  Resume:
 `sara.callback` saves the adapter state into every TRL checkpoint (`sara_rollout_rank{R}.pt`); a
 run resumed with `resume_from_checkpoint` restores it before its first rollout, so the prompt
-iterator continues without repeats or gaps.
+source continues without repeats or gaps.
 """
 
 import itertools
 import time
 from pathlib import Path
 
-from real.base.config import StrategyConfig, build_collector
+from real.base.config import StrategyConfig, build_collector, deprecated
 from real.io.runfolder import checkpoint_dir
 from real.io.runlog import collect_fields
 from real.rollout.collect import RolloutStore
@@ -63,8 +63,7 @@ from real.trl.backends import (
     tokenize,
 )
 from real.trl.rewards import Datasets, Rewards, prompt_key
-from sara_sim.collect.collectors import STRATEGIES
-from sara_sim.collect.collect_base import Request
+from sara_sim.collect.collectors import STRATEGIES, Request
 from sara_sim.core.errors import ParameterError, check_choice
 
 SCHEDULES = ("rounds", "stream")
@@ -78,11 +77,15 @@ def _collector(strategy, collector, options, k, groups, seed, epoch_size, schedu
         bad = sorted(set(options) - set(known))
         if bad:
             raise ParameterError(bad[0], f"unknown option; choose from {', '.join(known)}")
-        # history strategies: stream ids are epoch * size + row (see make_collector)
+        # history strategies: prompt ids are epoch * size + row (see make_collector)
         return build_collector(
-            strategy, StrategyConfig(**options, schedule=schedule), k=k, groups=groups, seed=seed,
+            strategy,
+            StrategyConfig(**options, schedule=schedule),
+            k=k,
+            groups=groups,
+            seed=seed,
             epoch_size=epoch_size,
-        )  # fmt: skip
+        )
     if options or (collector.k, collector.groups) != (k, groups):
         raise ParameterError("collector", f"give a collector for k={k}, groups={groups} or options")
     return collector
@@ -153,10 +156,23 @@ class SaraRollout:
     `use_vllm=True`)."""
 
     def __init__(
-        self, args, train_dataset, reward_funcs, strategy: str = "sara", *,
-        threshold: float = 1.0, engine=None, seed: int | None = None, eval_dataset=None,
-        collector=None, schedule: str = "rounds", **collector_options,
-    ):  # fmt: skip
+        self,
+        args,
+        train_dataset,
+        reward_funcs,
+        strategy: str = "sara",
+        *,
+        threshold: float = 1.0,
+        engine=None,
+        seed: int | None = None,
+        eval_dataset=None,
+        collector=None,
+        schedule: str = "rounds",
+        **collector_options,
+    ):
+        if "allocator" in collector_options:  # the deprecated spelling of strategy=
+            strategy = collector_options.pop("allocator")  # deprecated alias
+            deprecated("allocator=", "strategy=")
         self.k, self.groups, funcs, weights = check_trl_args(args, reward_funcs)
         self.schedule = check_choice(schedule, "schedule", SCHEDULES)
         if strategy not in STRATEGIES:
@@ -174,15 +190,21 @@ class SaraRollout:
         # each process draws its own replacements and sampling seeds: its own seeded permutation
         self.rank = int(getattr(args, "process_index", 0))
         self.seed = (args.seed if seed is None else seed) + 1_000_003 * self.rank
-        self.name = strategy
+        self.strategy = strategy
         self.collector = _collector(
-            strategy, collector, collector_options, self.k, self.groups, self.seed,
-            self.data.size, schedule,
-        )  # fmt: skip
+            strategy,
+            collector,
+            collector_options,
+            self.k,
+            self.groups,
+            self.seed,
+            self.data.size,
+            schedule,
+        )
         self.driver = None  # schedule "stream": the stream driver of the collector (on self)
         if schedule == "stream":
             self.driver = _stream_driver(self, self.collector)
-        self.stream = PromptSource(self.data, seed=self.seed)
+        self.prompts = PromptSource(self.data, seed=self.seed)
         self.store = RolloutStore()  # visit -> row, prompt_ids, samples [(ids, lps, scores, pass)]
         self.calls = 0  # generation calls so far: the sampling-seed counter
         self.last = {}  # the last step's metrics (logged by the pass-through reward function)
@@ -213,12 +235,12 @@ class SaraRollout:
         if self.engine is not None:
             self.engine.push_weights(trainer.accelerator.unwrap_model(trainer.model))
         sync_s = time.perf_counter() - ts
-        epoch = self.stream.pos // self.data.size
+        epoch = self.prompts.pos // self.data.size
         handed = [epoch * self.data.size + self.data.row(p) for p in prompts[::k]]
         self._stats = {"tokens": 0, "gen_s": 0.0, "reward_s": 0.0, "round_s": [], "passes": []}
         self._stats |= {"cancelled": 0, "cancelled_tokens": 0}
-        t0, pos0 = time.perf_counter(), self.stream.pos
-        res = self._collect(itertools.chain(handed, self.stream))
+        t0, pos0 = time.perf_counter(), self.prompts.pos
+        res = self._collect(itertools.chain(handed, self.prompts))
         holder = self.collector if self.driver is None else self.driver  # names groups, visits
         groups = self.store.claim(holder, res, k, reward=lambda s: s[3])
         padded = self._pad(groups, handed, holder)
@@ -227,7 +249,7 @@ class SaraRollout:
         self.last = _step_metrics(res, groups, k, self._stats, padded, collect_s)
         self.last["sync_s"] = sync_s
         rows = [g["row"] for g in groups]
-        self.step_log.append({**self.last, "rows": rows, "stream": (pos0, self.stream.pos)})
+        self.step_log.append({**self.last, "rows": rows, "prompts": (pos0, self.prompts.pos)})
         out = _batch(groups, self.data, len(self.rewards.funcs), k)
         if len(out["completion_ids"]) != self.groups * k:
             raise RuntimeError(f"built {len(out['completion_ids'])} rows, not {self.groups * k}")
@@ -235,7 +257,7 @@ class SaraRollout:
 
     def _collect(self, prompts):
         """The collector's step on `prompts`: round by round, or streamed (its engine books —
-        time in the sampler, cancelled rollouts and their tokens — join the step's stats)."""
+        time in the engine, cancelled rollouts and their tokens — join the step's stats)."""
         if self.driver is None:
             return self.collector.collect_step(prompts, self._sample)
         live = self.driver.live
@@ -345,14 +367,14 @@ class SaraRollout:
 
     # ------------------------------------------------------------ checkpoint state
     def state_dict(self) -> dict:
-        state = {  # the keys of the state files written so far ("G" = k, "B" = groups)
+        state = {
             "pool": self.store.entries,
             "calls": self.calls,
-            "stream": self.stream.state_dict(),
+            "prompts": self.prompts.state_dict(),
             "collector": self.collector.state_dict(),
-            "name": self.name,
-            "G": self.k,
-            "B": self.groups,
+            "strategy": self.strategy,
+            "k": self.k,
+            "groups": self.groups,
         }
         if self.driver is not None:  # DS streamed keeps its counters in the driver
             live = self.driver.live
@@ -361,14 +383,15 @@ class SaraRollout:
 
     def load_state_dict(self, d: dict) -> None:
         was = "stream" if "schedule" in d else "rounds"  # files before streaming: rounds
-        if (d["name"], d["G"], d["B"], was) != (self.name, self.k, self.groups, self.schedule):
+        saved = (d["strategy"], d["k"], d["groups"], was)
+        if saved != (self.strategy, self.k, self.groups, self.schedule):
             raise ParameterError(
                 "resume_from_checkpoint",
-                f"saved by strategy={d['name']} k={d['G']} groups={d['B']} schedule={was}, "
-                f"not {self.name} k={self.k} groups={self.groups} schedule={self.schedule}",
+                f"saved by strategy={saved[0]} k={saved[1]} groups={saved[2]} schedule={was}, "
+                f"not {self.strategy} k={self.k} groups={self.groups} schedule={self.schedule}",
             )
         self.store.entries, self.calls = d["pool"], d["calls"]
-        self.stream.load_state_dict(d["stream"])
+        self.prompts.load_state_dict(d["prompts"])
         self.collector.load_state_dict(d["collector"])
         if self.driver is not None:
             self.driver.load_state_dict(d["schedule"]["driver"])

@@ -1,15 +1,14 @@
 """TRL's side of `real.trl.adapter.SaraRollout`: its arguments checked, generation (one batched
 call per collector round), and the adapter's state file inside TRL's checkpoints.
 
-Backends, first match wins: our `real.sampling.engine.VLLMEngine` (vLLM in-process) or `ServerEngine`
-(vLLM servers; token-id prompts sent as they are), the adapter pushing the trainer's weights into
-it before each rollout call, TRL's colocated vLLM (`use_vllm=True`,
+Backends, first match wins: our `real.sampling.engine.VLLMEngine` (vLLM in-process) or
+`ServerEngine` (vLLM servers; token-id prompts sent as they are), the adapter pushing the trainer's
+weights into it before each rollout call, TRL's colocated vLLM (`use_vllm=True`,
 `vllm_mode="colocate"`; TRL syncs its weights before each rollout call), else transformers
 `generate` on the trainer's own model (slow, runs anywhere).  All vLLM paths go through
 `Engine.generate`, so every rollout carries its own sampling seed (a resumed run samples what an
 uninterrupted one would have); `generate` is seeded once per round instead.  A streamed step
-(`open_stream`) samples on the same vLLM engine, one request per planned request
-of n rollouts."""
+(`open_stream`) samples on the same vLLM engine, one request per planned request of n rollouts."""
 
 import os
 from pathlib import Path
@@ -28,11 +27,20 @@ def cpu_grpo_config(output_dir, *, k: int, groups: int, steps: int, seed: int = 
     from trl import GRPOConfig
 
     base = dict(
-        output_dir=str(output_dir), num_generations=k, per_device_train_batch_size=k * groups,
-        max_completion_length=8, max_steps=steps, learning_rate=1e-4, lr_scheduler_type="constant",
-        logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, seed=seed,
+        output_dir=str(output_dir),
+        num_generations=k,
+        per_device_train_batch_size=k * groups,
+        max_completion_length=8,
+        max_steps=steps,
+        learning_rate=1e-4,
+        lr_scheduler_type="constant",
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        seed=seed,
         disable_tqdm=True,
-    )  # fmt: skip
+    )
     return GRPOConfig(**{**base, **overrides})
 
 

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from real.base import env as _env  # noqa: F401  (before torch / vllm)
+from real.io.enginelog import user_stderr
 from real.io.runfolder import (
     TRL_MARKER,
     checkpoint_dir,
@@ -41,8 +42,8 @@ from real.io.runlog import (
     truncate_metrics,
 )
 from real.models.resolve import resolve_model
+from real.rollout import collect as rollout  # the module: a test may swap make_engine
 from real.rollout.evaluation import evaluate
-from real.sampling import build  # the module: a test may swap build.make_engine
 from real.tasks import RewardGuard
 from real.trl.adapter import SaraRollout
 from real.trl.backends import trainer_callback
@@ -89,7 +90,7 @@ def grpo_fields(cfg, out: Path, max_tokens: int) -> dict:
         steps_per_generation=g.minibatches,
         max_steps=cfg.steps * g.minibatches,
         max_completion_length=max_tokens,
-        temperature=cfg.temperature,
+        temperature=cfg.engine.temperature,
         learning_rate=g.lr,
         lr_scheduler_type="constant",
         weight_decay=g.weight_decay,
@@ -101,9 +102,9 @@ def grpo_fields(cfg, out: Path, max_tokens: int) -> dict:
         num_iterations=g.epochs,
         scale_rewards="group" if g.std_norm and g.estimator == "grpo" else "none",
         max_grad_norm=g.max_grad_norm,
-        gradient_checkpointing=cfg.grad_checkpointing,
+        gradient_checkpointing=cfg.grpo.grad_checkpointing,
         bf16=g.bf16_autocast,
-        use_cpu=cfg.device == "cpu" or (cfg.device == "auto" and not _cuda()),
+        use_cpu=cfg.grpo.device == "cpu" or (cfg.grpo.device == "auto" and not _cuda()),
         logging_steps=1,
         save_steps=cfg.ckpt_every * g.minibatches,
         save_total_limit=2,  # the newest and, while it is being written, the one before
@@ -134,17 +135,22 @@ def train_trl(cfg, checked, engine=None) -> dict:
 
     torch.manual_seed(cfg.seed)
     task = checked.task
-    args = _grpo_args(cfg, out, cfg.max_tokens or task.max_tokens)
+    args = _grpo_args(cfg, out, cfg.engine.max_tokens or task.max_tokens)
     ckpts = trl_checkpoints(out)[0]
     resume = _prepare_folder(cfg, out, ckpts)
     guard = RewardGuard(task.reward)
     ds = _dataset(task, cfg)
     if engine is None:
-        engine = build.make_engine(cfg, model_dir)
+        engine = rollout.make_engine(cfg, model_dir)
     sara = SaraRollout(
-        args, ds, [_reward(task, guard)], cfg.strategy, engine=engine,
-        collector=checked.collector, schedule=cfg.knobs.schedule,
-    )  # fmt: skip
+        args,
+        ds,
+        [_reward(task, guard)],
+        cfg.strategy,
+        engine=engine,
+        collector=checked.collector,
+        schedule=cfg.knobs.schedule,
+    )
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     start = checkpoint_step(ckpts[-1]) // cfg.grpo.minibatches if resume else 0
     rows = truncate_metrics(metrics_path, start, restore=saved_row(ckpts[-1]) if resume else None)
@@ -188,7 +194,7 @@ def _initial_eval(cfg, out: Path, engine, task, model, resume: bool):
 
 def _trainer(cfg, model, model_dir, args, ds, sara, log):
     """TRL's GRPOTrainer with SARA as its rollout_func and our metrics log as a callback."""
-    from transformers import AutoTokenizer, PrinterCallback
+    from transformers import AutoTokenizer, PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
     trainer = GRPOTrainer(
@@ -202,7 +208,28 @@ def _trainer(cfg, model, model_dir, args, ds, sara, log):
     )
     if not cfg.progress:  # TRL would print every log dict instead of the bar
         trainer.remove_callback(PrinterCallback)
+    elif trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_progress_callback())  # its bar on the terminal, not engine.log
     return trainer
+
+
+def _progress_callback():
+    """transformers' ProgressCallback whose bars are made on the user's terminal
+    (`real.io.enginelog.user_stderr`): the run's other library output goes to OUT/engine.log."""
+    import contextlib
+
+    from transformers import ProgressCallback
+
+    class TerminalProgress(ProgressCallback):
+        def on_train_begin(self, *a, **kw):
+            with contextlib.redirect_stderr(user_stderr()):
+                return super().on_train_begin(*a, **kw)
+
+        def on_prediction_step(self, *a, **kw):
+            with contextlib.redirect_stderr(user_stderr()):
+                return super().on_prediction_step(*a, **kw)
+
+    return TerminalProgress
 
 
 def _train(trainer, trl_dir: Path, resume_from) -> None:

@@ -2,7 +2,8 @@
 
     sara-sim theory  --difficulty beta:1,1 --k 8 --tau-low 0.2 [--prior 1,1] [--json]
     sara-sim theory  --difficulty history:deepscaler --epoch 0 --k 8 --tau-low 0.3
-    sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--request-cost 2] [--json]
+    sara-sim optimal --difficulty beta:0.2,0.8 --k 32 [--prior A0,B0] [--request-cost 2]
+        [--len-pass 2000 --len-fail 3500] [--json]
     (simulate, compare, verify, bench: the simulator, cli_sim.py; replay: cli_replay.py;
      wallclock: cli/wallclock.py)
 
@@ -17,7 +18,7 @@ import re
 import sys
 
 from ..core.difficulty import BetaLaw
-from ..core.errors import check_budget, check_int
+from ..core.errors import ParameterError, check_budget
 from ..core.files import run_cli
 from .common import (
     HISTORY_NAMES,
@@ -32,6 +33,7 @@ from .replay import add_replay_command
 from .sim import add_sim_commands
 from .wallclock import add_wallclock_command
 
+OVERWRITE_HELP = "replace the figures' files already in --out (without it: refused, naming them)"
 # Exact theory costs ~k units of ~1 us (k = 1e6: ~1 s), plus ~100 units per schedule round of its
 # expected-rounds loop (--increment 1: ~2k rounds); below the limit it needs no progress bar.
 # best_tau evaluates ~2k plans of O(k) each (k = 1000: ~0.6 s).
@@ -75,6 +77,7 @@ def cmd_optimal(args):
     if args.request_cost > 0:
         check_budget(work, PRICED_PLANS_LIMIT, "--k", "request-priced plans (k^2)", args.force)
     belief = BetaLaw(*args.prior) if args.prior else None
+    lengths = _optimal_lengths(args)
     res = bayes_optimal(law, args.k, belief, request_cost=args.request_cost)
     tau_prior = args.prior or (1.0, 1.0)
     tau, tau_cost, (lo, hi) = best_tau(law, args.k, tau_prior, progress=not args.json)
@@ -101,14 +104,48 @@ def cmd_optimal(args):
         "priced_cost_per_effective_group": res["priced_cost_per_effective_group"],
         "ds_priced_cost_per_effective_group": res["ds_priced_cost_per_effective_group"],
     }
+    if lengths is not None:  # the plan priced in tokens, beside DS's and the rollout-priced one
+        tok = bayes_optimal(law, args.k, belief, request_cost=args.request_cost, lengths=lengths)
+        from ..core.theory import plan_tokens
+
+        out |= {
+            "len_pass": lengths[0],
+            "len_fail": lengths[1],
+            "token_priced_plan": tok["plan"],
+            "token_priced_tokens_per_effective_group": tok["tokens_per_effective_group"],
+            "token_priced_rollouts_per_effective_group": tok["cost_per_effective_group"],
+            "token_priced_abandon_after_fail": tok["abandon_after_fail"],
+            "token_priced_abandon_after_pass": tok["abandon_after_pass"],
+            "tokens_per_effective_group": plan_tokens(law, args.k, res, lengths)[1],
+            "ds_tokens_per_effective_group": tok["ds_tokens_per_effective_group"],
+            "token_priced_token_savings_vs_ds": _saving(
+                tok["tokens_per_effective_group"], tok["ds_tokens_per_effective_group"]
+            ),
+        }
     _emit(args, out, f"Bayes-optimal stopping — {law}, k={args.k}")
+
+
+def _optimal_lengths(args):
+    """(pass, fail) mean lengths when both are given; one alone is a ParameterError."""
+    from ..core.optimal import check_lengths
+
+    given = (args.len_pass is not None, args.len_fail is not None)
+    if given == (False, False):
+        return None
+    if not all(given):
+        flag = "--len-fail" if given[0] else "--len-pass"
+        raise ParameterError(flag, "give --len-pass and --len-fail together (mean tokens)")
+    return check_lengths((args.len_pass, args.len_fail))
+
+
+def _saving(cost, ref):
+    return None if cost is None or not ref else 1.0 - cost / ref
 
 
 def cmd_figures(args):
     from paper_figs import run
 
-    check_int(args.seed, "--seed", 0)  # before the first figure is written
-    run(args.out, only=args.only, seed=args.seed, history=args.history)
+    run(args.out, only=args.only, seed=args.seed, history=args.history, overwrite=args.overwrite)
     return 0
 
 
@@ -131,11 +168,17 @@ def build_parser():
         help="a request's price in rollouts, >= 0: the plan minimises rollouts + this x "
         "requests (its stages) per effective group (0: rollouts only)",
     )
+    p.add_argument("--len-pass", type=_float("--len-pass"), default=None,
+                   help="mean tokens of a passing rollout (with --len-fail: the plan of fewest "
+                   "tokens per effective group is reported too, beside DS's)")  # fmt: skip
+    p.add_argument("--len-fail", type=_float("--len-fail"), default=None,
+                   help="mean tokens of a failing rollout")  # fmt: skip
     p.set_defaults(func=cmd_optimal)
     p = sub.add_parser("figures", help="regenerate every theory / simulation figure (paper_figs)")
     p.add_argument("--out", required=True, help="folder for NAME.png / .csv / .txt")
     p.add_argument("--only", default=None, help="comma-separated figures: names, figN or N")
     p.add_argument("--seed", type=_int("--seed"), default=0, help="seed of the simulated parts")
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     p.add_argument(
         "--history",
         default=None,

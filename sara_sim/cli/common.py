@@ -7,7 +7,7 @@ import json
 import math
 
 from ..core.difficulty import BUILTIN_HISTORIES, check_k_for_law, parse_law
-from ..core.errors import ParameterError, check_k, finite_or_none
+from ..core.errors import ParameterError, ascii_float, ascii_int, check_k, finite_or_none
 
 HISTORY_NAMES = ", ".join(BUILTIN_HISTORIES)  # the built-in histories, for --help texts
 
@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _prior(text):
     try:
-        a, b = (float(x) for x in str(text).split(","))
+        a, b = (ascii_float(x) for x in str(text).split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"must be 'A0,B0' with finite A0, B0 > 0, got {text!r}"
@@ -46,11 +46,11 @@ def _typed(conv, what):
 
 
 def _int(name):  # name kept for call-site readability
-    return _typed(int, "an integer")
+    return _typed(ascii_int, "an integer (ASCII digits)")
 
 
 def _float(name):  # name kept for call-site readability
-    return _typed(float, "a number")
+    return _typed(ascii_float, "a number (ASCII)")
 
 
 def add_law_args(p):

@@ -17,10 +17,6 @@ from ..core.errors import check_budget, check_int, check_k, check_unit
 from ..core.registry import names, row
 from .common import HISTORY_NAMES, add_output_args, dumps
 
-# The README's replay (epochs 26-52: 16k records x 5 strategies x 2 seeds = 163k visits) takes
-# ~50 s of CPU here; 6e5 visits is about three minutes.
-REPLAY_VISIT_LIMIT = 6e5
-
 REPLAY_STRATEGIES = names("replay")
 # the default: the reference, paper-faithful SARA and every strategy that learns from revisits
 DEFAULT_REPLAY = ",".join(("ds", "sara", *names("replay", needs_history=True)))
@@ -41,6 +37,7 @@ def _checked(args):
     """Every flag checked, and the replay's size against REPLAY_VISIT_LIMIT, before any replay:
     the history frame, its epoch range and the strategies (ds first if not asked for)."""
     from ..core.difficulty import load_history, parse_epochs
+    from ..sim.replay import REPLAY_VISIT_LIMIT
 
     check_k(args.k, "--k")
     check_int(args.groups, "--groups", 1)

@@ -12,8 +12,16 @@ them to its parser; same one-line ParameterError messages, exit 2 on bad input).
 import math
 import sys
 
-from ..core.errors import ParameterError, check_budget
+from ..core.errors import ParameterError, ascii_float, ascii_int, check_budget
 from ..core.registry import SARA
+from ..sim.baselines import (
+    DS_3N,
+    DS_ROUNDS,
+    DS_STREAM,
+    decomposition,
+    decomposition_text,
+    ratio,
+)
 from .common import _emit, _float, _int, _law, add_law_args, add_output_args, dumps
 
 SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
@@ -34,7 +42,7 @@ SIM_KEYS = (  # the JSON contract of `simulate` (more keys follow them)
 def _value(text):
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
-    for conv in (int, float):
+    for conv in (ascii_int, ascii_float):
         try:
             return conv(text)
         except ValueError:
@@ -71,8 +79,9 @@ def _sim_law(args):
     if args.epochs is not None and args.epoch is not None:
         raise ParameterError("--epochs", "give either --epoch E or --epochs A-B, not both")
     epoch = args.epochs if args.epochs is not None else args.epoch
+    flag = "--epochs" if args.epochs is not None else "--epoch"  # the one the user typed
     check_k(args.k, "--k")
-    law = parse_sim_law(args.difficulty, epochs=epoch)
+    law = parse_sim_law(args.difficulty, epochs=epoch, epoch_flag=flag)
     check_k_for_law(args.k, law)
     return law
 
@@ -105,9 +114,11 @@ def _add_sim_args(p, strategy=True):
     p.add_argument("--len-pass", type=_float("--len-pass"), default=2000.0, help="tokens")
     p.add_argument("--len-fail", type=_float("--len-fail"), default=3500.0, help="tokens")
     p.add_argument(
-        "--no-carry", dest="carry", action="store_false",
+        "--no-carry",
+        dest="carry",
+        action="store_false",
         help="SARA family: drop surplus and open groups at a step's end, as DS does",
-    )  # fmt: skip
+    )
 
 
 def cmd_simulate(args):
@@ -127,46 +138,87 @@ def cmd_simulate(args):
     _emit(args, out, f"{args.strategy} on {law}, k={args.k}")
 
 
-def compare_table(law, kw, strategies, progress=False):
-    """Every strategy on the same law and seed, sorted by rollouts per effective group."""
+def compare_table(law, kw, strategies, progress=False, priced_in="rollouts"):
+    """Every strategy on the same law and seed, sorted by rollouts per effective group; with
+    its ratios to DS streamed (``ds_stream_reference``) and to DS by rounds (N; verl's 3N where
+    ds-verl3n runs).  The table's attrs hold the references and the decomposition of the
+    savings (``baselines``); `priced_in`: sara-auto's plan and sara-history's price rule
+    priced in rollouts or tokens."""
     import pandas as pd
 
     from ..sim.simulate import simulate, summarize
     from ..sim.strategies import STRATEGIES, info
 
-    rows = []
+    rows, refs = [], {}
     for name in strategies or STRATEGIES:
         own = kw if info(name).family == "sara" else {x: v for x, v in kw.items() if x != "carry"}
-        s = summarize(simulate(name, law, progress=progress, **own))  # only SARA's kernel carries
+        if name in ("sara-auto", "sara-history"):  # the plans with a price
+            own = {**own, "priced_in": priced_in}
+        res = simulate(name, law, progress=progress, **own)  # only SARA's kernel carries
+        s = summarize(res)
         rows.append(s)
+        if name == "ds":
+            refs[DS_STREAM] = ds_stream_reference(res)
+        if name in ("ds", "ds-verl3n"):
+            cost = (s["cost_per_effective_group"], s["tokens_per_effective_group"])
+            refs[f"{name} rounds"] = cost
     df = pd.DataFrame(rows).sort_values("cost_per_effective_group", kind="mergesort")
     ds = df.loc[df["strategy"] == "ds", "cost_per_effective_group"]
     if len(ds):
         df["savings_vs_ds"] = 1.0 - df["cost_per_effective_group"] / float(ds.iloc[0])
         tds = float(df.loc[df["strategy"] == "ds", "tokens_per_effective_group"].iloc[0])
         df["token_savings_vs_ds"] = 1.0 - df["tokens_per_effective_group"] / tds
-    return df.reset_index(drop=True)
+    for ref, tag in ((DS_STREAM, "ds_stream"), (DS_ROUNDS, "ds_rounds"), (DS_3N, "ds_verl3n")):
+        if ref in refs:
+            df[f"ratio_vs_{tag}"] = [ratio(x, refs[ref][0]) for x in df["cost_per_effective_group"]]
+            df[f"token_ratio_vs_{tag}"] = [
+                ratio(x, refs[ref][1]) for x in df["tokens_per_effective_group"]
+            ]
+    df = df.reset_index(drop=True)
+    costs = dict(zip(df["strategy"], zip(df["cost_per_effective_group"],
+                                         df["tokens_per_effective_group"])))  # fmt: skip
+    costs = {**{n: c for n, c in costs.items() if n not in ("ds", "ds-verl3n")}, **refs}
+    df.attrs["references"] = {
+        name: {"rollouts_per_effective_group": r, "tokens_per_effective_group": t}
+        for name, (r, t) in refs.items()
+    }
+    df.attrs["decomposition"] = {
+        unit: decomposition({n: c[i] for n, c in costs.items()})
+        for i, unit in enumerate(("rollouts", "tokens"))
+    }
+    return df
+
+
+def ds_stream_reference(res):
+    """(rollouts, tokens) per effective group of DS streamed, from a DS run by rounds: the same
+    prompts and draws with every group sampled used — a stream keeps sampling until N groups are
+    mixed and what is in flight at a step's end runs on into the next (docs/design.md §2), so no
+    generation-batch surplus is thrown away: k / P(mixed) rollouts per effective group."""
+    f = res.frame
+    mixed = float(f["decided"].sum() - f["saturated"].sum())
+    if mixed <= 0:
+        return None, None
+    return float(f["decided_rollouts"].sum()) / mixed, float(f["tokens"].sum()) / mixed
 
 
 def _check_sim_size(names, law, kw, force):
     """compare runs every strategy in turn: the whole request must fit (see simulate.estimate)."""
-    from ..sim.budget import MEMORY_LIMIT, ROLLOUT_LIMIT, estimate, largest_factor
+    from ..sim.budget import ROLLOUT_LIMIT, check_memory, estimate, largest_factor
     from ..sim.strategies import default_params
 
     k, groups, steps, reps = kw["k"], kw["groups"], kw["steps"], kw["replicates"]
-    rollouts, nbytes = 0.0, 0.0
+    size = {"k": k, "groups": groups, "budget": None, "steps": steps, "replicates": reps}
+    rollouts = 0.0
     for name in names:
         prm = default_params(name, k, groups)
-        r, _, b = estimate(
-            name, law, k=k, groups=groups, budget=None, steps=steps, replicates=reps, params=prm
-        )
-        rollouts, nbytes = rollouts + r, max(nbytes, b)
+        rollouts += estimate(name, law, **size, params=prm, pool=kw["pool"])[0]
+    check_memory(law, **size, pool=kw["pool"], force=force)  # one strategy at a time
     worst = largest_factor(k, groups, None, steps, reps)
-    check_budget(nbytes / 2**30, MEMORY_LIMIT / 2**30, worst, "memory (GiB)", force)
     check_budget(rollouts, ROLLOUT_LIMIT, worst, "simulated rollouts (all strategies)", force)
 
 
 def cmd_compare(args):
+    from ..core.optimal import check_priced_in
     from ..sim.strategies import STRATEGIES
 
     law = _sim_law(args)
@@ -178,11 +230,14 @@ def cmd_compare(args):
             raise ParameterError(
                 "--strategies", f"unknown {bad}; choose from {', '.join(STRATEGIES)}"
             )
+    check_priced_in("sara-auto", args.priced_in, flag="--priced-in")
     kw = _sim_kwargs(args)
     _check_sim_size(names or STRATEGIES, law, kw, args.force)  # before the first strategy runs
-    df = compare_table(law, kw, names, progress=not args.json)
+    df = compare_table(law, kw, names, progress=not args.json, priced_in=args.priced_in)
     if args.json:
-        print(dumps({"law": str(law), "k": args.k, "rows": df.to_dict("records")}))
+        print(dumps({"law": str(law), "k": args.k, "priced_in": args.priced_in,
+                     "rows": df.to_dict("records"), "references": df.attrs["references"],
+                     "decomposition": df.attrs["decomposition"]}))  # fmt: skip
         return
     print(f"all strategies on {law}")  # a history path can be long: the law has its own line
     print(
@@ -190,6 +245,41 @@ def cmd_compare(args):
         "(sorted by rollouts per effective group)"
     )
     print(compare_text(df))
+    print(reference_text(df, priced_in=args.priced_in))
+
+
+def reference_text(df, priced_in="rollouts"):
+    """Each strategy against DS streamed and DS by rounds (N, and 3N with ds-verl3n), and where
+    the saving over DS by rounds comes from (``baselines``)."""
+    refs = df.attrs.get("references", {})
+    if DS_STREAM not in refs:
+        return "(no ds in the run: no reference for the savings)"
+    r, t = (refs[DS_STREAM][x] for x in ("rollouts_per_effective_group",
+                                         "tokens_per_effective_group"))  # fmt: skip
+    cols = [("ds_stream", "DS str."), ("ds_rounds", "DS N"), ("ds_verl3n", "DS 3N")]
+    cols = [c for c in cols if f"ratio_vs_{c[0]}" in df.columns]
+    lines = [
+        f"\nagainst DS streamed ({r:.2f} rollouts, {t:.0f} tokens per effective group: every",
+        "group DS samples used, k / P(mixed)) and DS by rounds; ratios of rollouts | tokens per",
+        f"effective group (plans priced in {priced_in}):",
+        f"{'strategy':<14}" + "".join(f"{'roll/' + h:>13}{'tok/' + h:>12}" for _, h in cols),
+    ]
+    for row in df.to_dict("records"):
+        cells = [(row[f"ratio_vs_{c}"], row[f"token_ratio_vs_{c}"]) for c, _ in cols]
+        lines.append(f"{row['strategy']:<14}" + "".join(
+            f"{_fmt(a, '.3f'):>13}{_fmt(b, '.3f'):>12}" for a, b in cells))  # fmt: skip
+    lines.append("SARA's rollouts and tokens are its schedule's own whether streamed or by rounds")
+    lines.append("(the same decisions; the surplus carried): the kernel runs it by rounds.")
+    for unit in ("rollouts", "tokens"):
+        parts = df.attrs["decomposition"][unit]
+        if parts:
+            lines.append(f"where the saving over DS by rounds comes from (share of its {unit}):")
+            lines += decomposition_text(parts)
+    return "\n".join(lines)
+
+
+def _fmt(v, f):
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, f)
 
 
 COMPARE_COLUMNS = (  # key, width, format, header — 11 columns, 95 characters with separators
@@ -283,6 +373,10 @@ def add_sim_commands(sub):
     p = sub.add_parser("compare", help="all strategies side by side on one law and seed")
     _add_sim_args(p, strategy=False)
     p.add_argument("--strategies", default=None, help="comma-separated subset (default: all)")
+    p.add_argument("--priced-in", default="rollouts",
+                   help="sara-auto's plan and sara-history's price rule minimise rollouts | "
+                   "tokens per effective group, the lengths learned from the run's own "
+                   "rollouts (rollouts)")  # fmt: skip
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("verify", help="the four claims across k and tau_low, sim vs exact")
     p.add_argument("--quick", action="store_true", help="small grid (k <= 16), fewer steps")

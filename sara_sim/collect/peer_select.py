@@ -1,9 +1,9 @@
 """The peers' predict-then-select strategies as collectors (``mopps``, ``dps``).
 
-Each step pulls ``ratio`` x N candidates from the stream, ranks them with the prompt's posterior
-and sends a whole group of k rollouts to each of the N best, in one round; the other candidates are
-passed over (skipped, 0 rollouts).  No per-prompt stopping: a chosen group that comes back all-pass
-or all-fail still enters the batch (saturated), as in the simulator's peer kernel
+Each step pulls ``ratio`` x N candidates from the prompt source, ranks them with the prompt's
+posterior and sends a whole group of k rollouts to each of the N best, in one round; the other
+candidates are passed over (skipped, 0 rollouts).  No per-prompt stopping: a chosen group that comes
+back all-pass or all-fail still enters the batch (saturated), as in the simulator's peer kernel
 (``sim/peers.py``, strategy codes MOPPS / DPS).  The recipe's values (ratio 4, target rate 0.5,
 Beta(1, 1) pseudo-counts, decay 1) are the registry row's (``registry.ROWS``).
 
@@ -16,7 +16,7 @@ sara-mopps / sara-dps put in front of SARA — on a ``PromptHistory`` set to the
 * DPS: the prompt's state at its last visit and the pooled transition counts (Dirichlet(1)).
 
 Differences from the Numba kernel, all in how ties and unseen prompts are scored (the kernel has
-its own random stream, so decisions are not identical draw for draw): DPS scores an unseen prompt
+its own random generator, so decisions are not identical draw for draw): DPS scores an unseen prompt
 by the mixed share of all visits, as the kernel does (``Selector(unseen="visits")``; sara-dps
 keeps the pooled transitions' share), and breaks ties by pull order (the kernel: at random);
 MoPPS's decay is applied per epoch since the last visit (the kernel: per visit) — the two agree
@@ -40,7 +40,7 @@ import math
 from ..core.errors import ParameterError, check_int
 from ..core.informed import PromptHistory
 from ..core.registry import row
-from .collect_base import StepResult, _Base, check_call
+from .collectors import StepResult, _Base, check_call
 from .selectors import Selector
 
 
@@ -56,8 +56,18 @@ def peer_history(name, epoch_size, seed=0):
 class PeerSelectCollector(_Base):
     """MoPPS / DPS selection of whole groups (the registry's ``peer-select`` family)."""
 
-    def __init__(self, name, *, k, groups=None, budget=None, seed=0, epoch_size=None,
-                 history=None, selector=None):  # fmt: skip
+    def __init__(
+        self,
+        name,
+        *,
+        k,
+        groups=None,
+        budget=None,
+        seed=0,
+        epoch_size=None,
+        history=None,
+        selector=None,
+    ):
         meta = row(name, "collector", "strategy")
         if meta.family != "peer-select":
             raise ParameterError("strategy", f"{name} is not a peer-select strategy")
@@ -76,10 +86,10 @@ class PeerSelectCollector(_Base):
             raise ParameterError("selector", f"must be a selectors.Selector of kind {name!r}")
         self.selector = selector
 
-    def collect_step(self, stream, sample):
-        check_call(stream, sample)
+    def collect_step(self, prompts, sample):
+        check_call(prompts, sample)
         res = StepResult()
-        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * self.groups))
+        cands = self._pull_some(prompts, res, math.ceil(self.selector.ratio * self.groups))
         # the epoch argument is unused: the history reads it from the id (for_integer_ids)
         chosen, passed = self.selector.select(cands, self.groups, self.informed, epoch=0)
         res.abandoned, res.skipped = list(passed), len(passed)
@@ -98,5 +108,5 @@ class PeerSelectCollector(_Base):
         state = dict(state)
         informed, selector = state.pop("informed"), state.pop("selector")
         self.__dict__.update({k: v for k, v in state.items()})
-        self.informed.load_state_dict(informed)  # ours: built with the stream's key functions
+        self.informed.load_state_dict(informed)  # ours: built with the prompt ids' key functions
         self.selector.load_state_dict(selector)

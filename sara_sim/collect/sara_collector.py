@@ -8,8 +8,8 @@ groups), continues for prompts still undecided, then probes of fresh prompts —
 missing groups call for (fixed-yield) or as the budget allows (fixed-budget) — up to the per-round
 capacity; groups completed beyond N and prompts still in progress are carried to the next step:
 counted, never dropped.  This class is its driver with an engine: it supplies the prompts (the
-stream, a selector's queue) and their plans, sends each round's requests to ``sample`` and feeds
-the rewards back; it keeps what only it knows (prompt ids, rewards, the step's result).
+prompt source, a selector's queue) and their plans, sends each round's requests to ``sample``
+and feeds the rewards back; it keeps what only it knows (prompt ids, rewards, the step's result).
 
 Which plan a prompt gets:
 * sara — the tau rule with the fixed prior (paper-faithful with the uniform prior);
@@ -27,24 +27,20 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from ..core import rounds as sm_step
 from ..core.informed import PromptHistory
-from ..core.optimal import prior_plan
+from ..core.optimal import learned_lengths, learned_weights, prior_plan
 from ..core.policy import ABANDON, CONTINUE
 from ..core.registry import SaraParams, row
 from ..core.rounds import (
     BATCH,
     C_CAPPED,
-    C_DONE,
     C_NREQ,
-    C_OPEN,
     C_WANT,
     CARRIED,
-    F_COMM,
     F_KEY,
-    F_N,
-    F_PLAN,
-    F_S,
     RoundConfig,
     absorb,
     grown,
@@ -57,7 +53,7 @@ from ..core.rounds import (
     wants_prompt,
 )
 from ..core.schedule import price
-from .collect_base import Request, StepResult, _Base, check_call
+from .collectors import Request, StepResult, _Base, check_call
 from .sara_settings import check_commits, check_history, checked_settings, fitted_prior
 from .selectors import Selector
 
@@ -69,6 +65,7 @@ class _Prompt:
     pid: object
     visit: int  # unique per visit: a prompt id may come round again while still open
     rewards: list = field(default_factory=list)
+    lengths: list = field(default_factory=list)  # tokens of its rollouts, where the driver says
 
 
 class Decided(NamedTuple):
@@ -84,20 +81,6 @@ class Decided(NamedTuple):
     target: int
 
 
-def _legacy_rounds(opened, n_done, rates):
-    """The state machine of a checkpoint from before it existed: its open prompts (`opened`, in
-    order, each still carrying its plan and commit flag), carried groups and running rates."""
-    rounds = new_rounds(max(64, 2 * len(opened)))
-    slots = rounds.slots
-    for j, p in enumerate(opened):
-        slots[j, F_KEY], slots[j, F_N], slots[j, F_S] = p.visit, len(p.rewards), sum(p.rewards)
-        slots[j, F_COMM] = int(p.__dict__.pop("committed"))
-        slots[j, F_PLAN : F_PLAN + 5] = p.__dict__.pop("plan")
-    rounds.cnt[C_OPEN], rounds.cnt[C_DONE] = len(opened), n_done
-    rounds.rates[:] = rates
-    return rounds
-
-
 def _restored(obj, state):
     obj.load_state_dict(state)
     return obj
@@ -107,9 +90,18 @@ class SaraCollector(_Base):
     """SARA's collector (fixed-yield: `groups`; fixed-budget: `budget`)."""
 
     def __init__(
-        self, name, *, k, groups=None, budget=None, seed=0, params=None, history=None,
-        epoch_size=None, selector=None,
-    ):  # fmt: skip
+        self,
+        name,
+        *,
+        k,
+        groups=None,
+        budget=None,
+        seed=0,
+        params=None,
+        history=None,
+        epoch_size=None,
+        selector=None,
+    ):
         """`params`: a ``registry.SaraParams`` (None: its defaults), passed whole; sara-history
         needs `history` and `epoch_size`, sara-mopps / sara-dps also a `selector`."""
         super().__init__(name, k, groups, budget, seed)
@@ -119,6 +111,7 @@ class SaraCollector(_Base):
         self.tau_low, self.tau_high, self.prior, self.capacity = cfg[:4]
         self.probe, self.increment, self.max_rounds, self.eb_window, self.rule = cfg[4:9]
         self.request_cost = cfg.request_cost  # sara-auto: a request's price in rollouts
+        self.priced_in = cfg.priced_in  # "tokens": plans priced by the learned mean lengths
         self.informed = history  # informed.PromptHistory for sara-history, else None
         self.selector = selector  # selectors.Selector for sara-mopps / sara-dps
         self.plan_log = None  # set to a list to log (prompt id, plan) per visit (exact referee)
@@ -128,17 +121,31 @@ class SaraCollector(_Base):
         self.epoch_size = None if epoch_size is None else int(epoch_size)
         self.window = deque(maxlen=self.eb_window)  # per step: [(successes, trials)] decided
         self.finished = []  # (successes, trials) of prompts decided during the current step
+        # per step: [pass tokens, passes, fail tokens, fails] of the rollouts of the prompts
+        # decided in it (the same prompts as `window`'s), where the driver told their lengths
+        self.lengths_window = deque(maxlen=self.eb_window)
+        self.tally = np.zeros(4)
+        self.step_lengths = None  # the mean (pass, fail) lengths the step's plans are priced at
+        self.step_weights = (1.0, 1.0)  # sara-history's price rule: (w_fail, w_pass)
         self.open = {}  # visit -> _Prompt, in progress (carried across steps)
         self.done_groups = []  # complete committed groups carried to the next step
         self.done_visits = []  # their visits (same order)
         # the round state machine: open prompts, counters and the running rates (``schedule.R_*``:
         # commit rate, rollouts per decided prompt, the run's rollouts and effective groups)
         self.rc = RoundConfig(
-            self.k, self.groups or 0, self.budget or 0, self.capacity, self.probe, self.increment,
-            self.max_rounds, float(self.tau_low), p.carry, *cfg.knobs,
-        )  # fmt: skip
+            self.k,
+            self.groups or 0,
+            self.budget or 0,
+            self.capacity,
+            self.probe,
+            self.increment,
+            self.max_rounds,
+            float(self.tau_low),
+            p.carry,
+            *cfg.knobs,
+        )
         self.rounds = new_rounds(64)
-        self.pulled = 0  # prompts pulled from the stream over the run (the replay clock)
+        self.pulled = 0  # prompts pulled from the prompt source over the run (the replay clock)
         self.visit_seq = 0  # visits probed over the run: unique request keys
         self.step_prior = self.prior
         self.plan = self._prior_plan(self.prior)
@@ -147,6 +154,10 @@ class SaraCollector(_Base):
     # --- the prior / plan ----------------------------------------------------------------------
     def _fit_prior(self):
         self.step_prior = self.prior
+        self.step_lengths, self.step_weights = None, (1.0, 1.0)
+        if self.priced_in == "tokens" and self.lengths_window:
+            tally = np.sum(self.lengths_window, axis=0)
+            self.step_lengths, self.step_weights = learned_lengths(tally), learned_weights(tally)
         fitted = None if self.name == "sara" else fitted_prior(self.window, self.prior)
         if fitted is None:
             return
@@ -158,7 +169,8 @@ class SaraCollector(_Base):
         self._check_plan()
 
     def _prior_plan(self, prior):
-        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior, self.request_cost)
+        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior,
+                          self.request_cost, self.step_lengths)  # fmt: skip
 
     def _check_plan(self):
         if self.informed is None:
@@ -172,14 +184,15 @@ class SaraCollector(_Base):
         if self.informed is None:
             return self.plan.copy()
         epoch = (self.pulled - 1) // self.epoch_size
-        return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price())
+        return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price(),
+                                  self.step_weights)  # fmt: skip
 
     # --- one step: the driver of ``rounds`` -------------------------------------------------------
-    def collect_step(self, stream, sample):
-        check_call(stream, sample)
+    def collect_step(self, prompts, sample):
+        check_call(prompts, sample)
         res = self.begin_step()
         while plan_round(self.rounds, self.rc):
-            self.open_prompts(res, stream)
+            self.open_prompts(res, prompts)
             requests = self._round_requests()
             if launch(self.rounds) == 0:
                 break
@@ -195,7 +208,8 @@ class SaraCollector(_Base):
         """Open a step: this step's prior and plan, the groups carried from the last step first
         in its batch, the state machine's step begun.  Returns the step's StepResult."""
         self._fit_prior()
-        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan])
+        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan],
+                         lengths=self.step_lengths)  # fmt: skip
         res.groups, self.done_groups = self.done_groups, []
         self.group_visits, self.done_visits = self.done_visits, []
         sm_step.begin_step(self.rounds, self.rc)
@@ -212,21 +226,53 @@ class SaraCollector(_Base):
         res.carried_open = len(self.open) + len(self.queue)
         self.window.append(self.finished)
         self.finished = []
+        self.lengths_window.append(self.tally)
+        self.tally = np.zeros(4)
 
-    def open_prompts(self, res, stream):
+    def observe_lengths(self, visit, lengths):
+        """The driver's word on the tokens of visit `visit`'s rollouts, in the order their
+        rewards come (before them: a round's sampler, a stream's completion): what a plan
+        priced in tokens learns its lengths from, once the visit is decided."""
+        p = self.open.get(visit)
+        if p is not None:
+            p.lengths.extend(int(x) for x in lengths)
+
+    def _tally(self, p):
+        """A decided visit's rollouts into the step's tally (those whose length was told)."""
+        for r, n in zip(p.rewards, p.lengths):
+            self.tally[0 if r else 2] += n
+            self.tally[1 if r else 3] += 1
+
+    def drop_open(self, res):
+        """Drop every prompt still open (a stream's "fresh" step end: none outlives its policy
+        version); their rollouts are waste.  What they drew feeds the window and the histories
+        as a decided prompt's does: left out, the prompts still undecided at a step's end —
+        those on the plan's later side, more of them the more are open — would be missing from
+        the prior's fit, which then leans to the other side and moves the plan further that
+        way (sara-auto streamed, probes x 2: some runs settled at 1.2x the rollouts of others;
+        the fit is the likelihood of what was drawn, whatever stopped the drawing)."""
+        for p in self.open.values():
+            if p.rewards:
+                self.finished.append((sum(p.rewards), len(p.rewards)))
+                self._tally(p)
+                self._observe(p.pid, p.rewards)
+        res.waste += int(sm_step.drop_open(self.rounds))
+        self.open = {}
+
+    def open_prompts(self, res, prompts):
         """Fresh prompts, one at a time, while the state machine wants them (after
         ``plan_round`` / ``plan_stream``); each opened one's first request is queued."""
         queue = self.queue  # a selector's chosen candidates, best first (kept across rounds)
         while wants_prompt(self.rounds):
             if self.selector is not None and not queue:
-                queue.extend(self._select(stream, res, int(self.rounds.cnt[C_WANT])))
+                queue.extend(self._select(prompts, res, int(self.rounds.cnt[C_WANT])))
                 note_skip(self.rounds)
             if self.selector is not None:
                 if not queue:
                     break
                 pid = queue.popleft()
             else:
-                pid = self._pull(stream, res)
+                pid = self._pull(prompts, res)
                 if pid is None:
                     break
                 self.pulled += 1
@@ -266,6 +312,7 @@ class SaraCollector(_Base):
         if d == CONTINUE:
             return
         self.finished.append((s, n))  # only outcomes actually drawn feed any prior
+        self._tally(p)
         self._observe(p.pid, p.rewards)
         target = settle(self.rounds, self.rc, i, d, s)
         del self.open[p.visit]
@@ -283,10 +330,10 @@ class SaraCollector(_Base):
         if self.observer is not None:
             self.observer(Decided(res.rounds, p.pid, int(d), n, s, int(target)))
 
-    def _select(self, stream, res, want):
+    def _select(self, prompts, res, want):
         """Pull ratio x want candidates; the selector's best `want` are returned, the rest
         are passed over (skipped)."""
-        cands = self._pull_some(stream, res, math.ceil(self.selector.ratio * want))
+        cands = self._pull_some(prompts, res, math.ceil(self.selector.ratio * want))
         self.pulled += len(cands)
         epoch = (self.pulled - 1) // self.epoch_size
         chosen, passed = self.selector.select(cands, want, self.informed, epoch)
@@ -326,9 +373,6 @@ class SaraCollector(_Base):
         selector = state.pop("selector", None)
         mine = self.informed, self.selector  # built by the caller, with its key functions
         self.__dict__.update(state)
-        if "rounds" not in state:  # a checkpoint from before the round state machine
-            rates = self.__dict__.pop("rates")
-            self.rounds = _legacy_rounds(list(self.open.values()), len(self.done_groups), rates)
         if selector is not None:
             self.selector = _restored(mine[1] or Selector(selector["kind"]), selector)
         if informed is not None:

@@ -10,7 +10,7 @@ import numpy as np
 from ..core.beta import p_eff_jit
 from ..core.difficulty import fit_beta_binomial
 from ..core.errors import ParameterError, check_int, check_prior, check_schedule, check_unit
-from ..core.optimal import check_request_cost
+from ..core.optimal import check_priced_in, check_request_cost
 from ..core.policy import NO_TAU_HIGH, plan_can_commit
 from ..core.registry import SaraParams
 from ..core.rounds import schedule_knobs
@@ -55,6 +55,7 @@ class Settings(NamedTuple):
     rule: str
     knobs: tuple  # (overprovision, max_inflight): ``rounds.schedule_knobs``
     request_cost: float  # sara-auto's price of a request, in rollouts (``optimal.py``)
+    priced_in: str  # "rollouts" or "tokens": what sara-auto's plan minimises per group
 
 
 def checked_settings(name, p, k, groups, budget):
@@ -80,10 +81,21 @@ def checked_settings(name, p, k, groups, budget):
     if not isinstance(p.rule, str) or p.rule not in ("tau", "price"):
         raise ParameterError("rule", f"must be 'tau' or 'price', got {p.rule!r}")
     request_cost = check_request_cost(name, p.request_cost, probe, increment)
+    priced_in = check_priced_in(name, p.priced_in, p.rule)
     return Settings(
-        tau_low, tau_high, prior, capacity, probe, increment, max_rounds, eb_window, p.rule, knobs,
+        tau_low,
+        tau_high,
+        prior,
+        capacity,
+        probe,
+        increment,
+        max_rounds,
+        eb_window,
+        p.rule,
+        knobs,
         request_cost,
-    )  # fmt: skip
+        priced_in,
+    )
 
 
 def fitted_prior(window, prior):

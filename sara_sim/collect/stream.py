@@ -4,10 +4,10 @@ and vLLM's (``real/rollout/streamed.py`` on a ``real.sampling.streaming.StreamEn
 
 **The engine a driver needs** (``RolloutEngine``): ``submit(pid, visit, n)`` queues n rollouts of
 visit `visit` of prompt `pid`; ``poll()`` runs the engine to its next completions and returns
-``[(visit, outcome)]`` (outcome: the rollout's binary reward; ``[]`` only when nothing is in
-flight); ``cancel(visit)`` aborts the visit's rollouts in flight and returns how many;
-``inflight`` counts the rollouts in flight.  The engine keeps its own cost books (tokens,
-cancelled rollouts and their tokens): a driver only decides.
+``[(visit, outcome, tokens)]`` (outcome: the rollout's binary reward, tokens: its length; ``[]``
+only when nothing is in flight); ``cancel(visit)`` aborts the visit's rollouts in flight and
+returns how many; ``inflight`` counts the rollouts in flight.  The engine keeps its own cost
+books (tokens, cancelled rollouts and their tokens): a driver only decides.
 
 **SARA streamed** is the third driver of the round state machine (``core/rounds.py``), beside the
 Numba kernel and ``SaraCollector``'s round loop: the collector's own prompts, plans, priors and
@@ -17,7 +17,7 @@ booking through its step interface (``begin_step`` / ``open_prompts`` / ``absorb
 1. plans with ``stream_plan.plan_stream`` — the round's order (fills of committed prompts,
    continues of undecided ones while groups are missing, then the probe quota from the running
    commit rate), counting the rollouts already in flight — within the engine's free slots;
-2. opens the fresh prompts through ``open_prompts`` (the collector's stream, plans and skips);
+2. opens the fresh prompts through ``open_prompts`` (its prompt source, plans and skips);
 3. sends each request whole, as one engine request (``rc.whole``: the free slots decide whether
    a request starts, never its size — a request cut to the slots left would be sent as two, and
    a served request costs ~13 ms of CPU (client, API server, engine core) whatever its size: as
@@ -72,11 +72,10 @@ from ..core.rounds import (
     C_OPEN,
     F_KEY,
     S_FIELDS,
-    drop_open,
     new_rounds,
 )
 from ..core.stream_plan import plan_stream, send
-from .collect_base import Request, StepResult, _Base
+from .collectors import Request, StepResult, _Base
 
 FLY = S_FIELDS  # the stream driver's slot field: rollouts in flight
 BOUNDARIES = ("carry", "abort", "fresh")  # what a step's end does to what is in flight / open
@@ -124,21 +123,20 @@ class StreamSara:
         self.carry = boundary == "carry" and col.rc.carry  # in flight outlives the step
         self.max_rollouts = col.max_rounds * col.capacity  # as many as max_rounds full rounds
 
-    def collect_step(self, stream):
+    def collect_step(self, prompts):
         col = self.col
         res = col.begin_step()
-        while self._top_up(res, stream):
+        while self._top_up(res, prompts):
             done = self.live.poll()
-            if not done:  # nothing in flight and nothing to send: the stream ran out
+            if not done:  # nothing in flight and nothing to send: the prompts ran out
                 break
             res.rounds += 1  # one engine wait
-            for visit, o in done:
-                self._land(visit, o, res)
+            for visit, o, tokens in done:
+                self._land(visit, o, tokens, res)
         for visit in [] if self.carry else list(col.open):  # the step's end: "abort", "fresh"
             self._cancel(visit)
         if self.boundary == "fresh":  # no open prompt outlives its policy version
-            res.waste += int(drop_open(col.rounds))
-            col.open = {}
+            col.drop_open(res)
         col.end_step(res)
         return res
 
@@ -155,7 +153,7 @@ class StreamSara:
     def load_state_dict(self, state):
         pass
 
-    def _top_up(self, res, stream):
+    def _top_up(self, res, prompts):
         """Plan and send at one completion; False once the step's groups are in (or capped)."""
         col = self.col
         if res.rollouts >= self.max_rollouts:
@@ -165,7 +163,7 @@ class StreamSara:
         if not plan_stream(col.rounds, col.rc, FLY, room, self.carry):
             return False
         seq = col.visit_seq
-        col.open_prompts(res, stream)  # may grow the table: read col.rounds after it
+        col.open_prompts(res, prompts)  # may grow the table: read col.rounds after it
         sm, sent = col.rounds, 0
         fresh = sm.slots[: sm.cnt[C_OPEN], F_KEY] > seq  # offered now: a row's old FLY is stale
         sm.slots[: sm.cnt[C_OPEN]][fresh, FLY] = 0
@@ -183,12 +181,13 @@ class StreamSara:
         sm = self.col.rounds
         return int(np.searchsorted(sm.slots[: sm.cnt[C_OPEN], F_KEY], visit))
 
-    def _land(self, visit, o, res):
+    def _land(self, visit, o, tokens, res):
         col = self.col
         p = col.open.get(visit)
         if p is None:  # finished in the very iteration its prompt was decided: paid, unused
             res.waste += 1
             return
+        col.observe_lengths(visit, [tokens])
         sm, i = col.rounds, self._slot(visit)
         sm.slots[i, FLY] -= 1
         sm.req[0, 0], sm.req[0, 1] = i, 1  # the completion as request 0 of one rollout
@@ -224,19 +223,19 @@ class StreamDS:
         self.mixed, self.decided, self.visits = 0, 0, 0  # over the run: the mixed rate
         self.group_visits = []
 
-    def collect_step(self, stream):
+    def collect_step(self, prompts):
         res, flying, kept = StepResult(), self.flying, []
         self.group_visits = []
         while len(kept) < self.groups:
             if self.max_rollouts and res.rollouts >= self.max_rollouts:
                 res.capped = True
                 break
-            self._admit(res, stream, flying, len(kept))
+            self._admit(res, prompts, flying, len(kept))
             done = self.live.poll()
             if not done:
                 break
             res.rounds += 1  # one engine wait
-            for visit, o in done:
+            for visit, o, _ in done:
                 pid, r = flying[visit]
                 r.append(o)
                 if len(r) == self.k:
@@ -248,12 +247,12 @@ class StreamDS:
         res.groups, res.n_effective = kept, len(kept)
         return res
 
-    def _admit(self, res, stream, flying, n_kept):
+    def _admit(self, res, prompts, flying, n_kept):
         rate = (self.mixed + 1) / (self.decided + 2)  # mixed groups per prompt; 1/2 at first
         while self.live.inflight < self.capacity and (
             self.carry or n_kept + rate * len(flying) < self.groups
         ):
-            pid = _Base._pull(stream, res)
+            pid = _Base._pull(prompts, res)
             if pid is None:
                 return
             flying[self.visits] = (pid, [])
@@ -287,6 +286,22 @@ class StreamDS:
 
     def load_state_dict(self, state):
         self.mixed, self.decided, self.visits = state["mixed"], state["decided"], state["visits"]
+
+
+def stream_capacity(col, slots=None, boundary="carry"):
+    """Rollouts a stream keeps in flight (queued in the engine or running).  Its collector's
+    own: a round's capacity (SARA: x N k with over-provisioning x; DS: a generation batch of
+    rollouts) — but never more than the engine runs at once (`slots`, where the driver knows
+    them: in-process vLLM, the engine model), since a rollout queued behind full slots starts no
+    sooner for being queued early and, with boundary "abort" / "fresh", is lost at the step's
+    end with the prompt it was queued for (on the in-process reasoning task, probes x 2 queued
+    x 2 N k = 2 x the slots: 0.95 of DS by rounds' rollouts, 0.83 capped: benchmarks/
+    stream_real_reasoning.out.txt).  With "carry" nothing is lost at a step's end and fresh
+    prompts fill every free slot: the slots."""
+    own = col.gen_batch_size * col.k if hasattr(col, "gen_batch_size") else col.capacity
+    if slots is None:
+        return own
+    return int(slots) if boundary == "carry" else min(own, int(slots))
 
 
 def stream_driver(col, live, capacity, boundary="carry"):

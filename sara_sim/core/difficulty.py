@@ -5,7 +5,9 @@ the probability of one *ordered* outcome sequence with i successes and j failure
 M(i, j) = E[g^i (1 - g)^j] (for a recorded history: the same without replacement).  Specs:
 
 * ``beta:A,B`` — Beta(A, B)
-* ``mix:W1*beta:A1,B1+W2*beta:A2,B2`` — a mixture (weights are normalised)
+* ``mix:W1*beta:A1,B1+W2*beta:A2,B2`` — a mixture; the weights are relative: each is divided
+  by their sum (``mix:1*beta:1,5+1*beta:5,1`` is an even mixture; ``mix:0.3*...+0.3*...`` too),
+  and every output names the law with the shares it used (``mix:0.5*beta:1,5+0.5*beta:5,1``)
 * ``point:G`` — every prompt has success rate G (for checks)
 * ``history:PATH`` — per-prompt outcome histories (CSV prompt_id, epoch, correct, samples); one
   record per (prompt, epoch); a group of k <= samples draws without replacement from the record.
@@ -17,6 +19,7 @@ M(i, j) = E[g^i (1 - g)^j] (for a recorded history: the same without replacement
 0.25
 """
 
+import io
 import math
 from dataclasses import dataclass
 from importlib import resources
@@ -27,9 +30,19 @@ import pandas as pd
 from scipy.special import betaln, gammaln, logsumexp
 
 from .eb_fit import fit_weighted
-from .errors import ParameterError, check_positive, check_prior, check_unit
+from .errors import (
+    ParameterError,
+    ascii_float,
+    ascii_int,
+    check_positive,
+    check_prior,
+    check_unit,
+)
+from .files import one_line, path_problem, read_input
 
 HISTORY_COLUMNS = ("prompt_id", "epoch", "correct", "samples")
+# token sums per outcome of each record: the columns `sara-real audit` adds to its history.csv
+TOKEN_COLUMNS = ("pass_tokens", "fail_tokens")
 # Histories shipped inside the package (sara_sim/data, README there): name -> file.  A name is
 # reserved: the string "deepscaler" always means the packaged file, wherever the command runs;
 # a user's file that happens to be called so is given as a path ("./deepscaler").
@@ -210,51 +223,100 @@ def builtin_history(name: str) -> Path:
 
 def history_file(source, param: str = "--difficulty") -> Path:
     """The file a history source names: a ``str`` equal to a built-in name is the packaged file,
-    anything else (a str or a Path) is a path; it must be an existing file."""
+    anything else (a str or a Path) is a path; it must be a readable regular file (otherwise the
+    one-line reason of ``files.path_problem``: missing, a directory, a FIFO or device, a dangling
+    symbolic link, unreadable)."""
     if isinstance(source, str) and source in BUILTIN_HISTORIES:
         p = builtin_history(source)
         if not p.is_file():  # a broken install, not a user error: say which file is missing
             raise ParameterError(param, f"built-in history {source!r} is missing at {p}")
         return p
     p = Path(source)
-    if p.is_dir():
-        raise ParameterError(param, f"{source} is a directory, not a history CSV file")
-    if not p.is_file():
+    problem = path_problem(p, "history CSV file")
+    if problem == f"no such history CSV file: {p}":  # plainly absent: maybe a mistyped name
         names = ", ".join(BUILTIN_HISTORIES)
-        raise ParameterError(
-            param, f"history file not found: {source} (built-in histories: {names})"
-        )
+        problem = f"history file not found: {source} (built-in histories: {names})"
+    if problem is not None:
+        raise ParameterError(param, problem)
     return p
 
 
-def load_history(source, param: str = "--difficulty") -> pd.DataFrame:
+def load_history(source, param: str = "--difficulty", columns=()) -> pd.DataFrame:
     """Read and validate a history CSV (prompt_id, epoch, correct, samples): a path, or a
-    built-in name such as ``"deepscaler"`` (see ``history_file``)."""
-    p = history_file(source, param)
+    built-in name such as ``"deepscaler"`` (see ``history_file``).  The one reader of history
+    files: every command that takes one (theory, optimal, compare, simulate, replay, wallclock,
+    figures, the audit's own history.csv) applies these rules, each refusal one line naming the
+    file, the row and the rule (``HISTORY_RULES``):
+
+    * integers everywhere (below 2**53); ``samples >= 1``, ``0 <= correct <= samples``,
+      ``epoch >= 0``;
+    * one record per (prompt_id, epoch): a repeated pair is refused, never merged or dropped.
+
+    `columns`: further columns the caller needs (e.g. the audit's ``pass_tokens``,
+    ``fail_tokens``), integers >= 0, kept in the frame."""
     path = source  # the messages name what the user wrote (a built-in name, or the path)
+    p = history_file(source, param)
+    data = read_input(p, param, "history CSV file")
     try:
-        df = pd.read_csv(p)
-    except Exception as exc:  # any parse failure is a malformed file
-        raise ParameterError(param, f"malformed history file {path}: {exc}") from None
-    missing = [c for c in HISTORY_COLUMNS if c not in df.columns]
+        df = pd.read_csv(io.BytesIO(data))
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ParameterError(param, f"malformed history file {path}: {one_line(exc)}") from None
+    need = (*HISTORY_COLUMNS, *columns)
+    missing = [c for c in need if c not in df.columns]
     if missing:
-        raise ParameterError(param, f"history file {path} lacks columns {missing}")
-    df = df[list(HISTORY_COLUMNS)]
+        audit = " (written by sara-real audit)" if set(missing) & set(TOKEN_COLUMNS) else ""
+        raise ParameterError(param, f"history file {path} lacks columns {missing}{audit}")
+    df = df[list(need)]
     if len(df) == 0:
         raise ParameterError(param, f"history file {path} has no rows")
+    where = _row_names(data, len(df))
     numeric = df.apply(pd.to_numeric, errors="coerce")
-    if numeric.isna().any().any() or (numeric != numeric.round()).any().any():
-        raise ParameterError(param, f"history file {path}: all columns must be integers")
+    for col in need:
+        x = numeric[col]
+        bad = x.isna() | (x != x.round()) | (x.abs() >= 2**53)
+        if bad.any():
+            i = int(np.argmax(bad.to_numpy()))
+            raise ParameterError(
+                param,
+                f"history file {path} {where(i)}: {col} {df[col].iloc[i]!r} is not an integer "
+                "(every column holds integers)",
+            )
     df = numeric.astype(np.int64)
-    if (
-        (df["samples"] < 1).any()
-        or (df["correct"] < 0).any()
-        or (df["correct"] > df["samples"]).any()
+    for rule, bad in (
+        ("samples >= 1", df["samples"] < 1),
+        ("0 <= correct <= samples", (df["correct"] < 0) | (df["correct"] > df["samples"])),
+        ("epoch >= 0", df["epoch"] < 0),
+        *((f"{col} >= 0", df[col] < 0) for col in columns),
     ):
+        if bad.any():
+            i = int(np.argmax(bad.to_numpy()))
+            shown = ", ".join(f"{c} {df[c].iloc[i]}" for c in need)
+            raise ParameterError(param, f"history file {path} {where(i)} ({shown}): need {rule}")
+    repeat = df.duplicated(["prompt_id", "epoch"], keep="first").to_numpy()
+    if repeat.any():
+        i = int(np.argmax(repeat))
+        pid, ep = int(df["prompt_id"].iloc[i]), int(df["epoch"].iloc[i])
+        first = int(np.argmax((df["prompt_id"] == pid).to_numpy() & (df["epoch"] == ep).to_numpy()))
         raise ParameterError(
-            param, f"history file {path}: need 0 <= correct <= samples, samples >= 1"
+            param,
+            f"history file {path} {where(i)}: prompt_id {pid}, epoch {ep} repeats {where(first)}; "
+            "need one record per (prompt_id, epoch) (add the two records' correct and samples "
+            "into one, or drop one)",
         )
     return df
+
+
+def _row_names(data: bytes, n_rows: int):
+    """row index -> "row R (line L)": R counts records after the header, L is the file's line
+    (blank lines, which the CSV reader skips, counted); "row R" alone when the lines cannot be
+    matched to the records (a quoted field spanning lines)."""
+    lines = [i for i, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+    at = lines[1:] if len(lines) == n_rows + 1 else None
+
+    def name(i: int) -> str:
+        return f"row {i + 1}" + (f" (line {at[i]})" if at is not None else "")
+
+    return name
 
 
 def parse_epochs(epochs, frame: pd.DataFrame | None = None, param: str = "--epoch"):
@@ -267,10 +329,10 @@ def parse_epochs(epochs, frame: pd.DataFrame | None = None, param: str = "--epoc
         text = str(epochs)
         try:
             lo, _, hi = text.partition("-")
-            lo, hi = int(lo), int(hi or lo)
+            lo, hi = ascii_int(lo), ascii_int(hi or lo)
         except ValueError:
             raise ParameterError(
-                param, f"must be an epoch E or a range A-B, got {text!r}"
+                param, f"must be an epoch E or a range A-B (ASCII digits), got {text!r}"
             ) from None
     if lo < 0 or hi < lo:
         raise ParameterError(param, f"need 0 <= A <= B, got {lo}-{hi}")
@@ -285,7 +347,7 @@ def parse_epochs(epochs, frame: pd.DataFrame | None = None, param: str = "--epoc
 
 def _beta_params(text, spec):
     try:
-        a, b = (float(x) for x in text.split(","))
+        a, b = (ascii_float(x) for x in text.split(","))
     except ValueError:
         raise ParameterError("--difficulty", f"beta needs 'beta:A,B', got {spec!r}") from None
     if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
@@ -293,17 +355,18 @@ def _beta_params(text, spec):
     return BetaLaw(a, b)
 
 
-def parse_law(spec: str, epochs=None):
-    """Parse a difficulty spec (see module docstring); `epochs` selects history records."""
+def parse_law(spec: str, epochs=None, epoch_flag: str = "--epoch"):
+    """Parse a difficulty spec (see module docstring); `epochs` selects history records (given by
+    the flag `epoch_flag`: the messages name the flag the user typed)."""
     spec = str(spec).strip()
     kind, _, rest = spec.partition(":")
     if epochs not in (None, "all") and kind != "history":
-        raise ParameterError("--epoch", f"applies to history:PATH laws only, not {spec!r}")
+        raise ParameterError(epoch_flag, f"applies to history:PATH laws only, not {spec!r}")
     if kind == "beta":
         return _beta_params(rest, spec)
     if kind == "point":
         try:
-            g = float(rest)
+            g = ascii_float(rest)
         except ValueError:
             g = float("nan")
         if not 0.0 <= g <= 1.0:
@@ -314,7 +377,7 @@ def parse_law(spec: str, epochs=None):
         for part in rest.split("+"):
             w, star, comp = part.partition("*")
             try:
-                wv = float(w)
+                wv = ascii_float(w)
             except ValueError:
                 wv = float("nan")
             if not star or not (wv > 0 and math.isfinite(wv)):
@@ -326,14 +389,15 @@ def parse_law(spec: str, epochs=None):
                 raise ParameterError("--difficulty", "mixture components must be beta or point")
             weights.append(wv)
             comps.append(sub)
-        # divide by the largest weight first: 1e308 + 1e308 would overflow to inf
+        # relative weights (documented): each divided by their sum, the largest first so that
+        # 1e308 + 1e308 cannot overflow; str(law) shows the shares used
         top = max(weights)
         scaled = [w / top for w in weights]
         total = math.fsum(scaled)
         return MixtureLaw(tuple(w / total for w in scaled), tuple(comps))
     if kind == "history":
         frame = load_history(rest)
-        ep = parse_epochs(epochs, frame)
+        ep = parse_epochs(epochs, frame, epoch_flag)
         if ep is not None:
             frame = frame[(frame["epoch"] >= ep[0]) & (frame["epoch"] <= ep[1])]
         return HistoryLaw(frame.reset_index(drop=True), source=rest, epochs=ep)

@@ -21,12 +21,16 @@ sara_sim.core.errors.ParameterError: tau_low: must be a finite number in [0, 1],
 
 import math
 import numbers
+import re
 
 import numpy as np
 
 # Largest group size any function accepts: the kernels index rollouts with int64 and compute
 # b + j in float64, which is exact for integers below 2**53.
 K_LIMIT = 2**53
+# Every seed of both CLIs (sara-sim, sara-real): a non-negative int64.
+SEED_MAX = 2**63 - 1
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
 
 
 class ParameterError(ValueError):
@@ -55,6 +59,38 @@ def check_int(v, name: str, lo=None, hi=None) -> int:
     if not ok or (lo is not None and v < lo) or (hi is not None and v > hi):
         raise ParameterError(name, f"must be an integer{_range_text(lo, hi)}, got {v!r}")
     return int(v)
+
+
+def ascii_int(text) -> int:
+    """The integer a flag's text spells in ASCII digits (an optional sign, then 0-9 only).
+
+    Python's int() also reads '٨' (Arabic-Indic), '８' (full-width), '1_0' and ' 8 '; a flag
+    takes none of them, in either CLI.
+
+    >>> ascii_int("8"), ascii_int("-3")
+    (8, -3)
+    >>> ascii_int("1_0")
+    Traceback (most recent call last):
+    ...
+    ValueError: not ASCII digits: '1_0'
+    """
+    if not isinstance(text, str) or not _ASCII_INT.fullmatch(text):
+        raise ValueError(f"not ASCII digits: {text!r}")
+    return int(text)
+
+
+def ascii_float(text) -> float:
+    """float(text) for ASCII text without '_' or surrounding blanks ('1.5', '1e-3', 'nan', 'inf':
+    the range checks refuse the last two with their own message); float() itself also reads
+    '٨', '１.５' and '1_0.5'."""
+    if not isinstance(text, str) or not text.isascii() or "_" in text or text != text.strip():
+        raise ValueError(f"not an ASCII number: {text!r}")
+    return float(text)
+
+
+def check_seed(v, name: str = "--seed") -> int:
+    """A seed in [0, SEED_MAX] (the one range of every seed flag of both CLIs)."""
+    return check_int(v, name, 0, SEED_MAX)
 
 
 def check_float(v, name: str, lo=None, hi=None, lo_open=False, hi_open=False) -> float:

@@ -11,13 +11,25 @@ by every writer (sara-sim figures, paper_figs, sara-real's runs, compares, audit
 * `run_cli`: the one place where every CLI (sara-sim, sara-real, paper_figs) turns a
   ParameterError into one line and exit 2, an OSError into one line and exit 1.
 
+Reading what a user names goes through `check_input` / `read_input`: every path gets its true
+reason (missing, a directory, a named pipe or device, a dangling symbolic link, unreadable) under
+the flag the user typed; a parser then says "malformed" only of a file it could read.
+
 JSON results go through `dumps_json`: an undefined number (nan, inf) is null, never a stand-in."""
 
 import contextlib
 import json
 import os
+import stat
 import sys
 from pathlib import Path
+
+_KINDS = {  # what a path that is not a regular file is, in words
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 class WriteError(OSError):
@@ -95,6 +107,69 @@ def append_bytes(path, data: bytes) -> None:
             os.close(fd)
 
 
+def path_problem(path, what: str = "file", folder: bool = False) -> str | None:
+    """Why `path` is not a readable `what` (a regular file; with `folder`, a directory), or None:
+    missing, a dangling symbolic link, a directory / not one, a named pipe, device or socket,
+    unreadable. Opens nothing that could block (a FIFO is named, never opened)."""
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode  # follows symbolic links
+    except FileNotFoundError:
+        if os.path.islink(p):
+            return f"{p} is a dangling symbolic link (to {os.readlink(p)}, which does not exist)"
+        return f"no such {what}: {p}"
+    except NotADirectoryError:
+        part = next((q for q in reversed(p.parents) if q.exists() and not q.is_dir()), p.parent)
+        return f"no such {what}: {p} ({part} is a file, not a directory)"
+    except OSError as e:  # a directory on the way that cannot be searched, a link loop
+        return f"cannot reach {p}: {e.strerror or e}"
+    link = f" (via a symbolic link to {os.path.realpath(p)})" if os.path.islink(p) else ""
+    kind = _KINDS.get(stat.S_IFMT(mode), "a file")
+    if stat.S_ISDIR(mode) != folder:
+        return f"{p} is {'a directory' if stat.S_ISDIR(mode) else kind}{link}, not a {what}"
+    if not folder and not stat.S_ISREG(mode):
+        return f"{p} is {kind}{link}, not a regular file ({what})"
+    try:
+        if folder:
+            os.listdir(p)
+        else:  # open and read a byte: a permission or an I/O error shows here
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.read(fd, 1)
+            finally:
+                os.close(fd)
+    except OSError as e:
+        return f"cannot read {p}: {e.strerror or e}"
+    return None
+
+
+def check_input(path, flag: str, what: str = "file", folder: bool = False) -> Path:
+    """`path` as a Path, or a ParameterError under `flag` with `path_problem`'s reason."""
+    problem = path_problem(path, what, folder)
+    if problem is not None:
+        from sara_sim.core.errors import ParameterError
+
+        raise ParameterError(flag, problem)
+    return Path(path)
+
+
+def read_input(path, flag: str, what: str = "file") -> bytes:
+    """The bytes of a file a user named: `check_input`'s reasons, and a read that fails after
+    the open (an I/O error) is "cannot read", never "malformed"."""
+    p = check_input(path, flag, what)
+    try:
+        return p.read_bytes()
+    except OSError as e:
+        from sara_sim.core.errors import ParameterError
+
+        raise ParameterError(flag, f"cannot read {p}: {e.strerror or e}") from None
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: a library's multi-line or newline-ended message joined by spaces."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
 def os_error_line(e: OSError) -> str:
     """One line for an OS error: the file it names (if any) and the OS's reason."""
     if isinstance(e, WriteError):
@@ -108,8 +183,10 @@ def os_error_line(e: OSError) -> str:
 def run_cli(prog: str, call, usage=(), failures=(), hint: str = "") -> int:
     """`call()`'s exit status (None -> 0), or one line `PROG: error: ...` on stderr: exit 2 for a
     ParameterError (bad input, said before anything started) or an exception in `usage`, exit 1
-    for an OSError (the file and the OS's reason; a full disk...) or one in `failures`, followed
-    by `hint` (what to do next). Nothing else is caught: a bug keeps its traceback."""
+    for an OSError (the file and the OS's reason; a full disk...), a MemoryError (a request run
+    with --force past what this machine holds) or one in `failures`, followed by `hint` (what to
+    do next). A message is always one line (`one_line`). Nothing else is caught: a bug keeps its
+    traceback."""
     from sara_sim.core.errors import ParameterError
 
     try:
@@ -120,11 +197,14 @@ def run_cli(prog: str, call, usage=(), failures=(), hint: str = "") -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except (ParameterError, *usage) as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(e)}", file=sys.stderr)
         return 2
+    except MemoryError as e:
+        print(f"{prog}: error: out of memory ({one_line(e) or 'MemoryError'})", file=sys.stderr)
+        return 1
     except (OSError, *failures) as e:
         text = os_error_line(e) if isinstance(e, OSError) else str(e)
-        print(f"{prog}: error: {text}{hint}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(text)}{hint}", file=sys.stderr)
         return 1
 
 

@@ -12,9 +12,9 @@ with kappa = 1 and (A, B) = (1, 1) that is plain SARA.
 
 A prompt is then handled by a plan for its own prior (``policy.py``):
 * rule "tau": the paper's threshold rule, p_eff < tau_low abandons — now also at n = 0 (skip);
-* rule "price": the Bayes-optimal plan for the ratio objective at the stream's current price lam
+* rule "price": the Bayes-optimal plan for the ratio objective at the run's current price lam
   (rollouts per effective group), from ``optimal.price_plan``: skip iff even the best way of
-  probing this prompt costs more per effective group than the stream pays on average.
+  probing this prompt costs more per effective group than the run pays on average.
 Starvation guards: a prompt without evidence of its own is never skipped (skipping it would rest on
 the population alone, and nothing would ever be learnt about it); a prompt skipped `max_skip` visits
 in a row is probed at its next visit; and any skip is overridden with probability `explore`.
@@ -80,17 +80,20 @@ class PromptHistory:
         # prompt id -> [discounted successes, discounted failures, last epoch, skips in a row]
         self.evidence = {}
         self.rng = np.random.default_rng(seed)
-        # the prompt behind a stream id, e.g. a replay's (prompt, epoch) -> prompt (not saved)
+        # the prompt behind a prompt id, e.g. a replay's (prompt, epoch) -> prompt (not saved)
         self.key = key if key is not None else (lambda pid: pid)
-        # the epoch of a stream id, when the id carries it (a replay); else the caller's clock
+        # the epoch of a prompt id, when the id carries it (a replay); else the caller's clock
         self.epoch_of = epoch_of
 
     def params(self, rule="tau"):
         """The knobs as the jitted schedule takes them (``schedule.HistoryKnobs``)."""
         return HistoryKnobs(
-            float(self.rho), float(self.kappa), float(self.explore), float(self.max_skip),
+            float(self.rho),
+            float(self.kappa),
+            float(self.explore),
+            float(self.max_skip),
             rule == "price",
-        )  # fmt: skip
+        )
 
     def _evidence(self, pid):
         ev = self.evidence.get(self.key(pid))
@@ -109,17 +112,20 @@ class PromptHistory:
         ev = self._evidence(pid)
         return prior_of(ev, float(epoch), self.params(), np.asarray(self.pop_prior, np.float64))
 
-    def plan(self, pid, epoch, k, tau_low, rule="tau", lam=math.inf):
+    def plan(self, pid, epoch, k, tau_low, rule="tau", lam=math.inf, weights=(1.0, 1.0)):
+        """`weights`: the price rule's (w_fail, w_pass) per rollout (``schedule.history_plan``)."""
         if rule not in RULES:
             raise ParameterError("rule", f"must be one of {RULES}, got {rule!r}")
         epoch = self.epoch_of(pid) if self.epoch_of else epoch
         ev, pop = self._evidence(pid), np.asarray(self.pop_prior, np.float64)
         u = float(self.rng.random())
-        return history_plan(ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u)
+        w_fail, w_pass = (float(x) for x in weights)
+        return history_plan(ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u,
+                            w_fail, w_pass)  # fmt: skip
 
     @classmethod
     def for_integer_ids(cls, epoch_size, seed=0, **overrides):
-        """History for a stream of integer ids `epoch * epoch_size + index` (the real loop's
+        """History for integer prompt ids `epoch * epoch_size + index` (the real loop's
         PromptSource over a finite task), with the cross-validated defaults."""
         opts = {**INFORMED_DEFAULTS, **overrides}
         opts.pop("rule")

@@ -41,51 +41,77 @@ from numba import njit
 from .difficulty import BetaLaw
 from .errors import ParameterError, check_float, check_int, check_k
 from .policy import ABANDON, CONTINUE, FAIL, PASS, threshold_plan
-from .theory import can_mix, check_law, full_group_law, plan_law
+from .theory import (
+    can_mix,
+    check_law,
+    drawn_passes,
+    full_group_law,
+    outcome_counts,
+    plan_law,
+    plan_tokens,
+)
 
 
 def _predictive(belief, k):
-    """q[side, n]: P(next rollout breaks the side prefix | n outcomes all on that side)."""
+    """q[side, n]: P(next rollout breaks the side prefix | n outcomes all on that side);
+    q[2 + side, n]: P(a later rollout passes | those n, then the break) — the fills' pass rate,
+    which prices them when a pass and a fail cost differently (``price_plan``)."""
     n = np.arange(k)
-    q = np.zeros((2, k))
+    q = np.zeros((4, k))
     for side in (FAIL, PASS):
         lm_here = belief.log_moment(0, n) if side == FAIL else belief.log_moment(n, 0)
         lm_break = belief.log_moment(1, n) if side == FAIL else belief.log_moment(n, 1)
+        lm_fill = belief.log_moment(2, n) if side == FAIL else belief.log_moment(n + 1, 1)
         with np.errstate(invalid="ignore"):
             q[side] = np.where(np.isfinite(lm_here), np.exp(lm_break - lm_here), 0.0)
+            q[2 + side] = np.where(np.isfinite(lm_break), np.exp(lm_fill - lm_break), 0.0)
     return q
 
 
 @njit(cache=True)
 def beta_predictive(a, b, k):
-    """q[side, n] of ``_predictive`` for a Beta(a, b) belief, in closed form (jitted)."""
-    q = np.zeros((2, k))
+    """q of ``_predictive`` for a Beta(a, b) belief, in closed form (jitted)."""
+    q = np.zeros((4, k))
     for n in range(k):
         q[FAIL, n] = a / (a + b + n)  # P(success | n fails)
         q[PASS, n] = b / (a + b + n)  # P(failure | n passes)
+        q[2 + FAIL, n] = (a + 1) / (a + b + n + 1)  # P(success | n fails, then one)
+        q[2 + PASS, n] = (a + n) / (a + b + n + 1)  # P(success | n passes, then a fail)
     return q
 
 
 @njit(cache=True)
-def price_plan(q, k, lam, allow_skip):
-    """Backward induction: (plan, E[rollouts], E[effective]) minimising rollouts - lam*effective.
+def price_plan(q, k, lam, allow_skip, w_fail=1.0, w_pass=1.0):
+    """Backward induction: (plan, E[cost], E[effective]) minimising cost - lam*effective, where
+    a failing rollout costs w_fail and a passing one w_pass (1, 1: rollouts; token lengths in
+    units of a mean rollout: tokens, ``token_weights``).
 
     allow_skip: may the policy abandon before the first rollout (useful when the belief is one
-    prompt's own and lam is the price set by the whole stream, as in ``informed.py``)."""
-    rollouts = np.zeros((2, k + 1))  # from (side, n) on; n = k: saturated, nothing left
+    prompt's own and lam is the price set by the whole run, as in ``informed.py``)."""
+    rollouts = np.zeros((2, k + 1))  # cost from (side, n) on; n = k: saturated, nothing left
     effective = np.zeros((2, k + 1))
     stop = np.ones((2, k + 1), np.bool_)
+    flat = w_fail == 1.0 and w_pass == 1.0
     for side in (FAIL, PASS):
+        w_here, w_break = (w_fail, w_pass) if side == FAIL else (w_pass, w_fail)
         for n in range(k - 1, 0, -1):
             qq = q[side, n]
-            cont_r = 1.0 + qq * (k - n - 1) + (1.0 - qq) * rollouts[side, n + 1]
+            if flat:
+                cont_r = 1.0 + qq * (k - n - 1) + (1.0 - qq) * rollouts[side, n + 1]
+            else:  # the break, its k - n - 1 fills at their pass rate; or one more on the side
+                fill = w_fail + q[2 + side, n] * (w_pass - w_fail)
+                cont_r = qq * (w_break + (k - n - 1) * fill)
+                cont_r += (1.0 - qq) * (w_here + rollouts[side, n + 1])
             cont_e = qq + (1.0 - qq) * effective[side, n + 1]
             if cont_r - lam * cont_e < 0.0:  # ties abandon: same value, fewer rollouts
                 rollouts[side, n], effective[side, n] = cont_r, cont_e
                 stop[side, n] = False
     # n = 0: the first rollout lands on the pass side with probability q[FAIL, 0] = M(1, 0)
     p1 = q[FAIL, 0]
-    r0 = 1.0 + p1 * rollouts[PASS, 1] + (1 - p1) * rollouts[FAIL, 1]
+    if flat:
+        r0 = 1.0 + p1 * rollouts[PASS, 1] + (1 - p1) * rollouts[FAIL, 1]
+    else:
+        r0 = p1 * (w_pass + rollouts[PASS, 1]) + (1 - p1) * (w_fail + rollouts[FAIL, 1])
     e0 = p1 * effective[PASS, 1] + (1 - p1) * effective[FAIL, 1]
     plan = np.empty(5, np.int64)
     plan[0] = CONTINUE if (r0 - lam * e0 < 0.0 or not allow_skip) else ABANDON
@@ -101,13 +127,64 @@ def price_plan(q, k, lam, allow_skip):
     return plan, r0, e0
 
 
-def prior_plan(name, k, tau_low, tau_high, prior, request_cost=0.0):
+def check_lengths(lengths, flag="--len-pass"):
+    """Mean tokens of a passing and a failing rollout, (pass, fail), both finite > 0; None:
+    rollouts are the price."""
+    if lengths is None:
+        return None
+    try:
+        lp, lf = lengths
+    except (TypeError, ValueError):
+        raise ParameterError(flag, f"must be (pass, fail) mean lengths, got {lengths!r}") from None
+    lp = check_float(lp, "--len-pass", 0.0, lo_open=True)
+    return lp, check_float(lf, "--len-fail", 0.0, lo_open=True)
+
+
+def token_weights(belief, lengths):
+    """(w_fail, w_pass): a failing and a passing rollout's price in mean rollouts of the
+    belief (a full group's mean length: M(1, 0) len_pass + M(0, 1) len_fail), so a plan priced
+    in tokens has DS's cost k per prompt as a plan priced in rollouts does, and a request's price
+    stays in rollouts (``request_cost``).  (1, 1) without lengths."""
+    if lengths is None:
+        return 1.0, 1.0
+    lp, lf = lengths
+    m = math.exp(belief.log_moment(1, 0))
+    mean = m * lp + (1.0 - m) * lf
+    return lf / mean, lp / mean
+
+
+def learned_weights(tally):
+    """(w_fail, w_pass) of a run's own rollouts from its tally (``learned_lengths``): each
+    outcome's mean length over the mean length of all of them, so that a price in rollouts per
+    effective group (the stream's, sara-history's lam) is in the same units; (1, 1) until both
+    outcomes have been seen."""
+    lengths = learned_lengths(tally)
+    if lengths is None:
+        return 1.0, 1.0
+    pt, pn, ft, fn = (float(x) for x in tally)
+    mean = (pt + ft) / (pn + fn)
+    return lengths[1] / mean, lengths[0] / mean
+
+
+def learned_lengths(tally):
+    """The mean (pass, fail) lengths of a run's own rollouts from its tally [pass tokens,
+    passes, fail tokens, fails] (summed over the window of steps a prior is fitted to); None
+    until both outcomes have been seen: a plan priced in tokens is priced in rollouts till then
+    (never from the future)."""
+    pt, pn, ft, fn = (float(x) for x in tally)
+    if pn <= 0 or fn <= 0:
+        return None
+    return pt / pn, ft / fn
+
+
+def prior_plan(name, k, tau_low, tau_high, prior, request_cost=0.0, lengths=None):
     """The plan a SARA strategy gives every prompt under the Beta `prior` (a, b): sara-auto the
-    Bayes-optimal plan for it (priced at `request_cost` rollouts a request), the others the tau
-    rule (``policy.threshold_plan``).  Shared by the collector and the simulator so that both
-    derive a plan from a fitted prior the same way."""
+    Bayes-optimal plan for it (priced at `request_cost` rollouts a request, and in tokens with
+    the mean `lengths` (pass, fail) when given), the others the tau rule
+    (``policy.threshold_plan``).  Shared by the collector and the simulator so that both derive
+    a plan from a fitted prior the same way."""
     if name == "sara-auto":
-        res = bayes_optimal(BetaLaw(*prior), k, request_cost=request_cost)
+        res = bayes_optimal(BetaLaw(*prior), k, request_cost=request_cost, lengths=lengths)
         return np.asarray(res["plan"], np.int64)
     return threshold_plan(k, tau_low, tau_high, prior[0], prior[1])
 
@@ -119,17 +196,37 @@ def check_request_cost(name, request_cost, probe=0, increment=0, flag="request_c
     if c > 0 and name != "sara-auto":
         raise ParameterError(flag, f"prices sara-auto's plan only (0 for {name}), got {c:g}")
     if c > 0 and (probe or increment):
-        raise ParameterError(flag, "prices the auto schedule's requests: needs probe 0, "
-                             f"increment 0 (got {probe}, {increment})")  # fmt: skip
+        raise ParameterError(
+            flag,
+            "prices the auto schedule's requests: needs probe 0, "
+            f"increment 0 (got {probe}, {increment})",
+        )
     return c
+
+
+PRICED_IN = ("rollouts", "tokens")
+
+
+def check_priced_in(name, priced_in, rule="tau", flag="priced_in"):
+    """What a plan minimises per effective group: "rollouts", or "tokens" (a rollout priced by
+    its outcome's mean length) — for the Bayes-optimal plans only: sara-auto's, and
+    sara-history's under its price rule; the tau rule has no price."""
+    if not isinstance(priced_in, str) or priced_in not in PRICED_IN:
+        raise ParameterError(flag, f"must be one of {', '.join(PRICED_IN)}, got {priced_in!r}")
+    priced = name == "sara-auto" or (name == "sara-history" and rule == "price")
+    if priced_in == "tokens" and not priced:
+        raise ParameterError(flag, f"prices sara-auto's plan and sara-history's price rule only, "
+                             f"not {name} (rule {rule})")  # fmt: skip
+    return priced_in
 
 
 def plan_family(belief, k):
     """(rollouts, requests, effective): E[rollouts], E[requests] and P(effective) per prompt of
     every plan [0, 1, e_fail, 1, e_pass] under the auto schedule, exactly; arrays indexed
-    [e_fail - 1, e_pass - 1].  The probe goes to m = min(e_fail, e_pass), a continue to the
-    farther side's stop, a fill once mixed short of k (``theory.plan_law``'s terms, all plans at
-    once: a test holds each entry equal to plan_law's).
+    [e_fail - 1, e_pass - 1] (their passes drawn: ``theory.drawn_passes``).  The probe goes to
+    m = min(e_fail, e_pass), a continue to the farther side's stop, a fill once mixed short of
+    k (``theory.plan_law``'s terms, all plans at once: a test holds each entry equal to
+    plan_law's).
 
     >>> r, q, e = plan_family(BetaLaw(1, 1), 4)
     >>> float(r[3, 3]), float(q[3, 3]), round(float(e[3, 3]), 4)   # DS: one request of 4
@@ -158,13 +255,19 @@ def plan_family(belief, k):
     return rollouts, requests, effective
 
 
-def _request_priced(belief, k, request_cost):
-    """The plan of least (rollouts + request_cost x requests) / effective over ``plan_family``
-    (ties: fewer rollouts, then the earlier stops)."""
+def _request_priced(belief, k, request_cost, weights=(1.0, 1.0)):
+    """The plan of least (cost + request_cost x requests) / effective over ``plan_family``, a
+    rollout's cost w_fail or w_pass by its outcome (`weights`; ties: fewer rollouts, then the
+    earlier stops)."""
     rollouts, requests, effective = plan_family(belief, k)
+    cost = rollouts
+    if weights != (1.0, 1.0):
+        stop = np.arange(1, k + 1)
+        passes = drawn_passes(belief, k, stop[:, None], stop[None, :])
+        cost = weights[0] * (rollouts - passes) + weights[1] * passes
     price = np.full(rollouts.shape, np.inf)
     ok = effective > 0
-    price[ok] = (rollouts[ok] + request_cost * requests[ok]) / effective[ok]
+    price[ok] = (cost[ok] + request_cost * requests[ok]) / effective[ok]
     best = price.min()
     tied = np.flatnonzero(price.ravel() <= best * (1.0 + 1e-12))
     i = tied[np.argmin(rollouts.ravel()[tied])]  # the first of the least
@@ -172,27 +275,32 @@ def _request_priced(belief, k, request_cost):
     return np.array([CONTINUE, 1, e_fail + 1, 1, e_pass + 1], np.int64), float(best)
 
 
-def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200, request_cost=0.0):
+def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200, request_cost=0.0, lengths=None):
     """Optimal plan for `belief` (default: the law itself), evaluated exactly under `law`;
-    request_cost > 0 prices each request at that many rollouts (module docstring)."""
+    request_cost > 0 prices each request at that many rollouts (module docstring); `lengths`
+    (mean tokens of a passing and a failing rollout) prices a rollout by its outcome: the plan
+    of fewest tokens per effective group (``token_weights``)."""
     check_law(law, "--difficulty")
     k = check_k(k, "--k")
     belief = law if belief is None else check_law(belief, "belief")
     tol = check_float(tol, "tol", 0.0, lo_open=True)
     max_iter = check_int(max_iter, "max_iter", 1)
     request_cost = check_float(request_cost, "--request-cost", 0.0)
+    lengths = check_lengths(lengths)
     p_mixed = 1.0 - math.exp(belief.log_moment(0, k)) - math.exp(belief.log_moment(k, 0))
     if not (p_mixed > 0 and can_mix(full_group_law(belief, k))):  # > 0 may be a float residue
         raise ParameterError("--difficulty", "the law gives no mixed groups at this k")
+    weights = token_weights(belief, lengths)
     if request_cost > 0:
-        plan, lam = _request_priced(belief, k, request_cost)
-        return _result(law, k, plan, lam, request_cost)
+        plan, lam = _request_priced(belief, k, request_cost, weights)
+        return _result(law, k, plan, lam, request_cost, lengths)
     q = _predictive(belief, k)
-    # start just above the DS cost (the never-abandon policy) so that ties do not abandon it
+    # start just above the DS cost (the never-abandon policy) so that ties do not abandon it:
+    # k per prompt in rollouts, and in mean rollouts when priced in tokens (token_weights)
     lam = k / p_mixed * (1.0 + 1e-9)
     plan = None
     for _ in range(max_iter):
-        new_plan, r, e = price_plan(q, k, lam, False)
+        new_plan, r, e = price_plan(q, k, lam, False, *weights)
         if e <= 0:
             break
         new_lam = r / e
@@ -201,23 +309,36 @@ def bayes_optimal(law, k, belief=None, tol=1e-12, max_iter=200, request_cost=0.0
         lam = min(lam, new_lam)
         if done or converged:
             break
-    return _result(law, k, plan, lam, 0.0)
+    return _result(law, k, plan, lam, 0.0, lengths)
 
 
-def _result(law, k, plan, lam, request_cost):
-    """plan_law's exact quantities of `plan`, its belief's price lam, and the request terms."""
+def _result(law, k, plan, lam, request_cost, lengths=None):
+    """plan_law's exact quantities of `plan`, its belief's price lam, the request terms and,
+    with `lengths`, the tokens per prompt and per effective group, DS's beside them."""
     res = plan_law(law, k, plan)
     res["plan"] = [int(x) for x in plan]
     res["belief_cost_per_effective_group"] = lam
     res["request_cost"] = request_cost
     res["requests_per_prompt"] = res["rounds_per_prompt"]  # one request per stage reached
+    m10 = math.exp(law.log_moment(1, 0))
+    cost, ds_cost = res["rollouts_per_prompt"], float(k)  # per prompt, in (mean) rollouts
+    if lengths is not None:
+        w_fail, w_pass = token_weights(law, lengths)
+        passes, fails = outcome_counts(law, k, res)
+        cost, ds_cost = w_fail * fails + w_pass * passes, k * (w_fail * (1.0 - m10) + w_pass * m10)
     res["priced_cost_per_effective_group"] = _priced(
-        res["rollouts_per_prompt"], res["requests_per_prompt"], res["p_effective"], request_cost
+        cost, res["requests_per_prompt"], res["p_effective"], request_cost
     )
-    res["ds_priced_cost_per_effective_group"] = _priced(k, 1.0, res["p_mixed"], request_cost)
+    res["ds_priced_cost_per_effective_group"] = _priced(ds_cost, 1.0, res["p_mixed"], request_cost)
+    if lengths is not None:
+        ds = plan_law(law, k, np.array([CONTINUE, 1, k, 1, k], np.int64))
+        res["tokens_per_prompt"], res["tokens_per_effective_group"] = plan_tokens(
+            law, k, res, lengths
+        )
+        res["ds_tokens_per_effective_group"] = plan_tokens(law, k, ds, lengths)[1]
     return res
 
 
-def _priced(rollouts, requests, effective, request_cost):
-    """(rollouts + request_cost x requests) per effective group; None when none is effective."""
-    return (rollouts + request_cost * requests) / effective if effective > 0 else None
+def _priced(cost, requests, effective, request_cost):
+    """(cost + request_cost x requests) per effective group; None when none is effective."""
+    return (cost + request_cost * requests) / effective if effective > 0 else None

@@ -53,14 +53,18 @@ class SaraParams:
     # False: drop them at the step's end, spent, as DS drops its surplus (ours: the ablation)
     carry: bool = True
     # fewer rounds: each round probes this many times the fresh prompts the running commit rate
-    # calls for (>= 1; 1: today's schedule); the surplus is carried (ours: issue 20)
+    # calls for (>= 1; 1: today's schedule); the surplus is carried (ours, not the paper's)
     overprovision: float = 1.0
     # rollouts a prompt has in flight at once (a round's or a stream's, collect/stream.py);
-    # 0: its plan's own requests (ours: issue 20)
+    # 0: its plan's own requests (ours, not the paper's)
     max_inflight: int = 0
     # sara-auto: a request's price in rollouts; its plan minimises (rollouts + request_cost x
     # requests) per effective group (optimal.py; 0: rollouts only, the paper's price; ours)
     request_cost: float = 0.0
+    # sara-auto (and sara-history's price rule): "tokens" prices a rollout by its outcome's mean
+    # length, learned from the run's own rollouts of the last eb_window steps (optimal.py:
+    # fewest tokens per effective group); "rollouts": every rollout alike (the paper's; ours)
+    priced_in: str = "rollouts"
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ class HistoryParams:
     kappa: float = 0.25  # shrinkage toward the fitted population prior
     explore: float = 0.05  # probability that a skip is overridden
     max_skip: int = 2  # a prompt skipped this many visits in a row is probed
-    rule: str = "price"  # the Bayes-optimal plan at the stream's price
+    rule: str = "price"  # the Bayes-optimal plan at the run's price
     ratio: float = 1.5  # sara-mopps / sara-dps: candidates per probed prompt
 
 
@@ -112,6 +116,9 @@ class Row:
     selector: str | None = None  # sara-select: the ``selectors.Selector`` kind
     # dynamic sampling: prompts per generation batch when gen_batch_size is unset, in groups (N)
     gen_batch_factor: int = 1
+    # the source of saving this strategy adds over the one before it on the chain from DS
+    # streamed (sim/baselines.py: the decomposition of a saving, docs/design.md §5); "": none
+    saving: str = ""
 
     def defaults_of(self, implementation):
         """The defaults an implementation starts from (kernel: its parameters; collector: the
@@ -139,20 +146,23 @@ ROWS = (
         sources="verl DAPO recipe run scripts: gen batch = 3 x train batch"),
     Row("sara", "sara", "tau rule, uniform prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults={"plan": None},
-        sources="paper; docs/design.md §1-§2 (prior 1,1)"),
+        sources="paper; docs/design.md §1-§2 (prior 1,1)", saving="the stopping rule"),
     Row("sara-eb", "sara", "tau rule, empirical-Bayes prior", _ALL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults=dict(_EB),
         sources="docs/design.md §3; eb_window 4 (ours)"),
     Row("sara-auto", "sara", "Bayes-optimal plan, EB prior", _ALL, "sara",
-        fixed_budget=("kernel", "collector"), sim_defaults={**_EB, "request_cost": 0.0},
-        sources="docs/design.md §3 (optimal.bayes_optimal)"),
+        fixed_budget=("kernel", "collector"),
+        sim_defaults={**_EB, "request_cost": 0.0, "priced_in": "rollouts"},
+        sources="docs/design.md §3 (optimal.bayes_optimal)", saving="priors and plans"),
     Row("sara-history", "sara-history", "per-prompt informed prior (informed.py)", _ALL, "sara",
-        needs_history=True, fixed_budget=("collector",), sim_defaults={**_EB, **_INFORMED},
-        sources="informed.py; benchmarks/fit_informed.py (cross-validated)"),
-    Row("sara-mopps", "sara-select", "MoPPS-ranked stream, then SARA on informed priors",
+        needs_history=True, fixed_budget=("collector",),
+        sim_defaults={**_EB, **_INFORMED, "priced_in": "rollouts"},
+        sources="informed.py; benchmarks/fit_informed.py (cross-validated)",
+        saving="per-prompt history"),
+    Row("sara-mopps", "sara-select", "MoPPS-ranked prompts, then SARA on informed priors",
         _COLLECT, needs_history=True, fixed_budget=("collector",), selector="mopps",
         sources="selectors.py; benchmarks/fit_informed.py (ratio 1.5)"),
-    Row("sara-dps", "sara-select", "DPS-ranked stream, then SARA on informed priors", _COLLECT,
+    Row("sara-dps", "sara-select", "DPS-ranked prompts, then SARA on informed priors", _COLLECT,
         needs_history=True, fixed_budget=("collector",), selector="dps",
         sources="selectors.py; benchmarks/fit_informed.py (ratio 1.5)"),
     Row("speed", "sara", "SPEED-RL screen-then-continue", ("kernel",), "sara",
@@ -207,8 +217,7 @@ def row(name, implementation=None, flag="--strategy"):
     choices = names(implementation)
     r = _BY_NAME.get(name) if isinstance(name, str) else None
     if r is None or r.name not in choices:
-        noun = "strategy" if implementation == "real" else "strategy"
-        raise ParameterError(flag, f"unknown {noun} {name!r}; choose from {', '.join(choices)}")
+        raise ParameterError(flag, f"unknown strategy {name!r}; choose from {', '.join(choices)}")
     return r
 
 
@@ -220,7 +229,7 @@ def collector_params(name, params=None, **knobs):
     >>> collector_params("sara", tau_low=0.3, gen_batch_size=8)
     SaraParams(tau_low=0.3, tau_high=None, prior=(1.0, 1.0), capacity=None, probe=0, \
 increment=0, eb_window=4, max_rounds=100, rule='tau', carry=True, overprovision=1.0, \
-max_inflight=0, request_cost=0.0)
+max_inflight=0, request_cost=0.0, priced_in='rollouts')
     """
     known = {f.name for cls in set(PARAMS.values()) for f in fields(cls)}
     for key in knobs:

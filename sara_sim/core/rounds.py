@@ -9,7 +9,7 @@ state::
     begin_step(sm, rc)                        # the groups carried from the last step come first
     while plan_round(sm, rc):                 # 1) fills of committed prompts  2) continues
         while wants_prompt(sm):               # 3) probes of fresh prompts, one at a time:
-            ... pull a prompt, find its plan  #    the driver's stream and its plan
+            ... pull a prompt, find its plan  #    the driver's prompt source, plans
             offer(sm, rc, plan) or note_skip(sm)
         if launch(sm) == 0:                   # the round's requests: sm.req[:sm.cnt[C_NREQ]]
             break
@@ -62,7 +62,8 @@ C_BUDGET, C_NREQ, C_USED, C_CAP, C_WANT, C_SKIPS = range(6, 12)
 N_COUNTERS = 12
 # Numba's option to compile without reference counting, for jitted code that never allocates: each
 # array a call passes (a Rounds is five) otherwise costs two atomic reference-count updates, which
-# at O(1) draws per prompt took half of the simulator's speed (benchmarks/sim_bench.py).
+# at O(1) draws per prompt took half of the simulator's speed
+# (benchmarks/investigations/simulator/sim_bench.py).
 NO_REFCOUNT = {"cache": True, "_nrt": False}
 DROPPED, BATCH, CARRIED = 0, 1, 2  # where a decided prompt went (settle)
 UNLIMITED = 1 << 62  # the budget of a fixed-yield run

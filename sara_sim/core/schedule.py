@@ -2,7 +2,7 @@
 
 The round state machine (``rounds.py``, driven by the Python collector and by the Numba kernel)
 and both drivers' history bookkeeping call these jitted functions, so how many fresh prompts a
-round probes, how long a stream of skipped prompts may run, how the running rates move and how a
+round probes, how long a run of skipped prompts may last, how the running rates move and how a
 prompt's history absorbs a visit exist in one place only.
 
 * ``yield_probes`` / ``budget_probes`` — how many fresh prompts to probe this round: the missing
@@ -10,7 +10,7 @@ prompt's history absorbs a visit exist in one place only.
   prompt (fixed-budget).
 * ``skip_budget`` — how many skips (prompts abandoned before any rollout) a round may see.
 * ``track`` — the running commit and cost rates (``rates``, layout ``R_*``: NaN until the first
-  prompt is decided) and ``price`` — the stream's rollouts per effective group so far.
+  prompt is decided) and ``price`` — the run's rollouts per effective group so far.
 * ``observe`` — a prompt's evidence after a visit: [S, F, epoch, skips in a row] (``EV_*``),
   discounted by rho per epoch of age; a visit that ends after a later visit of the same prompt was
   recorded (an out-of-order observation) is merged at its own age, keeping the newer date.
@@ -106,7 +106,7 @@ def budget_probes(rates, k, budget_left, used, reserved, any_open):
 
 @njit(cache=True)
 def skip_budget(want):
-    """Skips a round may see: a stream of skipped prompts cannot spin forever."""
+    """Skips a round may see: a run of skipped prompts cannot spin forever."""
     return 20 * max(want, 1) + 100
 
 
@@ -133,16 +133,18 @@ def informed_prior(s_ev, f_ev, age, rho, pop_a, pop_b, kappa):
 
 
 @njit(cache=True)
-def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False):
+def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False, w_fail=1.0,
+                  w_pass=1.0):  # fmt: skip
     """Plan for a prompt with prior Beta(a, b); a skip is overridden when u < explore or when
-    must_probe (no own evidence, or skipped too often in a row)."""
+    must_probe (no own evidence, or skipped too often in a row).  The price rule's rollouts cost
+    w_fail / w_pass by outcome (``optimal.price_plan``; 1, 1: rollouts)."""
     if rule_price:
-        plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True)
+        plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, True, w_fail, w_pass)
     else:
         plan = threshold_plan(k, tau_low, np.inf, a, b, True)
     if plan[0] == ABANDON and (u < explore or must_probe):
         if rule_price:  # the best plan given that we do probe
-            plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False)
+            plan, _, _ = price_plan(beta_predictive(a, b, k), k, lam, False, w_fail, w_pass)
         else:
             plan[0] = CONTINUE
     return plan
@@ -156,9 +158,11 @@ def prior_of(ev, epoch, hp, pop):
 
 
 @njit(cache=True)
-def history_plan(ev, epoch, hp, pop, k, tau_low, lam, u):
-    """The plan of a prompt from its own prior at the stream's price lam; never skipped without
-    evidence of its own or after max_skip skips in a row (u < explore overrides a skip too)."""
+def history_plan(ev, epoch, hp, pop, k, tau_low, lam, u, w_fail=1.0, w_pass=1.0):
+    """The plan of a prompt from its own prior at the run's price lam; never skipped without
+    evidence of its own or after max_skip skips in a row (u < explore overrides a skip too).
+    w_fail / w_pass: a rollout's price by outcome, in the run's mean rollouts, so that lam
+    (rollouts per effective group) stays the run's price (``optimal.learned_weights``)."""
     must = ev[EV_EPOCH] < 0 or ev[EV_S] + ev[EV_F] == 0 or ev[EV_SKIPS] >= hp.max_skip
     a, b = prior_of(ev, epoch, hp, pop)
-    return informed_plan(a, b, k, tau_low, lam, hp.rule_price, hp.explore, u, must)
+    return informed_plan(a, b, k, tau_low, lam, hp.rule_price, hp.explore, u, must, w_fail, w_pass)

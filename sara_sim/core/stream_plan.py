@@ -60,7 +60,8 @@ def _wanted(rc, deficit):
     in play (the engine fuller, the step's tail shorter).  The taper (x over at the step's start,
     x 1 at its end) keeps few extra prompts open when the step ends, where "abort" / "fresh" pay
     for them: on the wall-clock model an untapered x2 cost sara 6 % more rollouts per group and
-    a slower wall than the tapered one (benchmarks/stream_fill.py; real/README.md)."""
+    a slower wall than the tapered one (benchmarks/investigations/stream_fill/stream_fill.py;
+    real/README.md)."""
     if rc.overprovision == 1.0:  # off by default: the exact-theory streams stay bit-identical
         return deficit
     return deficit + (rc.overprovision - 1.0) * deficit * deficit / rc.groups

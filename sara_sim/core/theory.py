@@ -208,6 +208,48 @@ def plan_law(law, k, plan, probe=0, increment=0):
     }
 
 
+def drawn_passes(law, k, e_fail, e_pass):
+    """E[passing rollouts drawn] per prompt by the plans that abandon after e_fail all-fail /
+    e_pass all-pass outcomes (arrays broadcast; e = k: that side never abandons).  By
+    exchangeability P(the t-th rollout is drawn and passes) = M(1, 0), less M(1, e) for t beyond
+    the fail side's point e (all e fails, then never drawn) and M(e + 1, 0) beyond the pass
+    side's: k M(1, 0) - (k - e_fail) M(1, e_fail) - (k - e_pass) M(e_pass + 1, 0).  The failing
+    ones are the rest of E[rollouts] (``plan_law``).
+
+    >>> from sara_sim.core.difficulty import BetaLaw
+    >>> float(drawn_passes(BetaLaw(1, 1), 8, 8, 8))   # never abandoned: half of 8
+    4.0
+    """
+    e_fail, e_pass = np.asarray(e_fail), np.asarray(e_pass)
+    m = lambda i, j: np.exp(law.log_moment(i, j))  # noqa: E731
+    passes = k * m(1, 0) - (k - e_fail) * m(1, e_fail) - (k - e_pass) * m(e_pass + 1, 0)
+    return np.maximum(passes, 0.0)
+
+
+def outcome_counts(law, k, res) -> tuple[float, float]:
+    """(E[passing rollouts], E[failing rollouts]) drawn per prompt under a plan's exact law
+    `res` (``plan_law``'s result: its abandonment points and rollouts per prompt).
+
+    >>> from sara_sim.core.difficulty import BetaLaw
+    >>> law = BetaLaw(1, 1); res = sequential_law(law, 8, 0.3)
+    >>> p, f = outcome_counts(law, 8, res)
+    >>> round(p + f, 6) == round(res["rollouts_per_prompt"], 6), round(p, 6) == round(f, 6)
+    (True, True)
+    """
+    e_fail, e_pass = res["abandon_after_fail"], res["abandon_after_pass"]
+    passes = float(drawn_passes(law, k, k if e_fail is None else e_fail,
+                                k if e_pass is None else e_pass))  # fmt: skip
+    return passes, max(res["rollouts_per_prompt"] - passes, 0.0)
+
+
+def plan_tokens(law, k, res, lengths):
+    """E[tokens] per prompt of a plan's exact law `res` with mean lengths (pass, fail), and per
+    effective group (None where none can be effective)."""
+    passes, fails = outcome_counts(law, k, res)
+    tokens = passes * lengths[0] + fails * lengths[1]
+    return tokens, _ratio(tokens, res["p_effective"])
+
+
 def sequential_law(law, k, tau_low, tau_high=None, prior=(1.0, 1.0), probe=0, increment=0):
     """Exact law of the tau rule (prior Beta(A0, B0)) under a difficulty law.
 

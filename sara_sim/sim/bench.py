@@ -106,9 +106,9 @@ def python_rate(spec="beta:0.5,0.5", k=128, tau_low=0.3, groups=64, steps=3):
         ]
 
     collector = make_collector("sara", k=k, groups=groups, tau_low=tau_low)
-    stream = iter(range(10**9))
+    prompts = iter(range(10**9))
     t = time.perf_counter()
-    total = sum(collector.collect_step(stream, sample).rollouts for _ in range(steps))
+    total = sum(collector.collect_step(prompts, sample).rollouts for _ in range(steps))
     return total / (time.perf_counter() - t)
 
 
@@ -152,7 +152,8 @@ __all__ = ["run_bench", "bernoulli_rate", "sim_rate", "python_rate", "BetaLaw"]
 
 
 def bench_report(out):
-    """The readable bench report (`sara-sim bench` and benchmarks/sim_bench.py print this)."""
+    """The readable bench report (`sara-sim bench` and
+    benchmarks/investigations/simulator/sim_bench.py print this)."""
     lines = [f"simulator speed, one core ({out['law']}, sara, tau_low 0.3)"]
     for key in (
         "sim_rollouts_per_second",

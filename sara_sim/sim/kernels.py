@@ -13,7 +13,7 @@ and writes the metrics.
 Plans: sara / sara-eb / sara-auto / speed open every prompt of a step with the step's plan (from
 ``strategies.SaraPlanner``); SPEED-RL is the plan [CONTINUE, 1, n_init, 1, n_init] with probe
 n_init (screen, then fill only the mixed).  sara-history builds each prompt's plan from its own
-discounted outcomes (``schedule.history_plan``) at the stream's running price lam = rollouts /
+discounted outcomes (``schedule.history_plan``) at the run's running price lam = rollouts /
 effective groups; a visit's outcomes are dated by the epoch it was pulled in.
 
 Arguments are named tuples: the law (``sources.Law``), the configuration (``SaraConfig``), the
@@ -129,7 +129,7 @@ class Replicate(NamedTuple):
     """One replicate's view of the state, as the step's phases take it."""
 
     rng: np.ndarray
-    stream: PromptSource
+    source: PromptSource
     ev: np.ndarray
     sm: Rounds  # the round state machine over this replicate's open table
     done: np.ndarray
@@ -142,8 +142,20 @@ class Replicate(NamedTuple):
 
 @njit(**NO_REFCOUNT)
 def _round_config(cfg):
-    return RoundConfig(cfg.k, cfg.groups, cfg.budget, cfg.capacity, cfg.probe, cfg.increment,
-                       cfg.max_rounds, cfg.tau_low, cfg.carry, 1.0, 0, False)  # fmt: skip
+    return RoundConfig(
+        cfg.k,
+        cfg.groups,
+        cfg.budget,
+        cfg.capacity,
+        cfg.probe,
+        cfg.increment,
+        cfg.max_rounds,
+        cfg.tau_low,
+        cfg.carry,
+        1.0,
+        0,
+        False,
+    )
 
 
 @njit(**NO_REFCOUNT)
@@ -167,16 +179,16 @@ def _successes(o, run, n):
 def _probe(law, cfg, rc, rep, step, out, hist):
     """Phase 3 of a round: fresh prompts, one at a time, while the state machine wants them.
     False: the open table is full (the caller retries with a larger one)."""
-    sm, rs, st, k = rep.sm, rep.rng, rep.stream.st, cfg.k
+    sm, rs, st, k = rep.sm, rep.rng, rep.source.st, cfg.k
     fresh_rates, cw = law.kind == RATES and law.pool == 0, law.cum_weights
     while wants_prompt(sm):
-        if fresh_rates:  # pull() of this stream, without its call overhead
+        if fresh_rates:  # pull() of this prompt source, without its call overhead
             pid, hc, hn = st[2], 0, -1
             st[2] += 1
             c = 0 if cw.shape[0] == 1 else pick_component(rs, cw)  # draw_rate in two halves
             g = component_rate(rs, law.comp_kind[c], law.comp_a[c], law.comp_b[c])
         else:
-            pid, g, hc, hn = pull(rs, law, rep.stream, step)
+            pid, g, hc, hn = pull(rs, law, rep.source, step)
             if pid < 0:
                 break
         out[mt.I_FRESH] += 1
@@ -185,7 +197,8 @@ def _probe(law, cfg, rc, rep, step, out, hist):
             hp, epoch = history_key(law, pid, st)
             evp = rep.ev[hp] if 0 <= hp < rep.ev.shape[0] else rep.blank
             u = uniform(rs)
-            plan = history_plan(evp, epoch, hist, rep.pop, k, cfg.tau_low, price(sm.rates, k), u)
+            lam, pop = price(sm.rates, k), rep.pop  # pop: (A, B, w_fail, w_pass)
+            plan = history_plan(evp, epoch, hist, pop, k, cfg.tau_low, lam, u, pop[2], pop[3])
         if plan[0] == ABANDON:  # skipped before any rollout
             _skipped(law, cfg, rep, (pid, g, hc, hn), hp, epoch, out)
             note_skip(sm)
@@ -250,14 +263,14 @@ def _absorb_round(law, cfg, rc, rep, step, out):
         if rep.eb.shape[0] > 0:
             rep.eb[n, s] += 1  # outcomes actually drawn feed the EB prior
         if cfg.history:  # dated by the visit's own epoch: it may end after a later visit
-            hp = history_key(law, pid, rep.stream.st)[0]
+            hp = history_key(law, pid, rep.source.st)[0]
             if 0 <= hp < rep.ev.shape[0]:
                 observe(rep.ev[hp], float(s), float(n), float(slots[i, F_EPOCH]), cfg.rho)
         if target == CARRIED:
             j = sm.cnt[C_DONE] - 1  # surplus: next step's batch
             rep.done[j, 0], rep.done[j, 1] = pid, s
         elif target == BATCH and law.kind == DRIFT and 0 < s < k:
-            rep.stream.trained[pid] += 1
+            rep.source.trained[pid] += 1
         _decided(cfg, (d, n, s, o, run < k, target), out)
         nl = sm.cnt[C_LOG]
         if nl < rep.log.shape[0]:
@@ -315,7 +328,7 @@ def _step(law, cfg, rep, step, out, hist):
         pid, s = rep.done[j, 0], rep.done[j, 1]
         _batch_group(cfg.k, s, out)
         if law.kind == DRIFT and 0 < s < cfg.k:
-            rep.stream.trained[pid] += 1
+            rep.source.trained[pid] += 1
     while plan_round(sm, rc):
         if not _probe(law, cfg, rc, rep, step, out, hist):
             out[mt.I_OVERFLOW] = 1.0
@@ -348,9 +361,19 @@ def sara_steps(law, cfg, plans, state, step0, n_steps, outs, hist):
     for r in prange(state.rng.shape[0]):
         req = np.empty((oi.shape[1], 2), np.int64)  # the round's requests, reused step to step
         sm = Rounds(oi[r], state.og[r], req, state.cnt[r], state.rates[r])
-        stream = PromptSource(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
-        rep = Replicate(state.rng[r], stream, state.ev[r], sm, state.done[r], state.pop[r],
-                        plans[r], new_evidence(), outs.eb[r], outs.log[r])  # fmt: skip
+        source = PromptSource(state.st[r], state.perm[r], state.pool_x[r], state.trained[r])
+        rep = Replicate(
+            state.rng[r],
+            source,
+            state.ev[r],
+            sm,
+            state.done[r],
+            state.pop[r],
+            plans[r],
+            new_evidence(),
+            outs.eb[r],
+            outs.log[r],
+        )
         out = outs.out[r]
         for j in range(n_steps):
             if hist is None:  # a literal None: Numba prunes `hist is None` only for a None-typed

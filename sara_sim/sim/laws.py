@@ -9,11 +9,11 @@ Specs (``parse_sim_law``) — everything ``difficulty.parse_law`` accepts, plus
   t = training step.  Defaults RATE = 0.01 (the whole policy improves slowly), BOOST = 0.25
   (trained-on prompts improve faster).  Exact theory sees the step-0 law Beta(A, B).
 
-``history:PATH`` replays records epoch by epoch: the stream walks the prompts in a fresh random
-order per pass, pass j uses epoch first + (j mod n_epochs) of the selected range, prompts without
-a record in that epoch are skipped, and each visit draws its outcomes without replacement from the
-record's ``correct`` of ``samples`` (k <= samples).  Static laws (beta, mix, point) draw a fresh
-prompt per pull (``pool=0``) or a fixed pool of ``pool`` prompts revisited pass after pass.
+``history:PATH`` replays records epoch by epoch: the prompt source walks the prompts in a fresh
+random order per pass, pass j uses epoch first + (j mod n_epochs) of the selected range, prompts
+without a record in that epoch are skipped, and each visit draws its outcomes without replacement
+from the record's ``correct`` of ``samples`` (k <= samples).  Static laws (beta, mix, point) draw a
+fresh prompt per pull (``pool=0``) or a fixed pool of ``pool`` prompts revisited pass after pass.
 
 **Token lengths.** A passing rollout costs ``len_pass`` tokens and a failing one ``len_fail``
 (defaults 2000 and 3500: failing reasoning traces run longer, often to the length cap); tokens are
@@ -33,8 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.difficulty import BetaLaw, HistoryLaw, MixtureLaw, PointLaw, parse_law
-from ..core.errors import ParameterError, check_positive
+from ..core.errors import ParameterError, ascii_float, check_positive
 from .sources import COMP_BETA, COMP_POINT, DRIFT, HISTORY, RATES, SEQUENCES, Law
+
+# Largest prompt pool (drift POOL, --pool): 2**40 prompts already need ~100 TiB per replicate,
+# so the size guard refuses far below it; the bound keeps every array size an int64.
+POOL_LIMIT = 2**40
 
 
 @dataclass(frozen=True)
@@ -70,9 +74,9 @@ class DriftLaw:
 
 @dataclass(frozen=True)
 class SequenceLaw:
-    """Pre-drawn outcome rows (one per visit, in stream order) — for identity tests.  With
-    ``pool`` > 0 the rows revisit a finite pool: row i is prompt i % pool in epoch i // pool (the
-    ids ``informed.PromptHistory.for_integer_ids`` reads), so histories have evidence."""
+    """Pre-drawn outcome rows (one per visit, in the order the prompts are pulled) — for identity
+    tests.  With ``pool`` > 0 the rows revisit a finite pool: row i is prompt i % pool in epoch i //
+    pool (the ids ``informed.PromptHistory.for_integer_ids`` reads), so histories have evidence."""
 
     rows: np.ndarray
     pool: int = 0
@@ -83,9 +87,9 @@ class SequenceLaw:
 
     def sampler(self):
         """`sample(requests)` for a collector fed the same outcomes as the kernel: prompt i's
-        rollouts are rows[i] in order (the collector's stream yields row indices).
+        rollouts are rows[i] in order (the collector's prompt source yields row indices).
 
-        >>> from sara_sim.collect.collect_base import Request
+        >>> from sara_sim.collect.collectors import Request
         >>> sample = SequenceLaw(np.array([[1, 0, 1, 1]])).sampler()
         >>> sample([Request(0, 2)]), sample([Request(0, 1)])
         ([[1, 0]], [[1]])
@@ -106,7 +110,7 @@ class SequenceLaw:
 def _parse_drift(spec):
     parts = spec.partition(":")[2].split(",")
     try:
-        vals = [float(x) for x in parts]
+        vals = [ascii_float(x) for x in parts]
     except ValueError:
         vals = []
     if not 2 <= len(vals) <= 5:
@@ -121,19 +125,21 @@ def _parse_drift(spec):
     pool = vals[4] if len(vals) > 4 else 1024
     if not (math.isfinite(rate) and math.isfinite(boost)):
         raise ParameterError("--difficulty", f"drift RATE and BOOST must be finite, got {spec!r}")
-    if pool != int(pool) or pool < 1:
-        raise ParameterError("--difficulty", f"drift POOL must be an integer >= 1, got {spec!r}")
+    if not (1 <= pool <= POOL_LIMIT) or pool != int(pool):
+        raise ParameterError(
+            "--difficulty", f"drift POOL must be an integer in [1, 2**40], got {spec!r}"
+        )
     return DriftLaw(BetaLaw(a, b), rate, boost, int(pool))
 
 
-def parse_sim_law(spec, epochs=None):
+def parse_sim_law(spec, epochs=None, epoch_flag="--epoch"):
     """parse_law plus ``drift:...`` (see module docstring)."""
     text = str(spec).strip()
     if text.startswith("drift:"):
         if epochs not in (None, "all"):
-            raise ParameterError("--epoch", f"applies to history:PATH laws only, not {text!r}")
+            raise ParameterError(epoch_flag, f"applies to history:PATH laws only, not {text!r}")
         return _parse_drift(text)
-    return parse_law(text, epochs=epochs)
+    return parse_law(text, epochs=epochs, epoch_flag=epoch_flag)
 
 
 def law_kind(law):
@@ -188,5 +194,6 @@ def encode_law(law, k, pool=0):
         cw, ck, ca, cb = _components(law)
     else:
         raise ParameterError("--difficulty", f"cannot simulate law {law!r}")
-    return Law(int(kind), int(n_pool), int(n_epochs), cw, ck, ca, cb, rec_c, rec_n, drift, seq,
-               seq_pool)  # fmt: skip
+    return Law(
+        int(kind), int(n_pool), int(n_epochs), cw, ck, ca, cb, rec_c, rec_n, drift, seq, seq_pool
+    )

@@ -16,7 +16,7 @@ METRICS = (
     "waste",  # rollouts of prompts discarded this step (abandoned, saturated-dropped, surplus)
     "rounds",  # engine calls this step
     "signal_proxy",  # sum over batch groups of s(k - s)/k^2
-    "fresh_prompts",  # prompts pulled from the stream
+    "fresh_prompts",  # prompts pulled from the prompt source
     "carried",  # complete groups carried to the next step
     "carried_open",  # prompts still in progress at the end of the step
     "capped",  # 1 if the step hit its round / batch cap

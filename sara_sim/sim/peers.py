@@ -182,11 +182,11 @@ def _greso_adapt(glob, prm, n_easy, n_hard, n_rolled):
 
 
 @njit(cache=True)
-def _ds_step(strategy, law, rs, step, cfg, stream, mem, out):
+def _ds_step(strategy, law, rs, step, cfg, source, mem, out):
     """DS / GRESO: batches of gen_batch_size prompts x k until N mixed groups are kept."""
     k, groups, _, prm, lens = cfg
     hist_i, hist_f, glob, trans = mem
-    n_pool, seq, trained = law.pool, law.seq, stream.trained  # out of the per-prompt loop
+    n_pool, seq, trained = law.pool, law.seq, source.trained  # out of the per-prompt loop
     is_drift = law.kind == DRIFT
     gbs = int(prm[P_GEN_BATCH])
     max_gb = int(prm[P_MAX_GEN_BATCHES])
@@ -202,7 +202,7 @@ def _ds_step(strategy, law, rs, step, cfg, stream, mem, out):
             # arrays it is passed per prompt (reference counts) made DS 1.2x, GRESO 1.5x slower
             tries = 0
             while True:
-                pid, g, hc, hn = pull(rs, law, stream, step)
+                pid, g, hc, hn = pull(rs, law, source, step)
                 if pid < 0:
                     break
                 out[mt.I_FRESH] += 1
@@ -257,7 +257,7 @@ def _score(strategy, rs, hp, m, mem, prm):
 
 
 @njit(cache=True)
-def _select(strategy, law, rs, step, cfg, stream, mem, out):
+def _select(strategy, law, rs, step, cfg, source, mem, out):
     """Pull the candidates (ratio x N for MoPPS / DPS), score them and order them; returns
     ((pid, rate, urn) per candidate, the order, how many of it are trained on)."""
     k, groups, budget, prm, _ = cfg
@@ -271,7 +271,7 @@ def _select(strategy, law, rs, step, cfg, stream, mem, out):
     score = np.empty(n_cand)
     m = 0
     for _ in range(n_cand):
-        pid, g, hc, hn = pull(rs, law, stream, step)
+        pid, g, hc, hn = pull(rs, law, source, step)
         if pid < 0:
             break
         out[mt.I_FRESH] += 1
@@ -333,17 +333,17 @@ def _rada_draws(rs, k, prm, g, urn, row, seq):
 
 
 @njit(cache=True)
-def _batch_step(strategy, law, rs, step, cfg, stream, mem, out):
+def _batch_step(strategy, law, rs, step, cfg, source, mem, out):
     """One step of a batch strategy: (DS / GRESO) or select, allocate, draw."""
     out[:] = 0.0
     if strategy == DS or strategy == GRESO:
-        _ds_step(strategy, law, rs, step, cfg, stream, mem, out)
+        _ds_step(strategy, law, rs, step, cfg, source, mem, out)
         return
     k, _, _, prm, lens = cfg
     hist_i, hist_f, glob, trans = mem
-    n_pool, seq, trained = law.pool, law.seq, stream.trained  # out of the per-prompt loop
+    n_pool, seq, trained = law.pool, law.seq, source.trained  # out of the per-prompt loop
     is_drift = law.kind == DRIFT
-    cand, order, n_take = _select(strategy, law, rs, step, cfg, stream, mem, out)
+    cand, order, n_take = _select(strategy, law, rs, step, cfg, source, mem, out)
     alloc = _allocate(strategy, law, cfg, mem, cand, order, n_take)
     c_pid, c_g, c_urn = cand
     rounds = 1

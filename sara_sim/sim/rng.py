@@ -2,7 +2,7 @@
 
 Each replicate owns one xoshiro256++ state (four uint64 words, ``rng[r]``), seeded from the run's
 seed and the replicate index by ``numpy.random.SeedSequence`` and carried from step to step — one
-deterministic stream per replicate, independent of thread count or scheduling, so results are
+deterministic sequence per replicate, independent of thread count or scheduling, so results are
 bit-for-bit reproducible given the seed.  (Numba's built-in generator keeps hidden per-thread
 state, which ``prange`` would scramble.)
 

@@ -27,7 +27,7 @@ from ..core.registry import SARA, names, row
 from ..core.schedule import HistoryKnobs, new_evidence, new_rates
 from .budget import check_resources
 from .kernels import C_LOG, N_COUNTS, N_FIELDS, SaraConfig, SaraState, StepOutputs, sara_steps
-from .laws import TokenModel, encode_law, law_kind
+from .laws import POOL_LIMIT, TokenModel, encode_law, law_kind
 from .metrics import I_OVERFLOW, METRICS, N_METRICS
 from .peers import G_P_EASY, G_P_HARD, P_A0, P_B0, BatchConfig, BatchState, batch_steps
 from .rng import seed_states
@@ -118,8 +118,8 @@ def _checked(strategy, law, size, opts, params):
     groups = err.check_int(groups, "--groups", 1)
     steps = err.check_int(steps, "--steps", 1)
     replicates = err.check_int(replicates, "--replicates", 1)
-    seed = err.check_int(seed, "--seed", 0)
-    pool = err.check_int(opts["pool"], "--pool", 0)
+    seed = err.check_seed(seed, "--seed")
+    pool = err.check_int(opts["pool"], "--pool", 0, POOL_LIMIT)
     tau_low, tau_high = err.check_unit(opts["tau_low"], "--tau-low"), opts["tau_high"]
     if tau_high is not None and err.check_unit(tau_high, "--tau-high") <= tau_low:
         raise ParameterError("--tau-high", f"must exceed tau_low={tau_low}, got {tau_high}")
@@ -151,15 +151,32 @@ def _checked(strategy, law, size, opts, params):
     cap = err.check_int(cap, "--capacity", k)
     check_resources(
         strategy, law, k=k, groups=groups, budget=budget, steps=steps, replicates=replicates,
-        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"],
+        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"], pool=pool,
     )  # fmt: skip
     return SimpleNamespace(
-        strategy=strategy, meta=meta, k=k, groups=groups, budget=budget, steps=steps,
-        replicates=replicates, seed=seed, pool=pool, tau_low=tau_low, tau_high=tau_high,
-        prior=prior, tokens=tokens, log_events=log_events, probe=probe, increment=increment,
-        max_rounds=max_rounds, carry=bool(carry), prm=prm, cap=cap, progress=opts["progress"],
+        strategy=strategy,
+        meta=meta,
+        k=k,
+        groups=groups,
+        budget=budget,
+        steps=steps,
+        replicates=replicates,
+        seed=seed,
+        pool=pool,
+        tau_low=tau_low,
+        tau_high=tau_high,
+        prior=prior,
+        tokens=tokens,
+        log_events=log_events,
+        probe=probe,
+        increment=increment,
+        max_rounds=max_rounds,
+        carry=bool(carry),
+        prm=prm,
+        cap=cap,
+        progress=opts["progress"],
         table=table,
-    )  # fmt: skip
+    )
 
 
 def _simulate(run, law, slots):
@@ -193,11 +210,11 @@ def _simulate(run, law, slots):
         from tqdm import tqdm
 
         bar = tqdm(total=steps, desc=strategy, unit="step", leave=False)
-    stream = PromptSource(st, perm, pool_x, trained)
+    source = PromptSource(st, perm, pool_x, trained)
     if run.meta.family == "sara":
-        outs, extra_cols, events = _run_sara(run, lawt, rng, stream, slots, bar)
+        outs, extra_cols, events = _run_sara(run, lawt, rng, source, slots, bar)
     else:
-        outs = _run_batch(run, lawt, rng, stream, bar)
+        outs = _run_batch(run, lawt, rng, source, bar)
         extra_cols, events = {}, None
     if bar is not None:
         bar.close()
@@ -211,36 +228,55 @@ def _simulate(run, law, slots):
     return SimResult(frame, config, events)
 
 
-def _run_sara(run, lawt, rng, stream, slots, bar):
+def _run_sara(run, lawt, rng, source, slots, bar):
     from ..core.policy import next_request
 
     k, replicates, steps, prm = run.k, run.replicates, run.steps, run.prm
     planner = SaraPlanner(
-        run.strategy, k, replicates, run.tau_low, run.tau_high, run.prior, prm,
+        run.strategy,
+        k,
+        replicates,
+        run.tau_low,
+        run.tau_high,
+        run.prior,
+        prm,
         (run.probe, run.increment),
-    )  # fmt: skip
+        (run.tokens.len_pass, run.tokens.len_fail),
+    )
     probe_p = planner.probe(prm, run.probe)
     first = int(next_request(0, 0, k, planner.plans[0], probe_p, run.increment))
     maxo = slots * (run.cap // max(first, 1)) + 64  # open prompts: ~ one round of probes
     history = row(run.strategy).needs_history
-    n_prompts = lawt.seq_pool if lawt.seq_pool > 0 else stream.pool_x.shape[1]
+    n_prompts = lawt.seq_pool if lawt.seq_pool > 0 else source.pool_x.shape[1]
     ev = np.tile(new_evidence(), (replicates, n_prompts if history else 0, 1))
     state = SaraState(
-        rng, *stream, ev,
+        rng,
+        *source,
+        ev,
         np.zeros((replicates, maxo, N_FIELDS), np.int64),  # open prompts
         np.zeros((replicates, maxo)),  # their rates
         np.zeros((replicates, maxo, 2), np.int64),  # carried groups
         np.zeros((replicates, N_COUNTS), np.int64),  # the state machine's counters, n_log
         np.tile(new_rates(), (replicates, 1)),
         planner.pop,
-    )  # fmt: skip
+    )
     _, rho, kappa, explore, rule_price, max_skip = planner.history_cfg
     hist = HistoryKnobs(float(rho), float(kappa), float(explore), float(max_skip), rule_price > 0)
     cfg = SaraConfig(
-        k, run.groups, run.budget or 0, run.cap, probe_p, run.increment, run.max_rounds,
-        float(run.tau_low), float(run.tokens.len_pass), float(run.tokens.len_fail), history, *hist,
+        k,
+        run.groups,
+        run.budget or 0,
+        run.cap,
+        probe_p,
+        run.increment,
+        run.max_rounds,
+        float(run.tau_low),
+        float(run.tokens.len_pass),
+        float(run.tokens.len_fail),
+        history,
+        *hist,
         run.carry,
-    )  # fmt: skip
+    )
     knobs = hist if history else None  # None: the kernel's step without reference counts
     log = np.zeros((replicates, int(run.log_events), 7), np.int64)
     outs, plan_rows, prior_rows = [], [], []
@@ -270,8 +306,8 @@ def _run_sara(run, lawt, rng, stream, slots, bar):
     return outs, extra, events
 
 
-def _run_batch(run, lawt, rng, stream, bar):
-    replicates, n_pool, prm = run.replicates, stream.pool_x.shape[1], run.prm
+def _run_batch(run, lawt, rng, source, bar):
+    replicates, n_pool, prm = run.replicates, source.pool_x.shape[1], run.prm
     prmv = batch_params(run.strategy, run.k, prm)
     hist_i = np.zeros((replicates, n_pool, 4), np.int64)
     hist_i[..., 3] = -1
@@ -282,7 +318,7 @@ def _run_batch(run, lawt, rng, stream, bar):
     trans = np.zeros((replicates, 3, 3))
     lens = np.array([run.tokens.len_pass, run.tokens.len_fail], np.float64)
     cfg = BatchConfig(run.k, run.groups, run.budget or 0, prmv, lens)
-    state = BatchState(rng, *stream, hist_i, hist_f, glob, trans)
+    state = BatchState(rng, *source, hist_i, hist_f, glob, trans)
     outs = []
     for s0, n in _chunks(run.steps, bar):
         out = np.zeros((replicates, n, N_METRICS))

@@ -16,7 +16,7 @@ mixture; a fresh prompt per pull, or a fixed pool revisited pass after pass), HI
 rec_c / rec_n [prompt, epoch]; an urn per visit), DRIFT (a pool whose logit rates move, see
 ``laws.DriftLaw``), SEQUENCES (pre-drawn outcome rows, for the identity test; with seq_pool > 0
 row i is a visit of prompt i % seq_pool in epoch i // seq_pool).  A replicate's position in its
-stream is a ``PromptSource``.
+prompt sequence is a ``PromptSource``.
 
 >>> from sara_sim.sim.rng import seed_state
 >>> rs = seed_state(0, 0)
@@ -194,10 +194,10 @@ def init_pool(rs, law, pool_x, perm):
 
 
 @njit(cache=True)
-def pull(rs, law, stream, step):
-    """Next prompt of a replicate's stream: (prompt id, rate, urn passes, urn size); id -1 when a
-    finite stream is exhausted."""
-    st, perm, n_pool, kind = stream.st, stream.perm, law.pool, law.kind
+def pull(rs, law, source, step):
+    """Next prompt of a replicate's prompt source: (prompt id, rate, urn passes, urn size); id -1
+    when a finite prompt source is exhausted."""
+    st, perm, n_pool, kind = source.st, source.perm, law.pool, law.kind
     if n_pool == 0:
         pid = st[2]
         st[2] += 1
@@ -222,16 +222,16 @@ def pull(rs, law, stream, step):
                 continue
             return pid, c / n, c, n
         if kind == DRIFT:
-            x = stream.pool_x[pid] + law.drift[0] * step + law.drift[1] * stream.trained[pid]
+            x = source.pool_x[pid] + law.drift[0] * step + law.drift[1] * source.trained[pid]
             return pid, 1.0 / (1.0 + math.exp(-x)), 0, -1
-        return pid, stream.pool_x[pid], 0, -1
+        return pid, source.pool_x[pid], 0, -1
 
 
 @njit(cache=True)
 def history_key(law, pid, st):
     """(the prompt whose history a pulled id feeds, the epoch of the visit): a pool's prompt in
     the current pass; a pre-drawn row of a revisited pool (seq_pool > 0) is prompt row % seq_pool
-    in epoch row // seq_pool; -1 (no history) for a stream of fresh prompts."""
+    in epoch row // seq_pool; -1 (no history) for fresh prompts."""
     if law.kind == SEQUENCES:
         if law.seq_pool > 0 and pid >= 0:
             return pid % law.seq_pool, float(pid // law.seq_pool)

@@ -17,7 +17,7 @@ sara-auto       Bayes-optimal plan (``optimal.bayes_optimal``) for that fitted p
 sara-history    each prompt's own informed prior (``informed.py``: its drawn outcomes,     kernels
                 discounted by rho per pass, shrunk by kappa toward the fitted population
                 prior; rule / explore / max_skip): the core's cross-validated
-                ``replay.INFORMED_DEFAULTS``; the epoch clock is the stream's pass
+                ``replay.INFORMED_DEFAULTS``; the epoch clock is the prompt source's pass
 speed           SPEED-RL: screen n_init = 4 (at most k/2) rollouts, fill only the mixed   kernels
 greso           GRESO pre-rollout skipping on top of ds: skip w.p. 1 - p^z after z zero-   peers
                 variance visits; p_easy = p_hard = 0.5 at start (ours), step dp = 0.01,
@@ -53,7 +53,13 @@ import numpy as np
 from ..core.difficulty import fit_beta_binomial
 from ..core.eb_fit import fit_weighted
 from ..core.errors import ParameterError, check_float, check_int, check_prior
-from ..core.optimal import check_request_cost, prior_plan
+from ..core.optimal import (
+    check_priced_in,
+    check_request_cost,
+    learned_lengths,
+    learned_weights,
+    prior_plan,
+)
 from ..core.policy import CONTINUE, NO_TAU_HIGH
 from ..core.registry import ROWS, names, row
 from . import peers
@@ -231,11 +237,18 @@ class SaraPlanner:
     sara / speed keep one plan; sara-eb / sara-auto refit the prior on the last eb_window steps'
     drawn outcomes before each step (keeping the last plan while nothing was decided)."""
 
-    def __init__(self, name, k, replicates, tau_low, tau_high, prior, params, schedule=(0, 0)):
-        """schedule: (probe, increment) of the run (a priced request needs the auto one)."""
+    def __init__(self, name, k, replicates, tau_low, tau_high, prior, params, schedule=(0, 0),
+                 tokens=(2000.0, 3500.0)):  # fmt: skip
+        """schedule: (probe, increment) of the run (a priced request needs the auto one);
+        tokens: the kernel's (pass, fail) lengths, what a plan priced in tokens learns."""
         self.name, self.k = name, k
         cost = params.get("request_cost", 0.0)
         self.request_cost = check_request_cost(name, cost, *schedule, flag="--request-cost")
+        rule = params.get("rule", "tau")
+        self.priced_in = check_priced_in(name, params.get("priced_in", "rollouts"), rule,
+                                         "--priced-in")  # fmt: skip
+        self.tokens = tuple(float(x) for x in tokens)
+        self.lengths = [None] * replicates  # per replicate: the step's learned mean lengths
         self.tau_low = tau_low
         self.tau_high = NO_TAU_HIGH if tau_high is None else tau_high
         self.prior = tuple(prior)
@@ -259,7 +272,8 @@ class SaraPlanner:
             plan = self._make_plan(self.prior)
         self.plans = np.tile(plan, (replicates, 1))
         self.step_priors = np.tile(np.asarray(self.prior, float), (replicates, 1))
-        self.pop = self.step_priors.copy()  # sara-history's population prior (A, B)
+        # sara-history's population prior (A, B) and its price rule's (w_fail, w_pass)
+        self.pop = np.concatenate([self.step_priors, np.ones((replicates, 2))], axis=1)
         # sara-history: on, rho, kappa, explore, price rule, max_skip
         self.history_cfg = (0.0, 1.0, 1.0, 0.0, 0.0, 0.0)
         if name == "sara-history":
@@ -277,22 +291,41 @@ class SaraPlanner:
     def probe(self, params, probe):
         return int(params["n_init"]) if self.name == "speed" else probe
 
-    def _make_plan(self, prior):
-        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior, self.request_cost)
+    def _make_plan(self, prior, lengths=None):
+        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior,
+                          self.request_cost, lengths)  # fmt: skip
+
+    def _tally(self, counts):
+        """[pass tokens, passes, fail tokens, fails] of a window's drawn outcomes counts[n, s]
+        (the kernel's lengths are its TokenModel's, per outcome), as the collector tallies what
+        its driver tells it; nothing (no lengths learned) unless priced in tokens."""
+        if self.priced_in != "tokens":
+            return (0.0, 0.0, 0.0, 0.0)
+        n, s = np.indices(counts.shape)
+        passes, fails = float((counts * s).sum()), float((counts * (n - s)).sum())
+        return (passes * self.tokens[0], passes, fails * self.tokens[1], fails)
+
+    def _learned(self, counts):
+        """The mean lengths a plan priced in tokens learns from a window (``_tally``)."""
+        return learned_lengths(self._tally(counts))
 
     def begin_step(self):
         if not self.adaptive:
             return
         for r, window in enumerate(self.windows):
             self.step_priors[r] = self.prior
-            prior = fit_prior_counts(sum(window), self.prior, self.exact_core) if window else None
+            counts = sum(window) if window else None
+            prior = fit_prior_counts(counts, self.prior, self.exact_core) if window else None
+            if window:  # as the collector: the lengths of the window, whatever its prior
+                self.lengths[r] = self._learned(counts)
+                self.pop[r, 2:] = learned_weights(self._tally(counts))
             if prior is None:
                 continue
             self.step_priors[r] = prior
             if self.name == "sara-history":
-                self.pop[r] = prior  # the informed priors shrink toward the fitted population
+                self.pop[r, :2] = prior  # the informed priors shrink toward the fitted population
             else:
-                self.plans[r] = self._make_plan(prior)
+                self.plans[r] = self._make_plan(prior, self.lengths[r])
 
     def end_step(self, eb):
         if self.adaptive:

@@ -8,11 +8,19 @@ its urn (never observed).  See ``collect/stream.py`` for the schedule and its bo
 
 import numpy as np
 
-from ..collect.collect_base import Request
-from ..collect.stream import BOUNDARIES, FLY, StreamDS, StreamSara, stream_driver
+from ..collect.collectors import Request
+from ..collect.stream import (
+    BOUNDARIES,
+    FLY,
+    StreamDS,
+    StreamSara,
+    stream_capacity,
+    stream_driver,
+)
 from .live_engine import LiveEngine
 
-__all__ = ["BOUNDARIES", "FLY", "Live", "StreamDS", "StreamSara", "stream_driver"]
+__all__ = ["BOUNDARIES", "FLY", "Live", "StreamDS", "StreamSara", "stream_capacity"]
+__all__ += ["stream_driver"]
 
 
 class Live:
@@ -23,7 +31,7 @@ class Live:
         self.engine = LiveEngine(setup.engine)
         self.source, self.lengths = source, setup.lengths
         self.len_rng = np.random.default_rng([seed, 2])
-        self.meta = {}  # request -> (visit, outcome)
+        self.meta = {}  # request -> (visit, outcome, tokens)
         self.by_visit = {}  # visit -> its requests in flight
         self.cancelled = 0  # rollouts aborted
         self.cancelled_tokens = 0
@@ -37,9 +45,10 @@ class Live:
         outcomes = self.source([Request(pid, n, visit)])[0]
         self.requests += 1
         mine = self.by_visit.setdefault(visit, set())
-        for i, (o, length) in enumerate(zip(outcomes, self.lengths.draw(self.len_rng, outcomes))):
+        lengths = self.lengths.draw(self.len_rng, outcomes, [pid] * len(outcomes))
+        for i, (o, length) in enumerate(zip(outcomes, lengths)):
             rid = self.engine.add(length, opens=i == 0)  # one client request of n
-            self.meta[rid] = (visit, o)
+            self.meta[rid] = (visit, o, int(length))
             mine.add(rid)
 
     def cancel(self, visit):
@@ -52,10 +61,11 @@ class Live:
         return len(mine)
 
     def poll(self):
-        """Run the engine to its next completion: [(visit, outcome)] ([] when nothing runs)."""
+        """Run the engine to its next completion: [(visit, outcome, tokens)] ([] when nothing
+        runs)."""
         out = []
         for rid in self.engine.step():
-            visit, o = self.meta.pop(rid)
+            visit, o, tokens = self.meta.pop(rid)
             self.by_visit[visit].discard(rid)
-            out.append((visit, o))
+            out.append((visit, o, tokens))
         return out

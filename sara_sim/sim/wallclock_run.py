@@ -39,18 +39,21 @@ SCHEDULES = ("rounds", "stream")
 
 
 class Setup(NamedTuple):
-    """The engine, the length law, and the collector's decision time per round [s]."""
+    """The engine, the length law, and the collector's decision time per round [s];
+    knows_slots: whether a stream's driver knows the engine's slots (in-process: yes; a client
+    of a server: no), which bounds what it keeps in flight (``stream.stream_capacity``)."""
 
     engine: EngineConfig
     lengths: LengthLaw
     decision_s: float = 0.0
+    knows_slots: bool = True
 
 
 class OutcomeSource:
     """The prompt source (integer ids epoch * pool + index) and the outcome sampler of one run."""
 
     def __init__(self, law, seed, pool=1024):
-        self.order_rng = np.random.default_rng([seed, 0])  # the stream never depends on draws
+        self.order_rng = np.random.default_rng([seed, 0])  # the prompt order never depends on draws
         self.draw_rng = np.random.default_rng([seed, 1])
         self.urns = {}
         if isinstance(law, HistoryLaw):
@@ -66,7 +69,7 @@ class OutcomeSource:
             self.pool = check_int(pool, "--pool", 1)
             self.rates, self.rec = law.sample(self.draw_rng, self.pool), None
 
-    def stream(self):
+    def prompts(self):
         """Epoch after epoch (a history: its recorded epochs once; a rate law: without end)."""
         e = 0
         while self.rec is None or e < len(self.epochs):
@@ -101,8 +104,10 @@ class OutcomeSource:
 class RoundTimer:
     """sample(requests) for a collector: outcomes, lengths, and the round timed by the engine."""
 
-    def __init__(self, source, setup, seed):
-        self.source, self.setup = source, setup
+    def __init__(self, source, setup, seed, collector=None):
+        """collector: told each request's rollout lengths (``observe_lengths``), as a real
+        engine's driver tells them."""
+        self.source, self.setup, self.collector = source, setup, collector
         self.len_rng = np.random.default_rng([seed, 2])
         self.t = 0.0  # when the next round can be submitted
         self.runs = []  # (submit time, EngineRun) per round
@@ -112,7 +117,12 @@ class RoundTimer:
         out = self.source(requests)
         self.requests += len(requests)
         outcomes = np.array([x for r in out for x in r], dtype=np.int64)
-        lengths = self.setup.lengths.draw(self.len_rng, outcomes)
+        prompts = [r.prompt_id for r, o in zip(requests, out) for _ in o]
+        lengths = self.setup.lengths.draw(self.len_rng, outcomes, prompts)
+        if self.collector is not None:
+            ends = np.cumsum([len(o) for o in out])
+            for r, part in zip(requests, np.split(lengths, ends[:-1])):
+                self.collector.observe_lengths(r.visit, part)
         opens = [i == 0 for r in out for i in range(len(r))]  # one client request per (prompt, n)
         run = run_engine(self.setup.engine, np.full(len(lengths), self.t), lengths, opens)
         self.runs.append((self.t, run))
@@ -126,8 +136,21 @@ def _collector(name, k, groups, seed, pool, kw):
     return make_collector(name, k=k, groups=groups, seed=seed, **kw)
 
 
-def run_strategy(law, strategy, setup, *, k=8, groups=64, steps=20, seed=0, pool=1024,
-                 trace_step=None, schedule="rounds", boundary="carry", **kw):  # fmt: skip
+def run_strategy(
+    law,
+    strategy,
+    setup,
+    *,
+    k=8,
+    groups=64,
+    steps=20,
+    seed=0,
+    pool=1024,
+    trace_step=None,
+    schedule="rounds",
+    boundary="carry",
+    **kw,
+):
     """Run `strategy` for `steps` steps (fewer if a history runs out) against the engine model,
     round by round or streamed (``stream.py``; the engine's slots bound what is in flight).
     Returns totals and per-step rows; `trace` is the engine's running count over step
@@ -152,16 +175,23 @@ def run_strategy(law, strategy, setup, *, k=8, groups=64, steps=20, seed=0, pool
 def _run_rounds(col, src, setup, seed, steps):
     """Each round through the engine after the last one (``RoundTimer``): per-step rows, the
     engine's segments over the run, and each step's first segment."""
-    timer = RoundTimer(src, setup, seed)
-    stream, rows, marks, segments = src.stream(), [], [0], []
+    timer = RoundTimer(src, setup, seed, col)
+    prompts, rows, marks, segments = src.prompts(), [], [0], []
     for _ in range(steps):
         t0, first, req0 = timer.t, len(timer.runs), timer.requests
-        res = col.collect_step(stream, timer)
+        res = col.collect_step(prompts, timer)
         runs = [run for _, run in timer.runs[first:]]
-        rows.append(_step_row(res, timer.t - t0, sum(run.busy for run in runs), res.rounds,
-                              sum(run.iterations for run in runs),
-                              sum(run.busy_slot_seconds for run in runs),
-                              requests=timer.requests - req0))  # fmt: skip
+        rows.append(
+            _step_row(
+                res,
+                timer.t - t0,
+                sum(run.busy for run in runs),
+                res.rounds,
+                sum(run.iterations for run in runs),
+                sum(run.busy_slot_seconds for run in runs),
+                requests=timer.requests - req0,
+            )
+        )
         segments += [seg for _, run in timer.runs[first:] for seg in run.segments]
         marks.append(len(segments))
         if res.prompts_exhausted:
@@ -172,19 +202,30 @@ def _run_rounds(col, src, setup, seed, steps):
 def _run_stream(col, src, setup, seed, steps, boundary):
     """The streaming driver on the live engine: its rows, segments and step marks.  What is
     still in flight after the last step is aborted; its tokens are the last step's cost."""
-    from .stream import Live, stream_driver
+    from .stream import Live, stream_capacity, stream_driver
 
     live = Live(setup, src, seed)
     eng = live.engine
-    drv = stream_driver(col, live, setup.engine.max_num_seqs, boundary)
-    stream, rows, marks = src.stream(), [], [0]
+    slots = setup.engine.max_num_seqs if setup.knows_slots else None
+    drv = stream_driver(col, live, stream_capacity(col, slots, boundary), boundary)
+    prompts, rows, marks = src.prompts(), [], [0]
     for _ in range(steps):
         t0, tok0, it0, bss0 = eng.t, eng.tokens, eng.iterations, eng.busy_slot_seconds
         can0, cantok0, req0 = live.cancelled, live.cancelled_tokens, live.requests
-        res = drv.collect_step(stream)
-        rows.append(_step_row(res, eng.t - t0, eng.tokens - tok0, math.nan, eng.iterations - it0,
-                              eng.busy_slot_seconds - bss0, live.cancelled - can0,
-                              live.cancelled_tokens - cantok0, live.requests - req0))  # fmt: skip
+        res = drv.collect_step(prompts)
+        rows.append(
+            _step_row(
+                res,
+                eng.t - t0,
+                eng.tokens - tok0,
+                math.nan,
+                eng.iterations - it0,
+                eng.busy_slot_seconds - bss0,
+                live.cancelled - can0,
+                live.cancelled_tokens - cantok0,
+                live.requests - req0,
+            )
+        )
         marks.append(len(eng.segments))
         if res.prompts_exhausted:
             break
@@ -197,15 +238,16 @@ def _run_stream(col, src, setup, seed, steps, boundary):
     return rows, eng.segments, marks
 
 
-def _step_row(res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelled_tokens=0,
-              requests=0):  # fmt: skip
+def _step_row(
+    res, wall, tokens, rounds, iterations, busy, cancelled=0, cancelled_tokens=0, requests=0
+):
     return {
         "wall_s": wall,
         "rollouts": res.rollouts,
         "tokens": tokens,
         "rounds": rounds,  # nan when streamed: no rounds
         "effective": res.n_effective,
-        "prompts": res.fresh_prompts,  # pulled from the stream
+        "prompts": res.fresh_prompts,  # pulled from the prompt source
         "iterations": iterations,
         "busy_slot_seconds": busy,
         "cancelled": cancelled,  # rollouts aborted in flight (in rollouts; tokens in tokens)

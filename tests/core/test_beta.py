@@ -10,13 +10,17 @@ from scipy import stats
 from sara_sim import ParameterError, p_eff
 
 
-def brute_p_eff(n, s, k, a0, b0):
-    """P(the full group is mixed | prefix), from the Beta-Binomial law of the k - n to come."""
-    m = k - n
-    x = np.arange(m + 1)
-    pmf = stats.betabinom.pmf(x, m, a0 + s, b0 + n - s) if m > 0 else np.ones(1)
-    total = s + x
-    return float(np.sum(pmf[(total > 0) & (total < k)]))
+def brute_p_eff(k, a0, b0):
+    """P(the full group is mixed | prefix) for every prefix (n, s) of a group of k, from the
+    Beta-Binomial law of the k - n rollouts to come: (n, s, p) arrays, one entry per state."""
+    n, s = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
+    keep = s <= n
+    n, s = n[keep], s[keep]
+    x = np.arange(k + 1)  # successes among the rollouts to come (beyond k - n: probability 0)
+    m = (k - n)[:, None]
+    pmf = stats.betabinom.pmf(x, m, a0 + s[:, None], b0 + (n - s)[:, None])
+    total = s[:, None] + x
+    return n, s, np.sum(np.where((x <= m) & (total > 0) & (total < k), pmf, 0.0), axis=1)
 
 
 def test_p_eff_matches_betabinom_for_every_state_up_to_64():
@@ -25,11 +29,8 @@ def test_p_eff_matches_betabinom_for_every_state_up_to_64():
     worst = 0.0
     for a0, b0 in priors:
         for k in range(2, 65):
-            n, s = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
-            keep = s <= n
-            n, s = n[keep], s[keep]
+            n, s, want = brute_p_eff(k, a0, b0)
             got = p_eff(n, s, k, a0, b0)
-            want = np.array([brute_p_eff(nn, ss, k, a0, b0) for nn, ss in zip(n, s)])
             worst = max(worst, float(np.max(np.abs(got - want))))
     assert worst < 1e-10, worst
 

@@ -149,7 +149,7 @@ def test_collect_step_rewards_must_be_exactly_binary(name, bad):
 @pytest.mark.parametrize("name", ["uniform", "ds", "sara"])
 def test_collect_step_arguments(name):
     col = make_collector(name, k=4, groups=2)
-    _raises(col.collect_step, "stream", list(range(100)), _sampler(1))
+    _raises(col.collect_step, "prompts", list(range(100)), _sampler(1))
     _raises(col.collect_step, "sample", iter(range(100)), "not callable")
     _raises(col.collect_step, "sample", iter(range(100)), lambda reqs: [[1]] * (len(reqs) + 1))
     _raises(col.collect_step, "sample", iter(range(100)), lambda reqs: [[1, 0]] * len(reqs))

@@ -9,11 +9,18 @@ import pytest
 from sara_sim.cli.app import main
 
 
-def run_cli(*args):
-    proc = subprocess.run(
-        [sys.executable, "-m", "sara_sim.cli", *args], capture_output=True, text=True, timeout=120
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+@pytest.fixture
+def run_cli(capsys):
+    """(exit status, stdout, stderr) of `sara-sim ARGS`, run in this process (the console
+    script's own process-level path: tests/sim/test_cli_bad_input.py's subprocess cases)."""
+
+    def run(*args):
+        capsys.readouterr()
+        rc = main(list(args))
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+
+    return run
 
 
 THEORY_KEYS = {
@@ -77,7 +84,7 @@ def test_theory_history_and_optimal_json(capsys, history_path):
     assert opt["best_tau_cost_per_effective_group"] <= th["ds_cost_per_effective_group"]
 
 
-def test_readable_table():
+def test_readable_table(run_cli):
     rc, out, err = run_cli("optimal", "--difficulty", "beta:0.3,0.3", "--k", "16")
     assert rc == 0 and "bayes_optimal_cost_per_effective_group" in out and not err
 
@@ -105,14 +112,14 @@ def test_readable_table():
         ),
     ],
 )
-def test_bad_input_one_line(args, name):
+def test_bad_input_one_line(run_cli, args, name):
     rc, out, err = run_cli(*args)
     assert rc == 2 and not out
     lines = err.strip().splitlines()
     assert len(lines) == 1 and name in lines[0] and "Traceback" not in err, err
 
 
-def test_malformed_history_and_k_above_samples(tmp_path, history_path):
+def test_malformed_history_and_k_above_samples(run_cli, tmp_path, history_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("prompt_id,epoch,correct\n1,0,3\n")
     rc, _, err = run_cli("theory", "--difficulty", f"history:{bad}", "--k", "4", "--tau-low", ".2")
@@ -126,7 +133,7 @@ def test_malformed_history_and_k_above_samples(tmp_path, history_path):
     assert rc == 2 and err.startswith("sara-sim: error: --k")
 
 
-def test_replay_json_ranks_informed_strategies(capsys, history_path):
+def test_replay_json_ranks_informed_strategies(capsys, run_cli, history_path):
     argv = ["replay", "--history", str(history_path), "--epochs", "40-43", "--seeds", "1"]
     assert main([*argv, "--strategies", "sara,sara-history", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -28,8 +28,8 @@ class BernoulliPrompts:
 
 
 def run(col, sampler, steps):
-    stream = iter(range(10**9))
-    return [col.collect_step(stream, sampler) for _ in range(steps)]
+    prompts = iter(range(10**9))
+    return [col.collect_step(prompts, sampler) for _ in range(steps)]
 
 
 @pytest.mark.parametrize("a,b,k,tau", [(0.3, 0.3, 8, 0.5), (0.2, 0.8, 16, 0.3)])
@@ -99,10 +99,10 @@ def test_stream_exhaustion_and_carry_over_keep_every_rollout():
         return sampler(requests)
 
     col = make_collector("sara", k=8, groups=8, tau_low=0.2)
-    stream = iter(range(40))
+    prompts = iter(range(40))
     counted = pulled = finished = 0
     for _ in range(30):
-        res = col.collect_step(stream, counting)
+        res = col.collect_step(prompts, counting)
         counted += res.rollouts
         pulled += res.fresh_prompts
         finished += len(res.groups) + len(res.abandoned) + res.saturated
@@ -117,11 +117,11 @@ def test_state_dict_round_trip_continues_identically():
         return make_collector("sara-eb", k=8, groups=8, tau_low=0.3)
 
     a, sa = make(), BernoulliPrompts(0.3, 0.6, 9)
-    stream_a = iter(range(10**6))
+    prompts_a = iter(range(10**6))
     for _ in range(3):
-        a.collect_step(stream_a, sa)
+        a.collect_step(prompts_a, sa)
     blob = pickle.dumps((a.state_dict(), sa.rng.bit_generator.state, sa.rate))
-    nxt = next(stream_a)
+    nxt = next(prompts_a)
     want = a.collect_step(iter(range(nxt, 10**6)), sa)
     b, sb = make(), BernoulliPrompts(0.3, 0.6, 0)
     state, rng_state, rate = pickle.loads(blob)
@@ -171,7 +171,7 @@ def test_a_plan_that_can_never_commit_is_refused_not_run():
     # sara-eb: a polarized fitted prior makes tau_low = 0.5 degenerate after the first step;
     # the collector stops with a clear error instead of burning its round cap
     col = make_collector("sara-eb", k=8, groups=16, tau_low=0.5)
-    sampler, stream = BernoulliPrompts(0.05, 0.05, 3), iter(range(10**6))
+    sampler, prompts = BernoulliPrompts(0.05, 0.05, 3), iter(range(10**6))
     with pytest.raises(ParameterError, match="tau_low"):
         for _ in range(5):
-            col.collect_step(stream, sampler)
+            col.collect_step(prompts, sampler)

@@ -3,7 +3,7 @@
 A plan that abandons every prompt at its first rollout (both sides) or skips it, or a law under
 which no group of k can mix, makes P(effective) (or P(mixed)) exactly 0; the theory used to return
 the floating-point residue of 1 - P(abandon) (1.1e-16) and a cost of 9e15 rollouts per effective
-group from it (issue 17)."""
+group from it."""
 
 import json
 import math

@@ -37,8 +37,8 @@ def test_dps_ranks_by_hand_computed_transitions():
     order), later ones rank by P(mixed | last state) from the pooled transition counts, an
     unseen prompt by the Laplace-smoothed mixed share of all visits (the kernel's rule)."""
     col = make_collector("dps", k=4, groups=2, epoch_size=8)
-    sample, stream = _sampler(), iter(range(10**6))
-    first = col.collect_step(stream, sample)
+    sample, prompts = _sampler(), iter(range(10**6))
+    first = col.collect_step(prompts, sample)
     assert [p for p, _ in first.groups] == [0, 1]  # no evidence: pull order
     drawn = [r for _, r in first.groups]
     spread = []
@@ -47,7 +47,7 @@ def test_dps_ranks_by_hand_computed_transitions():
         last = dict(col.selector.last_state)
         states = [0 if sum(r) == 0 else (2 if sum(r) == 4 else 1) for r in drawn]
         unseen = (states.count(1) + 1) / (len(states) + 3)
-        res = col.collect_step(stream, sample)
+        res = col.collect_step(prompts, sample)
         drawn += [r for _, r in res.groups]
         want = []
         for pid in range(8):
@@ -63,9 +63,9 @@ def test_dps_ranks_by_hand_computed_transitions():
 
 def test_mopps_thompson_ranking_by_hand():
     col = make_collector("mopps", k=4, groups=3, epoch_size=8, seed=5)
-    sample, stream = _sampler(1), iter(range(10**6))
-    col.collect_step(stream, sample)
-    col.collect_step(stream, sample)  # 6 prompts of epoch 0 (and 1) seen, some twice
+    sample, prompts = _sampler(1), iter(range(10**6))
+    col.collect_step(prompts, sample)
+    col.collect_step(prompts, sample)  # 6 prompts of epoch 0 (and 1) seen, some twice
     rng = np.random.default_rng()
     rng.bit_generator.state = col.selector.rng.bit_generator.state
     ev = {key: list(v) for key, v in col.informed.evidence.items()}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from real.app.run import check_strategy
 from real.base import config as real_config
-from real.base import validate as real_validate
+from real.base.config import STRATEGIES as REAL_STRATEGIES
 from sara_sim.cli import replay as cli_replay
 from sara_sim.cli.app import build_parser
 from sara_sim.collect import collectors
@@ -27,7 +28,7 @@ def test_every_list_of_names_is_a_view_of_the_registry():
     assert strategies.STRATEGIES == names("kernel")
     assert collectors.STRATEGIES == names("collector")
     assert cli_replay.REPLAY_STRATEGIES == names("replay")
-    assert real_validate.STRATEGIES == names("real")
+    assert REAL_STRATEGIES == names("real")
     assert real_config.INFORMED == names("real", needs_history=True)
     assert strategies.ADAPTIVE == ("sara-eb", "sara-auto", "sara-history")
     assert len({r.name for r in registry.ROWS}) == len(registry.ROWS)
@@ -48,25 +49,38 @@ def test_no_module_spells_out_a_list_of_strategy_names():
 def test_defaults_are_written_once():
     opts = sim_module.OPTIONS
     assert opts["tau_low"] == SARA.tau_low and opts["max_rounds"] == SARA.max_rounds
-    args = build_parser().parse_args(["simulate", "--strategy", "sara", "--difficulty", "x"] + [
-        "--k", "8"])  # fmt: skip
+    args = build_parser().parse_args(
+        ["simulate", "--strategy", "sara", "--difficulty", "x"] + ["--k", "8"]
+    )
     assert args.tau_low == SARA.tau_low
     col = collectors.make_collector("sara", groups=4)
-    assert (col.tau_low, col.eb_window, col.max_rounds) == (0.2, 4, 100) == (
-        SARA.tau_low, SARA.eb_window, SARA.max_rounds)  # fmt: skip
+    assert (
+        (col.tau_low, col.eb_window, col.max_rounds)
+        == (0.2, 4, 100)
+        == (SARA.tau_low, SARA.eb_window, SARA.max_rounds)
+    )
     ds = collectors.make_collector("ds", groups=4)
     assert ds.max_num_gen_batches == DSParams().max_num_gen_batches and ds.gen_batch_size == 4
     assert informed.INFORMED_DEFAULTS == {
-        "rho": HISTORY.rho, "kappa": HISTORY.kappa, "explore": HISTORY.explore,
-        "max_skip": HISTORY.max_skip, "rule": HISTORY.rule}  # fmt: skip
+        "rho": HISTORY.rho,
+        "kappa": HISTORY.kappa,
+        "explore": HISTORY.explore,
+        "max_skip": HISTORY.max_skip,
+        "rule": HISTORY.rule,
+    }
     assert informed.SELECTOR_RATIO == HISTORY.ratio
     h = informed.PromptHistory()
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (
-        HISTORY.rho, HISTORY.kappa, HISTORY.explore, HISTORY.max_skip)  # fmt: skip
+        HISTORY.rho,
+        HISTORY.kappa,
+        HISTORY.explore,
+        HISTORY.max_skip,
+    )
     hist = strategies.default_params("sara-history", 8)
     assert all(hist[key] == val for key, val in informed.INFORMED_DEFAULTS.items())
     assert inspect.signature(informed.PromptHistory.plan).parameters["tau_low"].default is (
-        inspect.Parameter.empty)  # fmt: skip
+        inspect.Parameter.empty
+    )
 
 
 def test_make_collector_takes_the_parameter_object_or_its_fields():
@@ -92,7 +106,7 @@ def test_collector_rows_say_what_the_collectors_do(name):
     if r.needs_history:
         with pytest.raises(ParameterError, match="history|epoch_size|selector"):
             collectors.make_collector(name, groups=4)
-    collectors.make_collector(name, groups=4, **with_history)  # stream ids: a finite task
+    collectors.make_collector(name, groups=4, **with_history)  # prompt ids: a finite task
     if "collector" in r.fixed_budget:
         col = collectors.make_collector(name, budget=64, **with_history)
         assert col.budget == 64
@@ -122,4 +136,4 @@ def test_unknown_names_list_the_choices():
     with pytest.raises(ParameterError, match="choose from uniform, ds, ds-verl3n, sara") as e:
         row("nope", "real", "--strategy")
     assert str(e.value).startswith("--strategy: unknown strategy 'nope'")
-    assert real_validate.check_strategy("sara-dps") == "sara-dps"
+    assert check_strategy("sara-dps") == "sara-dps"

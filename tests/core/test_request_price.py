@@ -105,7 +105,8 @@ def test_on_the_served_runs_law_two_rollouts_a_request_price_sara_out():
     """The served benchmark's own law (DS's prompts of its committed 64-step run): at price 0
     the optimum abandons, at two rollouts a request (what a request cost there: real/README.md)
     DS's plan is the cheapest of all, for the law as the belief and for sara-auto's fitted Beta."""
-    path = Path(__file__).parents[2] / "benchmarks/results/stream_real_served_whole_64.json"
+    runs = Path(__file__).parents[2] / "benchmarks/results/stream_real"
+    path = runs / "served_whole_requests_decision.json"
     rec = np.asarray(json.loads(path.read_text())["law"]["prompts"]).reshape(-1, 2)
     law = HistoryLaw(pd.DataFrame({"correct": rec[:, 0], "samples": rec[:, 1]}))
     fitted = BetaLaw(*fit_beta_binomial(rec[:, 0], rec[:, 1]))

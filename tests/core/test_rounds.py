@@ -1,7 +1,6 @@
 """The round state machine (``core/rounds.py``) through its engine driver, ``SaraCollector``:
-its open table grows when a round opens more prompts than it holds, and a checkpoint written
-before the state machine existed (plans and commit flags on each open prompt, the running rates
-on their own) resumes exactly as the run that wrote it continues."""
+its open table grows when a round opens more prompts than it holds, and a checkpoint taken with
+a committed prompt open resumes exactly as the run that wrote it continues."""
 
 import copy
 
@@ -9,7 +8,7 @@ import pytest
 
 from sara_sim import ParameterError
 from sara_sim.collect.collectors import make_collector
-from sara_sim.core.rounds import F_COMM, F_PLAN
+from sara_sim.core.rounds import F_COMM
 from sara_sim.sim.laws import parse_sim_law
 from sara_sim.sim.simulate import simulate
 
@@ -32,28 +31,18 @@ def test_a_round_wider_than_the_open_table_grows_it():
     assert len(res.groups) == 80 and len(set(col.group_visits)) == 80
 
 
-def _as_before_the_state_machine(state):
-    state = copy.deepcopy(state)
-    rounds = state.pop("rounds")
-    del state["rc"]
-    state["rates"] = rounds.rates
-    for j, p in enumerate(state["open"].values()):  # slots are in the open prompts' order
-        p.plan, p.committed = rounds.slots[j, F_PLAN : F_PLAN + 5], bool(rounds.slots[j, F_COMM])
-    return state
-
-
-def test_a_checkpoint_from_before_the_state_machine_resumes_identically():
+def test_a_checkpoint_resumes_identically():
     def make():
         return make_collector("sara", k=8, groups=8, tau_low=0.1, capacity=12)
 
-    a, stream = make(), iter(range(10**6))
+    a, prompts = make(), iter(range(10**6))
     for _ in range(2):
-        a.collect_step(stream, _sample)
+        a.collect_step(prompts, _sample)
     n = len(a.open)  # a committed prompt, its group not yet full, crosses the checkpoint
     assert n and a.rounds.slots[:n, F_COMM].any()
     b = make()
-    b.load_state_dict(_as_before_the_state_machine(a.state_dict()))
-    nxt = next(stream)
+    b.load_state_dict(copy.deepcopy(a.state_dict()))
+    nxt = next(prompts)
     sa, sb = iter(range(nxt, 10**6)), iter(range(nxt, 10**6))
     for _ in range(4):
         want, got = a.collect_step(sa, _sample), b.collect_step(sb, _sample)
@@ -78,8 +67,10 @@ def test_without_carrying_a_step_drops_its_surplus_and_open_groups_as_spent():
     assert on.carried + held > 0  # this setting does carry: the check below can fail
     assert off.rollouts == on.rollouts and off.groups == on.groups
     assert off.waste == on.waste + 8 * on.carried + held
-    steps = {c: [first[c]] + [col.collect_step(streams[c], _sample) for _ in range(5)]
-             for c, col in cols.items()}  # fmt: skip
+    steps = {
+        c: [first[c]] + [col.collect_step(streams[c], _sample) for _ in range(5)]
+        for c, col in cols.items()
+    }
     assert all(r.carried == 0 and r.carried_open == 0 for r in steps[False])
     assert not cols[False].open and not cols[False].done_groups
     cost = {

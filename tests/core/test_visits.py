@@ -37,10 +37,10 @@ def test_group_visits_name_the_requests_each_group_was_drawn_by(name, kw):
             out.append(bits)
         return out
 
-    stream = itertools.chain.from_iterable((u, u) for u in itertools.count())  # ids twice
+    prompts = itertools.chain.from_iterable((u, u) for u in itertools.count())  # ids twice
     used, doubled = set(), 0
     for _ in range(8):
-        res = col.collect_step(stream, sample)
+        res = col.collect_step(prompts, sample)
         assert len(col.group_visits) == len(res.groups)
         for (pid, rewards), visit in zip(res.groups, col.group_visits, strict=True):
             assert visit not in used  # a visit is grouped once

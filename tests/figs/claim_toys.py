@@ -35,19 +35,37 @@ def toy_rows(spec, seeds, k=8, tokens=None, noise=0.002):
                 acc = 0.4 + 0.02 * st + shared[st] + (off + own[st] if st else 0.0)
                 frac = f0 + (f1 - f0) * (st - 1) / (STEPS - 1) if st else None
                 rows.append(
-                    {"strategy": a, "k": k, "seed": seed, "step": st,
-                     "cum_rollouts": rps * st, "cum_tokens": rps * st * tpr,
-                     "wall_s": 0.1 * rps * st, "eval_accuracy": acc if evaluated else None,
-                     "effective_fraction": frac, "rollouts": rps if st else None}
-                )  # fmt: skip
+                    {
+                        "strategy": a,
+                        "k": k,
+                        "seed": seed,
+                        "step": st,
+                        "cum_rollouts": rps * st,
+                        "cum_tokens": rps * st * tpr,
+                        "wall_s": 0.1 * rps * st,
+                        "eval_accuracy": acc if evaluated else None,
+                        "effective_fraction": frac,
+                        "rollouts": rps if st else None,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def toy_meta(estimator="grpo", task="arithmetic", lr=3e-4):
-    config = {"task": task, "k": None, "seed": None, "out": None, "steps": STEPS,
-              "grpo": {"lr": lr, "estimator": estimator}, "knobs": {"tau_low": 0.2}}  # fmt: skip
-    return {"command": "python benchmarks/real_learning.py --out OUT",
-            "args": {"estimator": estimator, "task": task, "lr": lr}, "config": config}  # fmt: skip
+    config = {
+        "task": task,
+        "k": None,
+        "seed": None,
+        "out": None,
+        "steps": STEPS,
+        "grpo": {"lr": lr, "estimator": estimator},
+        "knobs": {"tau_low": 0.2},
+    }
+    return {
+        "command": "python benchmarks/real_learning.py --out OUT",
+        "args": {"estimator": estimator, "task": task, "lr": lr},
+        "config": config,
+    }
 
 
 def write(folder, name, frame, meta):

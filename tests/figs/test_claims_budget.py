@@ -1,5 +1,5 @@
 """Rollouts-to-target and equal-budget accuracy on pooled claim files
-(paper_figs.claims_budget, benchmarks/claims_table.py --budget), on toy files whose answer is
+(paper_figs.claims_budget, benchmarks/claims.py --budget), on toy files whose answer is
 known by construction: without a run's own noise, the strategies of a seed share one accuracy
 curve per step and differ only in rollouts per step, so every cost ratio is the ratio of their
 rollouts per step, and the equal-budget accuracy is read off known points."""
@@ -96,7 +96,7 @@ def test_the_table_prints_an_undefined_ratio_as_a_dash(pooled):
 
 
 def test_the_command_prints_the_budget_table(pooled):
-    cmd = [sys.executable, str(ROOT / "benchmarks/claims_table.py"), "--claims", str(pooled)]
+    cmd = [sys.executable, str(ROOT / "benchmarks/claims.py"), "--claims", str(pooled)]
     proc = subprocess.run([*cmd, "--budget"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

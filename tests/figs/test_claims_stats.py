@@ -52,9 +52,15 @@ def test_tost_matches_two_one_sided_t_tests():
 
 def test_step_diff_and_late_diff_are_paired_by_seed():
     # seed 2 of sara has no DS twin: not paired
-    df = frame({("ds", 0): (0.0, 10, 5), ("ds", 1): (0.02, 10, 5),
-                ("sara", 0): (0.01, 8, 5), ("sara", 1): (0.03, 8, 5),
-                ("sara", 2): (0.5, 8, 5)})  # fmt: skip
+    df = frame(
+        {
+            ("ds", 0): (0.0, 10, 5),
+            ("ds", 1): (0.02, 10, 5),
+            ("sara", 0): (0.01, 8, 5),
+            ("sara", 1): (0.03, 8, 5),
+            ("sara", 2): (0.5, 8, 5),
+        }
+    )
     sd = cs.step_diff(df, "sara", 8)
     assert list(sd["step"]) == [0, 3, 6, 9]
     assert sd["seeds"].tolist() == [2, 2, 2, 2]
@@ -65,8 +71,14 @@ def test_step_diff_and_late_diff_are_paired_by_seed():
 
 
 def test_cost_ratio_and_token_gap():
-    df = frame({("ds", 0): (0, 10, 5), ("ds", 1): (0, 20, 5),
-                ("sara", 0): (0, 8, 4), ("sara", 1): (0, 16, 4)})  # fmt: skip
+    df = frame(
+        {
+            ("ds", 0): (0, 10, 5),
+            ("ds", 1): (0, 20, 5),
+            ("sara", 0): (0, 8, 4),
+            ("sara", 1): (0, 16, 4),
+        }
+    )
     r, lo, hi, n = cs.cost_ratio(df, "sara", 8, "rollouts")
     assert (r, lo, hi, n) == (pytest.approx(0.8), pytest.approx(0.8), pytest.approx(0.8), 2)
     assert cs.cost_ratio(df, "sara", 8, "tokens")[0] == pytest.approx(0.64)
@@ -85,8 +97,10 @@ def test_verdict_rules_at_the_edges():
 
 
 def test_verdicts_name_every_claim_line_and_its_seeds():
-    df = frame({("ds", s): (0.0, 10, 5) for s in range(3)}
-               | {("sara", s): (0.001 * s, 8, 4) for s in range(3)})  # fmt: skip
+    df = frame(
+        {("ds", s): (0.0, 10, 5) for s in range(3)}
+        | {("sara", s): (0.001 * s, 8, 4) for s in range(3)}
+    )
     lines = cs.verdicts(df)
     assert len(lines) == 3 and all("3 seeds" in x for x in lines)
     assert lines[0].endswith("same accuracy: confirmed")

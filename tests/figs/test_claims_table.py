@@ -1,5 +1,5 @@
 """The claim files' loader (paper_figs.claims_data) and the README claim table
-(paper_figs.claims_table, benchmarks/claims_table.py) on toy claim files whose effects are known:
+(paper_figs.claims_table, benchmarks/claims.py) on toy claim files whose effects are known:
 pooling, missing files, and each claim's verdict."""
 
 import doctest
@@ -25,11 +25,20 @@ def test_doctests():
 def test_load_pools_by_setting_and_names_what_is_missing(claim_files):
     data = load_claims(claim_files)
     # the toy folder has no such files
-    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp", "reasoning_long",
-              "reasoning_long_more")  # fmt: skip
+    absent = (
+        "k8_sara_mopps",
+        "k16",
+        "k16_more",
+        "reinforcepp",
+        "reasoning_long",
+        "reasoning_long_more",
+    )
     assert data.missing == {n: f"{n}.csv not found" for n in absent}
-    assert data.sources == {"GRPO": ["k8", "k8_more"], "RLOO": ["rloo"],
-                            "GRPO, reasoning": ["reasoning"]}  # fmt: skip
+    assert data.sources == {
+        "GRPO": ["k8", "k8_more"],
+        "RLOO": ["rloo"],
+        "GRPO, reasoning": ["reasoning"],
+    }
     grpo = data.setting("GRPO")
     assert sorted(grpo[grpo.strategy == "sara"].seed.unique()) == list(range(12))
     assert sorted(grpo[grpo.strategy == "mopps"].seed.unique()) == list(range(6))
@@ -94,11 +103,17 @@ def test_markdown_has_one_line_per_claim(claim_files):
 
 
 def test_the_command_prints_the_table_and_names_missing_files(claim_files):
-    cmd = [sys.executable, str(ROOT / "benchmarks/claims_table.py"), "--claims", str(claim_files)]
+    cmd = [sys.executable, str(ROOT / "benchmarks/claims.py"), "--claims", str(claim_files)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    absent = ("k8_sara_mopps", "k16", "k16_more", "reinforcepp", "reasoning_long",
-              "reasoning_long_more")  # fmt: skip
+    absent = (
+        "k8_sara_mopps",
+        "k16",
+        "k16_more",
+        "reinforcepp",
+        "reasoning_long",
+        "reasoning_long_more",
+    )
     assert proc.stderr.splitlines() == [f"claims_table: {n}: {n}.csv not found" for n in absent]
     assert proc.stdout.splitlines()[0].startswith("| claim | paper |")
     bad = subprocess.run([*cmd, "--margin", "0"], capture_output=True, text=True, timeout=300)
@@ -128,8 +143,9 @@ def test_the_long_failure_reasoning_file_is_claim_2s_own_line(claim_files):
         return 10.0 * (0.9 if a == "sara-dps" else 1.0) * (1 + 0.01 * (seed % 2))
 
     for name, seeds in (("reasoning_long", range(4)), ("reasoning_long_more", range(4, 8))):
-        write(claim_files, name, toy_rows(spec, seeds, tokens=tokens),
-              toy_meta(task="reasoning-long"))  # fmt: skip
+        write(
+            claim_files, name, toy_rows(spec, seeds, tokens=tokens), toy_meta(task="reasoning-long")
+        )
     data = load_claims(claim_files)
     assert data.sources["GRPO, reasoning-long"] == ["reasoning_long", "reasoning_long_more"]
     assert data.sources["GRPO, reasoning"] == ["reasoning"]  # not pooled with the old model

@@ -36,9 +36,10 @@ def test_every_panel_from_the_claim_statistics(drawn, claim_files):
     assert mopps[1] == pytest.approx(0.9) and mopps[6] == pytest.approx(0.4)
     ratios = pd.read_csv(drawn / "fig13_claims_ratios.csv").set_index(["setting", "strategy"])
     assert ratios.loc[("GRPO", "sara"), "rollouts"] == pytest.approx(0.78)
-    assert ratios.loc[("GRPO, reasoning", "sara"), "tokens"] < ratios.loc[
-        ("GRPO, reasoning", "sara"), "rollouts"
-    ]  # fmt: skip
+    assert (
+        ratios.loc[("GRPO, reasoning", "sara"), "tokens"]
+        < ratios.loc[("GRPO, reasoning", "sara"), "rollouts"]
+    )
     assert ratios.loc[("RLOO", "sara"), "files"] == "rloo.csv"
     caption = Image.open(drawn / "fig13_claims.png").text["Description"]
     assert "reinforcepp: reinforcepp.csv not found" in caption and "missing: " in caption
@@ -80,6 +81,6 @@ def test_no_claim_file_skips_the_figure_with_the_reason(tmp_path, capsys):
 def test_a_claims_folder_that_is_not_there_is_refused_before_any_figure(tmp_path):
     from sara_sim.core.errors import ParameterError
 
-    with pytest.raises(ParameterError, match="--claims: claims folder not found"):
+    with pytest.raises(ParameterError, match="--claims: no such claims folder"):
         run(tmp_path / "figs", only="1,13", claims=tmp_path / "nope", verbose=False)
     assert not (tmp_path / "figs").exists()

@@ -17,7 +17,8 @@ def test_figures_on_a_full_disk(main, prog, tmpfs, capsys):
     capsys.readouterr()
 
     tmpfs.fill(disk, leave=64 * 1024)  # less than the PNG (~230 KB)
-    assert main(["figures", "--out", str(out), "--only", "1"][prog == "paper_figs" :]) == 1
+    again = ["figures", "--out", str(out), "--only", "1", "--overwrite"][prog == "paper_figs" :]
+    assert main(again) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert err[0].startswith(f"{prog}: error: cannot write {out / 'fig1_p_eff.png'}: "), err

@@ -34,7 +34,7 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def kernel_path(tmp_path_factory):
+def notebook_kernel(tmp_path_factory):
     root = tmp_path_factory.mktemp("jupyter")
     spec = root / "kernels" / KERNEL
     spec.mkdir(parents=True)
@@ -60,11 +60,9 @@ def test_committed_stripped(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_opens_with_question_and_parameters(name):
+def test_the_parameters_cell_comes_second(name):
+    """The tests (and papermill-style runs) set a notebook's inputs by a cell right after it."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    first = nb.cells[0]
-    assert first.cell_type == "markdown" and first.source.startswith("# ")
-    assert "**Answers:**" in first.source, f"{name}: first cell must say what it answers"
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and tagged[0].cell_type == "code", f"{name}: one parameters cell"
     assert nb.cells.index(tagged[0]) == 1, f"{name}: the parameter cell comes right after"
@@ -93,8 +91,8 @@ def test_in_sync_with_its_jupytext_source(name):
     )
 
 
-def _execute(nb, kernel_path, monkeypatch):
-    monkeypatch.setenv("JUPYTER_PATH", str(kernel_path))
+def _execute(nb, notebook_kernel, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PATH", str(notebook_kernel))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     client = NotebookClient(
         nb,
@@ -105,11 +103,12 @@ def _execute(nb, kernel_path, monkeypatch):
     client.execute()  # raises CellExecutionError (with the traceback) if any cell fails
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", NAMES)
-def test_executes(name, kernel_path, monkeypatch):
+def test_executes(name, notebook_kernel, monkeypatch):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     t0 = time.perf_counter()
-    _execute(nb, kernel_path, monkeypatch)
+    _execute(nb, notebook_kernel, monkeypatch)
     print(f"{name}: executed in {time.perf_counter() - t0:.1f} s")
     errors = [
         o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
@@ -141,7 +140,8 @@ print("HEATMAPS" + _json.dumps([{
 } for data, kw in _heatmaps]))"""
 
 
-def test_threshold_sweep_heatmaps_mask_the_undefined_cells(kernel_path, monkeypatch):
+@pytest.mark.integration
+def test_threshold_sweep_heatmaps_mask_the_undefined_cells(notebook_kernel, monkeypatch):
     """On the issue's law (beta:1,1), the heatmaps get NaN and a mask exactly where no group can
     be effective (the cost and savings panels), and a colour range from the defined cells only —
     never the 1e16 that a rounding residue made of those cells."""
@@ -150,7 +150,7 @@ def test_threshold_sweep_heatmaps_mask_the_undefined_cells(kernel_path, monkeypa
     nb.cells.insert(2, nbformat.v4.new_code_cell(f"LAW = {law!r}"))  # after the parameters
     nb.cells.insert(4, nbformat.v4.new_code_cell(SPY))  # after the imports
     nb.cells.append(nbformat.v4.new_code_cell(REPORT))
-    _execute(nb, kernel_path, monkeypatch)
+    _execute(nb, notebook_kernel, monkeypatch)
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     panels = json.loads(text.split("HEATMAPS", 1)[1])
     assert len(panels) == 3  # savings vs DS, P(false abandon), cost / DS cost
@@ -169,8 +169,9 @@ def test_threshold_sweep_heatmaps_mask_the_undefined_cells(kernel_path, monkeypa
         assert all(math.isfinite(v) and abs(v) <= 100 for v in defined), i
 
 
+@pytest.mark.integration
 def test_real_run_analysis_reports_a_torn_or_damaged_metrics_file(
-    kernel_path, monkeypatch, tmp_path
+    notebook_kernel, monkeypatch, tmp_path
 ):
     """A torn last line (a kill mid-write) is said, not silently dropped; a damaged line before
     the last stops the notebook with the file and line named (the project's metrics reader)."""
@@ -187,7 +188,7 @@ def test_real_run_analysis_reports_a_torn_or_damaged_metrics_file(
     def run():
         nb = nbformat.read(NOTEBOOKS / "real_run_analysis.ipynb", as_version=4)
         nb.cells.insert(2, nbformat.v4.new_code_cell(f"RUN_DIRS = [{str(runs)!r}]"))
-        _execute(nb, kernel_path, monkeypatch)
+        _execute(nb, notebook_kernel, monkeypatch)
         return "".join(o.get("text", "") for c in nb.cells[:8] for o in c.get("outputs", []))
 
     out = run()
@@ -200,15 +201,16 @@ def test_real_run_analysis_reports_a_torn_or_damaged_metrics_file(
         run()
 
 
+@pytest.mark.integration
 def test_real_learning_claims_section_runs_with_only_some_claim_files(
-    kernel_path, monkeypatch, claim_files
+    notebook_kernel, monkeypatch, claim_files
 ):
     """The claims section on a clone mid-run: reinforcepp absent (the toy folder's), and k8_more
     without its meta file — each named, the rest tabled (claims, rollouts to target) and drawn."""
     (claim_files / "k8_more.meta.json").unlink()
     nb = nbformat.read(NOTEBOOKS / "real_learning.ipynb", as_version=4)
     nb.cells.insert(2, nbformat.v4.new_code_cell(f"CLAIMS = {str(claim_files)!r}"))
-    _execute(nb, kernel_path, monkeypatch)
+    _execute(nb, notebook_kernel, monkeypatch)
     text = "".join(
         o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
         for c in nb.cells

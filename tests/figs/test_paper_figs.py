@@ -28,7 +28,8 @@ def run_figs(out, *args):
 
 
 @pytest.fixture(scope="module")
-def full(tmp_path_factory, history_path):
+def main_job(tmp_path_factory, history_path):
+    """The main job (`python -m paper_figs`, scripts/run.sh's) run once: (folder, output)."""
     out = tmp_path_factory.mktemp("figs")
     proc = run_figs(out, "--seed", "0")
     assert proc.returncode == 0, proc.stderr
@@ -40,8 +41,9 @@ def csv(out, name):
     return pd.read_csv(out / f"{name}.csv")
 
 
-def test_every_figure_png_csv_caption(full):
-    out, stdout = full
+@pytest.mark.integration
+def test_every_figure_png_csv_caption(main_job):
+    out, stdout = main_job
     assert "total" in stdout
     for name in FIGURES:
         assert name in stdout, f"no timing line for {name}"
@@ -66,8 +68,9 @@ def test_every_figure_png_csv_caption(full):
         assert len(frame) > 0 and len(frame.columns) > 2, name
 
 
-def test_only_selects_and_is_deterministic(full, tmp_path):
-    out, _ = full
+@pytest.mark.integration
+def test_only_selects_and_is_deterministic(main_job, tmp_path):
+    out, _ = main_job
     proc = run_figs(tmp_path, "--seed", "0", "--only", "fig2,7,9")
     assert proc.returncode == 0, proc.stderr
     chosen = {"fig2_abandon_reliability", "fig7_rounds_vs_rollouts", "fig9_informed_priors"}
@@ -91,8 +94,9 @@ def test_fig10_missing_learning_csv_is_one_line_exit_2(tmp_path):
     assert "--learning" in proc.stderr and "nope.csv" in proc.stderr
 
 
-def test_seed_changes_only_the_simulated_rows(full, tmp_path):
-    out, _ = full
+@pytest.mark.integration
+def test_seed_changes_only_the_simulated_rows(main_job, tmp_path):
+    out, _ = main_job
     assert run_figs(tmp_path, "--seed", "1", "--only", "2").returncode == 0
     a, b = csv(out, "fig2_abandon_reliability"), csv(tmp_path, "fig2_abandon_reliability")
     ex = a["source"] == "exact"
@@ -121,16 +125,18 @@ def test_sara_sim_figures_subcommand(tmp_path, capsys):
 
 
 # --- the data behind each figure shows what its caption claims ------------------------------
-def test_fig1_closed_form_and_monotone(full):
-    df = csv(full[0], "fig1_p_eff")
+@pytest.mark.integration
+def test_fig1_closed_form_and_monotone(main_job):
+    df = csv(main_job[0], "fig1_p_eff")
     uni = df[df["prior"] == "Beta(1,1)"]
     np.testing.assert_allclose(uni["p_eff"], uni["closed_form_uniform"], atol=1e-12)
     for _, g in df.groupby(["prior", "k", "side"]):
         assert (np.diff(g.sort_values("n")["p_eff"]) <= 1e-12).all()
 
 
-def test_fig2_bound_holds_when_matched_and_fails_when_not(full):
-    df = csv(full[0], "fig2_abandon_reliability")
+@pytest.mark.integration
+def test_fig2_bound_holds_when_matched_and_fails_when_not(main_job):
+    df = csv(main_job[0], "fig2_abandon_reliability")
     ex = df[(df["source"] == "exact") & df["reliability"].notna()]
     matched = ex[ex["scenario"].str.startswith("matched")]
     assert (matched["reliability"] < matched["tau_low"]).all()
@@ -144,8 +150,9 @@ def test_fig2_bound_holds_when_matched_and_fails_when_not(full):
             assert r.ci_low - 0.03 <= e["reliability"].iloc[0] <= r.ci_high + 0.03, r
 
 
-def test_fig3_optimal_dominates_and_uniform_law_gains_nothing(full):
-    df = csv(full[0], "fig3_rollout_savings")
+@pytest.mark.integration
+def test_fig3_optimal_dominates_and_uniform_law_gains_nothing(main_job):
+    df = csv(main_job[0], "fig3_rollout_savings")
     piv = df.pivot_table(index=["law", "k"], columns="policy", values="savings_vs_ds_pct")
     fixed, best, bayes = (piv.filter(like=key).iloc[:, 0] for key in ("τ_low=", "best", "Bayes"))
     assert (bayes >= best - 1e-6).all() and (best >= fixed - 1e-6).all() and (best >= -1e-6).all()
@@ -157,8 +164,9 @@ def test_fig3_optimal_dominates_and_uniform_law_gains_nothing(full):
     assert polar.set_index("k").loc[32, "savings_vs_ds_pct"] > 15
 
 
-def test_fig4_sara_yields_at_least_uniform(full):
-    df = csv(full[0], "fig4_fixed_budget_yield")
+@pytest.mark.integration
+def test_fig4_sara_yields_at_least_uniform(main_job):
+    df = csv(main_job[0], "fig4_fixed_budget_yield")
     for _, g in df.groupby(["panel", "budget"]):
         e = g.set_index("strategy")["exact_effective_groups"]
         assert e["sara"] >= e["uniform"] - 1e-9 and e["sara-auto"] >= e["uniform"] - 1e-9
@@ -168,8 +176,9 @@ def test_fig4_sara_yields_at_least_uniform(full):
         assert m["sara"] > m["uniform"] and m["sara-auto"] > m["uniform"]
 
 
-def test_fig5_proxy_above_bound(full):
-    df = csv(full[0], "fig5_gradient_link")
+@pytest.mark.integration
+def test_fig5_proxy_above_bound(main_job):
+    df = csv(main_job[0], "fig5_gradient_link")
     ex = df[df["source"] == "exact"]
     assert (ex["proxy_per_1k_rollouts"] >= ex["bound_per_1k_rollouts"] - 1e-9).all()
     sim = df[df["source"] == "simulated"]
@@ -177,8 +186,9 @@ def test_fig5_proxy_above_bound(full):
     assert (sim["proxy_per_1k_rollouts"] + sim["proxy_ci95"] >= sim["bound_per_1k_rollouts"]).all()
 
 
-def test_fig6_bayes_optimal_is_the_floor(full):
-    df = csv(full[0], "fig6_optimal_vs_tau")
+@pytest.mark.integration
+def test_fig6_bayes_optimal_is_the_floor(main_job):
+    df = csv(main_job[0], "fig6_optimal_vs_tau")
     for k, g in df.groupby("k"):
         ref = g.set_index("series")["cost_per_effective_group"]
         rules = g[g["tau_low_from"].notna()]
@@ -188,8 +198,9 @@ def test_fig6_bayes_optimal_is_the_floor(full):
         assert rules.groupby("series")["is_best"].sum().eq(1).all(), k
 
 
-def test_fig7_full_probe_is_ds_and_overshoot_costs(full):
-    df = csv(full[0], "fig7_rounds_vs_rollouts")
+@pytest.mark.integration
+def test_fig7_full_probe_is_ds_and_overshoot_costs(main_job):
+    df = csv(main_job[0], "fig7_rounds_vs_rollouts")
     auto = df[df["increment"] == 0].set_index("probe")
     costs = auto["exact_cost_per_effective_group"]
     assert costs.loc[16] == pytest.approx(costs.max())  # probing all k at once = DS
@@ -197,10 +208,11 @@ def test_fig7_full_probe_is_ds_and_overshoot_costs(full):
     assert (auto["exact_rounds_per_prompt"].loc[16] <= auto["exact_rounds_per_prompt"]).all()
 
 
-def test_fig8_every_strategy_with_intervals(full):
+@pytest.mark.integration
+def test_fig8_every_strategy_with_intervals(main_job):
     from sara_sim.sim.strategies import STRATEGIES
 
-    df = csv(full[0], "fig8_replay_strategies")
+    df = csv(main_job[0], "fig8_replay_strategies")
     assert set(STRATEGIES) <= set(df["strategy"])
     for col in ("cost_per_effective_group", "tokens_per_effective_group"):
         assert np.isfinite(df[col]).all() and (df[col] > 0).all()
@@ -210,10 +222,11 @@ def test_fig8_every_strategy_with_intervals(full):
     assert (sara["cost_per_effective_group"] < ds["cost_per_effective_group"]).all()
 
 
-def test_fig9_informed_priors_save_and_guards_limit_starvation(full):
+@pytest.mark.integration
+def test_fig9_informed_priors_save_and_guards_limit_starvation(main_job):
     from sara_sim.sim.replay import INFORMED_DEFAULTS
 
-    df = csv(full[0], "fig9_informed_priors")
+    df = csv(main_job[0], "fig9_informed_priors")
     s = df[df["panel"] == "summary"].set_index("label")
     assert {"ds", "sara-history", "sara-mopps", "sara-dps", "sara-history, no guards"} <= set(
         s.index
@@ -248,8 +261,9 @@ def test_fig9_informed_priors_save_and_guards_limit_starvation(full):
         assert mean == pytest.approx(s.loc[label, "committed_rate_mean"])
 
 
-def test_fig11_wallclock_ratios_and_occupancy(full):
-    df = csv(full[0], "fig11_wallclock")
+@pytest.mark.integration
+def test_fig11_wallclock_ratios_and_occupancy(main_job):
+    df = csv(main_job[0], "fig11_wallclock")
     assert set(df["k"]) == {4, 6, 8} and (df["steps"] == 12).all()
     assert (df.loc[df["strategy"] == "ds", "wall_ratio_vs_ds"] == 1.0).all()
     assert df["utilisation"].between(0, 1, inclusive="right").all()
@@ -265,10 +279,11 @@ def test_fig11_wallclock_ratios_and_occupancy(full):
     assert (util.loc["stream"] > util.loc["rounds"].loc[stream.index]).all()
 
 
-def test_fig12_selectors_degrade_under_fast_drift_sara_does_not(full):
+@pytest.mark.integration
+def test_fig12_selectors_degrade_under_fast_drift_sara_does_not(main_job):
     from paper_figs.fig12_selection_drift import GROUPS, LAWS, SEEDS, STEPS, STRATEGIES, K
 
-    df = csv(full[0], "fig12_selection_drift")
+    df = csv(main_job[0], "fig12_selection_drift")
     assert set(df["strategy"]) == set(STRATEGIES) and set(df["law"]) == set(LAWS)
     assert len(df) == len(LAWS) * len(STRATEGIES) * SEEDS * STEPS
     assert (df["groups"] == GROUPS).all()  # every step fills its batch (the pool comes round)
@@ -276,7 +291,7 @@ def test_fig12_selectors_degrade_under_fast_drift_sara_does_not(full):
     assert (whole["rollouts"] == K * GROUPS).all()  # whole groups, one round, no stopping
     sara = df[df["strategy"].isin(["sara", "sara-dps"])]
     assert (sara["effective_fraction"] == 1.0).all()  # only mixed groups are committed
-    table = pd.read_csv(full[0] / "fig12_selection_drift_early_late.csv")
+    table = pd.read_csv(main_job[0] / "fig12_selection_drift_early_late.csv")
     fast = table[table["law"] == LAWS[1]].set_index("strategy")
     assert (fast.loc[["mopps", "dps"], "change"] < -0.1).all()  # stale posteriors: degrade
     slow = table[table["law"] == LAWS[0]].set_index("strategy")

@@ -30,7 +30,7 @@ class FakeVLLM:
         self.posts = Counter()  # POST requests per path (the push's control calls included)
         self.slow: dict[int, float] = {}  # seed -> seconds per token of a stream that runs to
         # max_tokens (an abort test's long rollout; a group's choice 0 stays short)
-        self.torn: set[int] = set()  # seeds whose next stream stops after one token, unfinished
+        self.torn: set[int] = set()  # seeds whose next SSE reply stops after one token, unfinished
         self.streamed = Counter()  # tokens written to streams per seed (the server's count)
         self.lock = threading.Lock()
         fake = self
@@ -143,7 +143,7 @@ class FakeVLLM:
                         self.wfile.write(b"data: [DONE]\n\n")
                     else:  # let the client read the token before the connection goes
                         time.sleep(0.2)
-                except OSError:  # the client closed the stream: the request stops here
+                except OSError:  # the client closed the connection: the request stops here
                     pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

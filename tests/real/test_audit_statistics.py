@@ -1,6 +1,6 @@
 """`sara-real audit`'s numbers where a tau_low abandons every prompt at its first rollout: no
 group can be effective, so its costs, savings and bootstrap intervals are null (`-` in the table),
-never the 9e15 rollouts per effective group a floating-point residue gave (issue 17).  No model
+never the 9e15 rollouts per effective group a floating-point residue gave.  No model
 is needed: the statistics are computed from a history.csv frame."""
 
 import json
@@ -14,8 +14,12 @@ from real.app.audit_theory import analyze, format_report, percentile_interval
 from sara_sim.core.errors import finite_or_none
 
 BOOT = 30
-UNDEFINED = ("rollouts_per_effective_group", "tokens_per_effective_group", "savings_vs_ds",
-             "token_savings_vs_ds")  # fmt: skip
+UNDEFINED = (
+    "rollouts_per_effective_group",
+    "tokens_per_effective_group",
+    "savings_vs_ds",
+    "token_savings_vs_ds",
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +31,16 @@ def audit():
     for epoch in range(2):
         for i, g in enumerate(rate):
             c = int(rng.binomial(8, g))
-            rows.append({"prompt_id": i, "epoch": epoch, "correct": c, "samples": 8,
-                         "pass_tokens": 20 * c, "fail_tokens": 30 * (8 - c)})  # fmt: skip
+            rows.append(
+                {
+                    "prompt_id": i,
+                    "epoch": epoch,
+                    "correct": c,
+                    "samples": 8,
+                    "pass_tokens": 20 * c,
+                    "fail_tokens": 30 * (8 - c),
+                }
+            )
     frame = pd.DataFrame(rows)
     return finite_or_none(analyze(frame, 8, taus=(0.3, 0.8, 0.95), bootstrap=BOOT, replay_groups=6))
 
@@ -41,8 +53,11 @@ def test_impossible_rows_are_null_and_the_others_finite(audit):
         assert row["p_effective"] == 0.0 and row["plan"] == [0, 1, 1, 1, 1]
         assert all(row[key] is None for key in UNDEFINED), row
         boot = audit["bootstrap"][f"sara@{tau:g}"]
-        assert boot == {"rollouts_per_effective_group": None, "savings_vs_ds": None,
-                        "undefined_resamples": BOOT}  # fmt: skip
+        assert boot == {
+            "rollouts_per_effective_group": None,
+            "savings_vs_ds": None,
+            "undefined_resamples": BOOT,
+        }
     defined = [audit["ds"], by_tau[0.3], audit["best_tau"], audit["bayes_optimal"]]
     for row in defined:
         assert all(math.isfinite(row[key]) for key in UNDEFINED), row

@@ -1,11 +1,11 @@
-"""Issue 19, item 8 in the real loop: DS as verl's DAPO run scripts set it (`ds-verl3n`: a
+"""In the real loop: DS as verl's DAPO run scripts set it (`ds-verl3n`: a
 generation batch of 3N prompts) and SARA without carrying surplus and open groups into the next
 step (`--no-carry`; NAME+no-carry in a compare or the learning benchmark). Bad combinations are
 one line before any engine starts. (The toy-size learning benchmark running all four side by
 side: tests/real/test_real_learning_bench.py.)"""
 
-from real.app.checks import check_config
 from real.app.cli import build_parser, main, run_config
+from real.app.run import check_config
 
 
 def _bad(argv, capsys) -> str:
@@ -34,8 +34,9 @@ def test_the_flags_reach_the_collectors(tmp_path):
         argv = ["validate", "--strategy", name, "--no-carry", "--task-size", "16"]
         col = check_config(run_config(p.parse_args([*argv, "--out", str(tmp_path / name)])))
         assert col.collector.params.carry is False and col.collector.rc.carry is False
-    a = p.parse_args(["validate", "--strategy", "ds-verl3n", "--groups", "5",
-                      "--out", str(tmp_path / "v")])  # fmt: skip
+    a = p.parse_args(
+        ["validate", "--strategy", "ds-verl3n", "--groups", "5", "--out", str(tmp_path / "v")]
+    )
     assert check_config(run_config(a)).collector.gen_batch_size == 15  # verl's 3N
     a = p.parse_args(["validate", "--strategy", "ds", "--groups", "5", "--out", str(tmp_path)])
     assert check_config(run_config(a)).collector.gen_batch_size == 5
@@ -54,11 +55,13 @@ def test_no_carry_drops_what_sara_carries():
         rng, rate = np.random.default_rng(0), {}
 
         def sample(requests):
-            return [[int(x) for x in rng.random(r.n) < rate.setdefault(r.prompt_id,
-                     rng.beta(0.5, 0.5))] for r in requests]  # fmt: skip
+            return [
+                [int(x) for x in rng.random(r.n) < rate.setdefault(r.prompt_id, rng.beta(0.5, 0.5))]
+                for r in requests
+            ]
 
-        stream = iter(range(10**6))
-        return [col.collect_step(stream, sample) for _ in range(6)]
+        prompts = iter(range(10**6))
+        return [col.collect_step(prompts, sample) for _ in range(6)]
 
     kept, dropped = steps(True), steps(False)
     assert sum(r.carried + r.carried_open for r in kept) > 0

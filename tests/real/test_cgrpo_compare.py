@@ -5,16 +5,17 @@ is one line naming the setup step. The benchmark itself (two environments, minut
 is run by hand: docs/peers.md."""
 
 import math
-import sys
 from pathlib import Path
 
 import pytest
 from scipy import stats
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
 
-import cgrpo_compare as cc  # noqa: E402
+
+@pytest.fixture(scope="module")
+def cc(script):
+    return script("benchmarks/cgrpo_compare.py")
 
 
 def _run(strategy, seed, rollouts, tokens, groups, effective, accuracy, cal=(0, 0)):
@@ -33,11 +34,11 @@ RUNS = [
 ]
 
 
-def _lines():
+def _lines(cc):
     return {line.split(" | ")[0].strip("| "): line for line in cc.table(RUNS).splitlines()[2:]}
 
 
-def test_cgrpo_counts_its_calibration_and_a_second_row_leaves_it_out():
+def test_cgrpo_counts_its_calibration_and_a_second_row_leaves_it_out(cc):
     with_cal = cc.measures(RUNS[2])
     assert with_cal["rollouts_per_eff"] == (100 + 60) / 4
     assert with_cal["tokens_per_eff"] == (300 + 200) / 4
@@ -48,7 +49,7 @@ def test_cgrpo_counts_its_calibration_and_a_second_row_leaves_it_out():
     assert rows[cc.NO_CAL][1]["tokens_per_eff"] == 360 / 2
 
 
-def test_ratios_are_paired_by_seed_geometric_means_with_t_intervals():
+def test_ratios_are_paired_by_seed_geometric_means_with_t_intervals(cc):
     rows = cc.rows(RUNS)
     g, lo, hi, n = cc.ratio_to(rows["cgrpo"], rows["ds"], "rollouts_per_eff")
     per_seed = [(160 / 4) / (400 / 8), (180 / 2) / (480 / 8)]  # 0.8, 1.5
@@ -56,13 +57,13 @@ def test_ratios_are_paired_by_seed_geometric_means_with_t_intervals():
     half = stats.t.ppf(0.95, 1) * stats.tstd(logs) / math.sqrt(2)  # 90 %, two-sided
     assert n == 2 and g == pytest.approx(math.sqrt(0.8 * 1.5))
     assert (lo, hi) == pytest.approx((g * math.exp(-half), g * math.exp(half)))
-    line = _lines()["cgrpo"]
+    line = _lines(cc)["cgrpo"]
     assert f"| 65 ({g:.2f} [{lo:.2f}, {hi:.2f}]) |" in line  # mean of 40 and 90 rollouts / eff
-    assert "| 0.450 (1.00 [1.00, 1.00]) |" in _lines()["ds"]  # ds to itself, every seed 1
+    assert "| 0.450 (1.00 [1.00, 1.00]) |" in _lines(cc)["ds"]  # ds to itself, every seed 1
 
 
-def test_undefined_is_a_dash_and_one_seed_has_no_interval():
-    grpo = _lines()["grpo"]
+def test_undefined_is_a_dash_and_one_seed_has_no_interval(cc):
+    grpo = _lines(cc)["grpo"]
     cells = [c.strip() for c in grpo.strip("|").split("|")]
     assert cells[:4] == ["grpo", "0", "-", "-"]  # no effective group: no rollouts / eff
     assert cells[4] == "0.000 (0.00)"  # the fraction is defined (0); one seed: no interval
@@ -72,7 +73,7 @@ def test_undefined_is_a_dash_and_one_seed_has_no_interval():
         cc.table([r for r in RUNS if r["strategy"] != "ds"])
 
 
-def test_bad_arguments_are_one_line_naming_the_flag(tmp_path):
+def test_bad_arguments_are_one_line_naming_the_flag(cc, tmp_path):
     from sara_sim.core.errors import ParameterError
 
     def check(*argv):
@@ -86,10 +87,10 @@ def test_bad_arguments_are_one_line_naming_the_flag(tmp_path):
     assert missing.startswith("--cgrpo-python:") and "bash scripts/setup.sh --cgrpo" in missing
 
 
-@pytest.mark.real
-def test_the_peer_side_books_padded_rows_out_and_spread_groups_in():
-    import cgrpo_side
+def test_the_peer_side_books_padded_rows_out_and_spread_groups_in(script):
     import torch
+
+    cgrpo_side = script("benchmarks/cgrpo_side.py")
 
     books = cgrpo_side.Books(k=4)
     books.generated([[1, 2], [3], [4, 5, 6]])  # 3 rollouts, 6 tokens in one generate call
@@ -105,7 +106,7 @@ def test_the_peer_side_books_padded_rows_out_and_spread_groups_in():
     assert books.open == {"rollouts": 0, "tokens": 0, "calls": 0}
 
 
-def test_the_committed_tables_are_printed_from_the_committed_results(tmp_path, capsys):
+def test_the_committed_tables_are_printed_from_the_committed_results(cc, tmp_path, capsys):
     committed = (BENCH / "cgrpo_compare.out.txt").read_text()
     for name in ("arithmetic", "arithmetic_lr3e-4", "reasoning"):
         source = BENCH / f"results/cgrpo_compare_{name}.json"

@@ -263,13 +263,18 @@ def test_help_is_derived_from_the_config(capsys):
     and shows its default (written once, in real/base/config.py); every strategy is listed."""
     from dataclasses import fields, is_dataclass
 
-    from real.app.cli import NOT_FLAGS, run_config
-    from real.app.flags import field_docs
-    from real.base.config import StrategyConfig, Config, GRPOConfig, flag_of
-    from real.base.validate import STRATEGIES
+    from real.app.cli import NOT_FLAGS, field_docs, run_config
+    from real.base.config import (
+        STRATEGIES,
+        Config,
+        EngineConfig,
+        GRPOConfig,
+        StrategyConfig,
+        flag_of,
+    )
 
     leaves = []
-    for cls in (Config, GRPOConfig, StrategyConfig):
+    for cls in (Config, GRPOConfig, StrategyConfig, EngineConfig):
         docs = field_docs(cls)
         for f in fields(cls):
             assert docs.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
@@ -282,9 +287,12 @@ def test_help_is_derived_from_the_config(capsys):
             assert name in text, (cmd, name)
         for f, doc in leaves:
             shown = f"(default: {f.default})" if not callable(f.default) else ""
+            if f.default is True:  # --no-NAME switches it off: "(default: True)" would mislead
+                shown = f"switch off: {doc} (on without this flag)"
             assert f"{flag_of(f.name, f.default)} " in text, (cmd, f.name)
             assert f"{doc}" in text and shown in text, (cmd, f.name)
     assert "--no-std" in text and "--bf16-autocast" in text and "--no-progress" in text
+    assert "(default: True)" not in text
     assert "PPO clip above (clip-higher; = eps_low for symmetric) (default: 0.28)" in text
     cfg = run_config(build_parser().parse_args(["validate"]))
     assert cfg == Config(out=cfg.out)  # every parsed default is the dataclass default
@@ -297,8 +305,7 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     from dataclasses import fields
 
     from real.app.audit import AuditConfig
-    from real.app.cli import TinyConfig
-    from real.app.flags import config_of, field_docs
+    from real.app.cli import TinyConfig, config_of, field_docs
     from real.base.config import flag_of
     from real.sampling.serve import ServeConfig
 
@@ -307,14 +314,34 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
     for f in fields(cls):
         assert docs.get(f.name), f"{cls.__name__}.{f.name} has no docstring"
         assert f"{flag_of(f.name, f.default)} " in text and docs[f.name] in text, f.name
-        assert f"(default:{f.default})" in text.replace(" ", ""), f.name  # a long one wraps
+        shown = "(onwithoutthisflag)" if f.default is True else f"(default:{f.default})"
+        assert shown in text.replace(" ", ""), f.name  # a long one wraps
     assert config_of(cls, build_parser().parse_args([cmd])) == cls()
+
+
+def test_renamed_flags_keep_their_old_spelling(capsys):
+    """--strategy / --strategies still work as --strategy / --strategies and say so in one line
+    on stderr; --help names only the new spellings."""
+    from real.app.cli import run_config
+
+    p = build_parser()
+    a = p.parse_args(["validate", "--strategy", "ds"])
+    assert run_config(a).strategy == "ds"
+    assert capsys.readouterr().err == "--allocator is deprecated; use --strategy\n"
+    a = p.parse_args(["compare", "--strategies=ds,sara"])
+    assert a.strategies == "ds,sara"
+    assert capsys.readouterr().err == "--allocators is deprecated; use --strategies\n"
+    assert main(["validate", "--strategy", "bogus", "--out", "/tmp/unused"]) == 2
+    note, err = capsys.readouterr().err.strip().splitlines()  # the note, then the one-line error
+    assert note.endswith("use --strategy") and "--strategy: unknown strategy 'bogus'" in err
+    for cmd in ("validate", "compare"):
+        assert "strategy" not in _help(capsys, cmd)
 
 
 def test_every_strategy_knob_reaches_the_collector():
     """Each StrategyConfig flag lands in the collector check_config builds for the run."""
-    from real.app.checks import check_config
     from real.app.cli import run_config
+    from real.app.run import check_config
 
     argv = ["--task-size", "16", "--probe", "2", "--increment", "3", "--max-rounds", "7"]
     argv += ["--eb-window", "2", "--rule", "tau", "--rho", "0.5", "--kappa", "2", "--explore"]
@@ -325,13 +352,17 @@ def test_every_strategy_knob_reaches_the_collector():
     col = check_config(run_config(a)).collector
     assert (col.probe, col.increment, col.max_rounds, col.eb_window) == (2, 3, 7, 2)
     assert (col.tau_low, col.tau_high, col.prior, col.capacity, col.rule) == (
-        0.1, 0.9, (2.0, 3.0), 40, "tau"
-    )  # fmt: skip
+        0.1,
+        0.9,
+        (2.0, 3.0),
+        40,
+        "tau",
+    )
     h, sel = col.informed, col.selector
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (0.5, 2.0, 0.25, 5)
     assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
-    a = p.parse_args(["validate", "--strategy", "ds", "--out", "/tmp/unused",
-                      "--gen-batch-size", "5", "--max-num-gen-batches", "3"])  # fmt: skip
+    ds = ["validate", "--strategy", "ds", "--out", "/tmp/unused"]
+    a = p.parse_args([*ds, "--gen-batch-size", "5", "--max-num-gen-batches", "3"])
     col = check_config(run_config(a)).collector
     assert (col.gen_batch_size, col.max_num_gen_batches) == (5, 3)
 
@@ -368,16 +399,16 @@ OTHER_BAD = [
 def test_other_bad_input_is_one_line(args, flag, capsys):
     try:
         rc = main(args)
-    except SystemExit as e:  # argparse's own error (also one line: real.app.flags.Parser)
+    except SystemExit as e:  # argparse's own error (also one line: real.app.cli.Parser)
         rc = e.code
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert flag in err
 
 
-def test_resume_compares_nested_and_older_flat_configs(tmp_path, capsys):
-    """A checkpoint's config is asdict(Config) (nested) — or flat, as written before Config had
-    sections: both are compared setting by setting; a changed one is named, one line."""
+def test_resume_compares_the_saved_config_setting_by_setting(tmp_path, capsys):
+    """A checkpoint's config is asdict(Config): compared setting by setting with the resumed
+    run's; a changed one is named, one line."""
     from dataclasses import asdict
 
     import torch
@@ -385,22 +416,19 @@ def test_resume_compares_nested_and_older_flat_configs(tmp_path, capsys):
     from real.app.resume import check_same_run
     from real.base.config import Config
 
-    cfg = Config.from_dict({"out": str(tmp_path / "run"), "lr": 5e-4, "probe": 2})
-    new = {"betas", "weight_decay", "probe", "increment", "max_rounds", "eb_window", "rule"}
-    new |= {"rho", "kappa", "explore", "max_skip", "selector_ratio", "selector_target"}
-    flat_old = {k: v for k, v in cfg.flat().items() if k not in new}  # as older runs wrote it
-    for saved in (asdict(cfg), flat_old | {"probe": 2}, json_like(asdict(cfg))):
+    cfg = Config.from_flat({"out": str(tmp_path / "run"), "lr": 5e-4, "probe": 2})
+    for saved in (asdict(cfg), json_like(asdict(cfg))):
         check_same_run(saved, cfg)  # the same experiment: no error
     with pytest.raises(Exception, match=r"lr=0\.0005 \(now 0\.001\)"):
-        check_same_run(flat_old, Config.from_dict({**cfg.flat(), "lr": 1e-3}))
-    with pytest.raises(Exception, match=r"probe=0 \(now 2\)"):
-        check_same_run(flat_old, cfg)  # an older run had no probe setting: the default, 0
+        check_same_run(asdict(cfg), Config.from_flat({**cfg.flat(), "lr": 1e-3}))
     with pytest.raises(Exception, match="unknown settings bogus"):
         check_same_run({**asdict(cfg), "bogus": 1}, cfg)
-    # through the CLI: a checkpoint of an older (flat) run, resumed with another --eps-high
+    with pytest.raises(Exception, match="unknown settings .*lr"):
+        check_same_run(cfg.flat(), cfg)  # a section's setting outside its section
+    # through the CLI: a checkpoint resumed with another --eps-high
     out = tmp_path / "run"
     out.mkdir()
-    torch.save({"step": 0, "config": flat_old}, out / "checkpoint.pt")
+    torch.save({"step": 0, "config": asdict(cfg)}, out / "checkpoint.pt")
     base = ["validate", "--resume", "--out", str(out), "--lr", "5e-4", "--probe", "2"]
     err = _bad([*base, "--eps-high", "0.2"], capsys)
     assert "--resume" in err and "eps_high=0.28 (now 0.2)" in err

@@ -11,8 +11,6 @@ from real.sampling.engine import Completion, PromptResult
 from real.tasks import Problem, PromptSource, Task
 from sara_sim.collect.collectors import make_collector
 
-pytestmark = pytest.mark.real
-
 
 class CoinTask(Task):
     """Prompt id u succeeds with rate (u * 7 % 11) / 10: a spread from 0 to 1."""
@@ -47,8 +45,10 @@ class FakeEngine:
         out = []
         for p, n, sd in zip(prompts, ns, seeds, strict=True):
             rate = self.rate(int(p[1:]))
-            cs = [Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1],
-                             [-float(s), -0.1]) for s in sd]  # fmt: skip
+            cs = [
+                Completion("1" if _u(s) < rate else "0", [s % 97 + 3, 1], [-float(s), -0.1])
+                for s in sd
+            ]
             assert len(cs) == n
             self.log.setdefault(p, []).extend(cs)
             out.append(PromptResult(p, [2, 3], cs))
@@ -59,11 +59,11 @@ class FakeEngine:
 def test_groups_are_the_first_k_rollouts_of_their_prompt(name):
     eng, task = FakeEngine(), CoinTask()
     rc = RolloutDriver(eng, task, make_collector(name, k=8, groups=6, seed=0), 8, seed=1)
-    stream = PromptSource(task)
+    prompts = PromptSource(task)
     seen = set()
     for _ in range(6):
         calls = eng.calls
-        batch = rc.collect(stream)
+        batch = rc.collect(prompts)
         assert eng.calls - calls == batch.result.rounds  # one engine call per round
         for g in batch.groups:
             first_k = eng.log[f"q{g.prompt_id}"][:8]
@@ -77,33 +77,26 @@ def test_groups_are_the_first_k_rollouts_of_their_prompt(name):
         assert batch.tokens == 2 * batch.result.rollouts
 
 
-def _as_older_checkpoint(state):
-    """The state as checkpoints written before rollouts were kept by visit: the pool keyed by
-    prompt id (ids are unique within a run) with the visit inside, no `done_visits`."""
-    pool = {e["prompt_id"]: {"visit": v, **e} for v, e in state["pool"].items()}
-    for e in pool.values():
-        del e["prompt_id"]
-    col = {k: v for k, v in state["collector"].items() if k not in ("done_visits", "group_visits")}
-    return {**state, "pool": pool, "strategy": col}
-
-
-@pytest.mark.parametrize("older", [False, True], ids=["now", "older checkpoint"])
-def test_state_survives_a_pickle_round_trip_and_continues_identically(older):
+def test_state_survives_a_pickle_round_trip_and_continues_identically():
     def run(split):
         eng, task = FakeEngine(), CoinTask()
         rc = RolloutDriver(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
-        stream = PromptSource(task)
+        prompts = PromptSource(task)
         ids = []
         for step in range(6):
             if step == split:  # "crash": rebuild everything from the saved state
-                state = pickle.loads(pickle.dumps((rc.state_dict(), stream.state_dict())))
+                state = pickle.loads(pickle.dumps((rc.state_dict(), prompts.state_dict())))
                 assert state[0]["collector"]["done_groups"]  # a carried group crosses the split
                 rc = RolloutDriver(eng, task, make_collector("sara", k=8, groups=5), 8, seed=2)
-                rc.load_state_dict(_as_older_checkpoint(state[0]) if older else state[0])
-                stream = PromptSource(task)
-                stream.load_state_dict(state[1])
-            ids.append([(g.prompt_id, [s.token_ids for s in g.samples])
-                        for g in rc.collect(stream).groups])  # fmt: skip
+                rc.load_state_dict(state[0])
+                prompts = PromptSource(task)
+                prompts.load_state_dict(state[1])
+            ids.append(
+                [
+                    (g.prompt_id, [s.token_ids for s in g.samples])
+                    for g in rc.collect(prompts).groups
+                ]
+            )
         return ids
 
     assert run(split=3) == run(split=-1)
@@ -111,7 +104,7 @@ def test_state_survives_a_pickle_round_trip_and_continues_identically(older):
 
 @pytest.mark.parametrize("name", ["uniform", "ds", "sara"])
 def test_a_prompt_open_in_two_visits_keeps_two_groups(name):
-    """The stream hands every prompt twice in a row, so with room for both in one round two
+    """The prompt source hands every prompt twice in a row, so with room for both in one round two
     visits of one prompt id are open at once: each group is still exactly its own visit's first
     k rollouts (rollouts are keyed by visit, not by prompt id), and none is trained on twice."""
     eng, task = FakeEngine(), CoinTask()
@@ -119,10 +112,10 @@ def test_a_prompt_open_in_two_visits_keeps_two_groups(name):
         name, k=4, groups=4, seed=0, **({"capacity": 64} if name == "sara" else {})
     )
     rc = RolloutDriver(eng, task, col, 4, seed=3)
-    stream = (u for i in range(10**6) for u in (i, i))
+    prompts = (u for i in range(10**6) for u in (i, i))
     used, twice = set(), 0
     for _ in range(5):
-        batch = rc.collect(stream)
+        batch = rc.collect(prompts)
         ids = [g.prompt_id for g in batch.groups]
         twice += len(ids) - len(set(ids))
         for g in batch.groups:
@@ -145,8 +138,8 @@ def test_inconsistent_strategy_rewards_are_caught():
     rc = RolloutDriver(eng, task, col, 4, seed=0)
     real_step = col.collect_step
 
-    def lying(stream, sample):
-        res = real_step(stream, sample)
+    def lying(prompts, sample):
+        res = real_step(prompts, sample)
         pid, r = res.groups[0]
         res.groups[0] = (pid, [1 - x for x in r])
         return res
@@ -173,18 +166,18 @@ def test_history_strategies_learn_per_prompt_and_resume_identically(name):
         col = make_collector(name, k=8, groups=4, seed=0, epoch_size=task.size)
         return eng, task, RolloutDriver(eng, task, col, 8, seed=1), PromptSource(task)
 
-    eng, task, rc, stream = build()
+    eng, task, rc, prompts = build()
     for _ in range(12):
-        batch = rc.collect(stream)
+        batch = rc.collect(prompts)
         for g in batch.groups:
             first_k = eng.log[f"q{g.prompt_id}"][:8]
             assert [s.reward for s in g.samples] == [int(c.text == "1") for c in first_k]
     hist = rc.collector.informed
     assert set(hist.evidence) <= set(range(30)) and len(hist.evidence) > 10  # keyed by row
-    skipped = sum(rc.collect(stream).result.skipped for _ in range(4))
+    skipped = sum(rc.collect(prompts).result.skipped for _ in range(4))
     assert skipped > 0  # rows that never mix (rate 0 or 1) get skipped once known
-    blob = pickle.dumps((rc.state_dict(), stream.state_dict()))
-    want = [rc.collect(stream) for _ in range(3)]
+    blob = pickle.dumps((rc.state_dict(), prompts.state_dict()))
+    want = [rc.collect(prompts) for _ in range(3)]
     eng2, task2, rc2, stream2 = build()
     state, sstate = pickle.loads(blob)
     rc2.load_state_dict(state)

@@ -7,7 +7,8 @@ import torch
 from real.models.logprobs import token_logprobs
 from real.sampling.engine import parity_check
 
-pytestmark = pytest.mark.real
+pytestmark = pytest.mark.integration
+
 
 PROMPTS = ["12+34=", "7*8=", "123+456=", "5+5=", "99*9="]
 

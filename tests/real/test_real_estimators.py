@@ -1,4 +1,4 @@
-"""Issue 19 item 5: the advantage estimators beside GRPO (real/train/grpo.py), with hand-computed
+"""The advantage estimators beside GRPO (real/train/grpo.py), with hand-computed
 advantages, their config checks, and the TRL path's refusal of what TRL cannot compute."""
 
 import re
@@ -12,8 +12,6 @@ from real.models.logprobs import token_logprobs
 from real.train.grpo import GRPO, advantages, batch_advantages, rloo_advantages
 from sara_sim.core.errors import ParameterError
 
-pytestmark = pytest.mark.real
-
 MIXED, PASS, FAIL = [1, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]
 
 
@@ -24,8 +22,10 @@ def test_grpo_is_group_advantages_and_dr_grpo_only_centres():
     assert a[1] == [0, 0, 0, 0]
     assert advantages([MIXED], "grpo", std_norm=False) == advantages([MIXED], "dr-grpo")
     assert advantages([MIXED, PASS, FAIL], "dr-grpo") == [
-        [0.75, -0.25, -0.25, -0.25], [0, 0, 0, 0], [0, 0, 0, 0]
-    ]  # fmt: skip
+        [0.75, -0.25, -0.25, -0.25],
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+    ]
 
 
 def test_rloo_subtracts_the_mean_of_the_other_rollouts():
@@ -82,7 +82,7 @@ def test_a_saturated_batch_trains_only_under_reinforce_pp(estimator):
 
 def test_an_unknown_estimator_is_one_line_naming_the_flag_and_choices():
     with pytest.raises(ParameterError) as e:
-        Config.from_dict({"estimator": "ppo"})
+        Config.from_flat({"estimator": "ppo"})
     assert str(e.value) == f"--estimator: must be one of {', '.join(ESTIMATORS)}, got 'ppo'"
     with pytest.raises(ParameterError, match="--no-std: applies to --estimator grpo only"):
         GRPOConfig(std_norm=False, estimator="rloo")
@@ -90,7 +90,7 @@ def test_an_unknown_estimator_is_one_line_naming_the_flag_and_choices():
 
 @pytest.mark.parametrize("estimator", ["rloo", "reinforce++"])
 def test_trl_refuses_what_it_cannot_compute(estimator):
-    from real.base.validate import check_trl_config
+    from real.app.run import check_trl_config
 
     want = f"--estimator: --trainer trl offers grpo and dr-grpo only, not {estimator}"
     with pytest.raises(ParameterError, match=re.escape(want)):

@@ -9,8 +9,6 @@ from real.base.config import GRPOConfig
 from real.models.logprobs import token_logprobs
 from real.train.grpo import GRPO, group_advantages, grpo_loss
 
-pytestmark = pytest.mark.real
-
 
 def _model(seed=0):
     from real.models.tiny import TinySettings

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.real
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,12 +20,13 @@ def _bench():
     return mod
 
 
+@pytest.mark.integration
 def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys):
     import pandas as pd
 
-    import real.sampling.build
+    import real.rollout.collect
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     bench = _bench()
     out = tmp_path / "bench"
     argv = ["--strategies", "uniform,ds,sara,sara-history", "--k", "4", "--seeds", "0",
@@ -88,15 +87,16 @@ def test_learning_csv_pipeline(tiny_dir, engine, hf_model, tmp_path, monkeypatch
     assert (out / "learning.csv").read_text() == before
 
 
+@pytest.mark.integration
 def test_two_paired_seeds_end_to_end_print_the_verdicts(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):
     """The claims pipeline at toy size — 2 seeds chosen up front, 2 steps, ds and sara on the same
     seeds — down to its verdict lines; --summary prints the same lines from the table alone. What
     the verdicts say is the committed run's business, not this test's."""
-    import real.sampling.build
+    import real.rollout.collect
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     bench, out = _bench(), tmp_path / "claims"
     argv = ["--strategies", "ds,sara", "--k", "4", "--seeds", "3,5", "--steps", "2",
             "--groups", "3", "--eval-every", "1", "--eval-problems", "16", "--task-size", "32",
@@ -117,17 +117,18 @@ def test_two_paired_seeds_end_to_end_print_the_verdicts(
     assert capsys.readouterr().out.strip().splitlines() == verdicts
 
 
+@pytest.mark.integration
 def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):
-    """Issue 19, item 8: DS ours (N) and as verl runs it (ds-verl3n: 3N), SARA carrying and not
+    """DS ours (N) and as verl runs it (ds-verl3n: 3N), SARA carrying and not
     (sara+no-carry), side by side on one seed — each its own folder, rows and recorded config."""
     import pandas as pd
 
-    import real.sampling.build
+    import real.rollout.collect
     from real.io.runlog import read_metrics
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     out, names = tmp_path / "bench", ["ds", "ds-verl3n", "sara", "sara+no-carry"]
     argv = ["--strategies", ",".join(names), "--k", "4", "--seeds", "0", "--steps", "3",
             "--groups", "4", "--eval-every", "3", "--eval-problems", "16", "--task-size", "32",
@@ -161,7 +162,7 @@ def test_learning_benchmark_runs_ds_both_ways_and_sara_both_ways(
 
 
 def test_summary_reads_a_committed_table_by_its_path(capsys):
-    """--summary --out accepts the committed CSV itself (benchmarks/README.md's command)."""
+    """--summary --out accepts the committed CSV itself (the claim-run notes' command)."""
     table = Path(__file__).resolve().parents[2] / "benchmarks/results/real_learning.csv"
     assert _bench().main(["--summary", "--out", str(table)]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -231,8 +232,10 @@ def test_each_task_starts_from_its_own_tiny_model(tmp_path):
     from real.models.tiny import STAMP, TinySettings
 
     bench = _bench()
-    pick = [bench.start_settings(Namespace(task=t, test_model=m)) for t, m in
-            (("arithmetic", False), ("reasoning", False), ("reasoning", True))]  # fmt: skip
+    pick = [
+        bench.start_settings(Namespace(task=t, test_model=m))
+        for t, m in (("arithmetic", False), ("reasoning", False), ("reasoning", True))
+    ]
     assert pick == [TinySettings.graded(), TinySettings.reasoning(), TinySettings.test()]
     folder = tmp_path / "m"
     folder.mkdir()

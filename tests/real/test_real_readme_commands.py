@@ -10,12 +10,9 @@ checked, not run."""
 
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = (ROOT / "README.md", ROOT / "real" / "README.md")
@@ -82,15 +79,17 @@ def shared_engine(engine, hf_model):
     engine.push_weights(hf_model)
 
 
-def test_every_documented_command_runs(tiny_dir, shared_engine, tmp_path, monkeypatch, capsys):
-    import real.sampling.build
+@pytest.mark.integration
+def test_every_documented_command_runs(
+    tiny_dir, shared_engine, tmp_path, monkeypatch, capsys, script
+):
+    import real.rollout.collect
     from real.app.cli import build_parser, main
 
     engine = shared_engine
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import real_compare
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
+    real_compare = script("benchmarks/real_compare.py")
 
     ran = []
     for doc, line in documented_commands():

@@ -10,8 +10,6 @@ from real.tasks.arithmetic import extract_integer
 from real.tasks.countdown import check, evaluate, extract_expression
 from sara_sim.core.errors import ParameterError
 
-pytestmark = pytest.mark.real
-
 
 def test_arithmetic_is_deterministic_and_seeded():
     a, b, c = (

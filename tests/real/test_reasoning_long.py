@@ -1,13 +1,11 @@
-"""The long-failure reasoning setting (issue 19, claim 2): task `reasoning-long` keeps the exact
+"""The long-failure reasoning setting (claim 2): task `reasoning-long` keeps the exact
 0/1 check; its SFT traces either are right or lose the thread — one step one too high, re-checked
 until long, a wrong answer — with a probability growing with the problem's steps and carries;
 deterministic; its recipe continues from the reasoning model under a key that covers both."""
 
-import importlib.util
 import re
 from argparse import Namespace
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,17 +14,7 @@ import real.tasks.reasoning as rt
 from real.models.tiny import TinySettings, sft_target
 from real.tasks import TASKS, make_task
 
-pytestmark = pytest.mark.real
 _SLIP = re.compile(r"(\d+)([+*])(\d+)(?:\+(\d+))?=(\d+)")
-
-
-def _script(name: str):
-    """A benchmarks/ script loaded as a module (they are not a package)."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_long", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _targets(n: int):
@@ -90,8 +78,8 @@ def test_recipe_continues_from_the_reasoning_model_under_its_own_key():
     assert replace(long, base="").digest() != long.digest()
 
 
-def test_benchmark_starts_reasoning_long_from_its_model_and_refuses_unknown_tasks(capsys):
-    bench = _script("real_learning")
+def test_benchmark_starts_reasoning_long_from_its_model_and_refuses_unknown_tasks(capsys, script):
+    bench = script("benchmarks/real_learning.py")
     pick = bench.start_settings(Namespace(task="reasoning-long", test_model=False))
     assert pick == TinySettings.reasoning_long()
     assert bench.main(["--task", "reasoning-longer", "--out", "unused"]) == 2
@@ -100,15 +88,18 @@ def test_benchmark_starts_reasoning_long_from_its_model_and_refuses_unknown_task
     assert len(err.splitlines()) == 1
 
 
-def test_length_benchmark_refuses_an_unknown_task_before_any_build(capsys):
-    mod = _script("reasoning_lengths")
+def test_length_benchmark_refuses_an_unknown_task_before_any_build(capsys, script):
+    mod = script("benchmarks/investigations/claim_run/reasoning_lengths.py")
     assert mod.main(["--task", "arithmetic"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("reasoning_lengths: error: --task: must be one of reasoning, reasoning-long, "
-                   "got 'arithmetic'")  # fmt: skip
+    assert err == (
+        "reasoning_lengths: error: --task: must be one of reasoning, reasoning-long, "
+        "got 'arithmetic'"
+    )
     assert mod.MODELS["reasoning-long"] == "reasoning_long"
 
 
+@pytest.mark.integration
 def test_a_recipe_with_a_base_starts_from_the_base_build(tiny_dir, monkeypatch):
     """`base` continues from the named recipe's built weights (built first when not cached); no
     base: a fresh init."""
@@ -129,24 +120,23 @@ def test_a_recipe_with_a_base_starts_from_the_base_build(tiny_dir, monkeypatch):
     assert asked == [TinySettings.test()] and not torch.equal(fresh[name], built)
 
 
-def test_committed_claim_2_run_gives_the_readme_verdicts():
-    """benchmarks/README.md's reasoning-long numbers are the committed files' pooled verdicts."""
+def test_committed_claim_2_run_gives_its_pooled_verdicts():
+    """The committed reasoning-long files, pooled: claim 2's verdicts, every seed's run whole."""
     from paper_figs.claims_data import load_claims
     from paper_figs.claims_table import REASONING_LONG, claim_tokens
 
     data = load_claims()
     assert data.sources[REASONING_LONG] == ["reasoning_long", "reasoning_long_more"]
     row = claim_tokens(data, REASONING_LONG, 0.02)
-    want = ("sara: tokens 0.830x / rollouts 0.828x = 1.003 [0.978, 1.028]",
-            "sara-auto: tokens 0.704x / rollouts 0.735x = 0.957 [0.939, 0.976]",
-            "sara-dps: tokens 0.828x / rollouts 0.897x = 0.924 [0.906, 0.941]")  # fmt: skip
+    want = (
+        "sara: tokens 0.830x / rollouts 0.828x = 1.003 [0.978, 1.028]",
+        "sara-auto: tokens 0.704x / rollouts 0.735x = 0.957 [0.939, 0.976]",
+        "sara-dps: tokens 0.828x / rollouts 0.897x = 0.924 [0.906, 0.941]",
+    )
     assert row["ours (90 % interval)"] == "; ".join(want) and row["seeds"] == "8"
     assert row["verdict"] == (
         "sara: no effect larger than 0.978x; sara-auto: confirmed; sara-dps: confirmed"
     )
-    readme = (Path(__file__).resolve().parents[2] / "benchmarks/README.md").read_text()
-    for ratio in ("1.003 [0.978, 1.028]", "0.957 [0.939, 0.976]", "0.924 [0.906, 0.941]"):
-        assert ratio in readme
     frame = data.setting(REASONING_LONG)
     assert sorted(frame["seed"].unique()) == list(range(8))
     assert set(frame["strategy"]) == {"ds", "sara", "sara-auto", "sara-dps"}

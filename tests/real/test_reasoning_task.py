@@ -1,4 +1,4 @@
-"""The reasoning setting (issue 19, claim 2): the task's exact 0/1 check of the answer after the
+"""The reasoning setting (claim 2): the task's exact 0/1 check of the answer after the
 scratchpad, its SFT traces (right, deterministic, every step's arithmetic true, long for hard
 problems), the tiny build's length laws, and that the new recipe has a new cache key and left the
 graded and test models' keys alone."""
@@ -15,7 +15,6 @@ from real.models import tiny_sample, tiny_targets
 from real.models.tiny import TinySettings, sft_target
 from real.tasks import TASKS, make_task
 
-pytestmark = pytest.mark.real
 _STEP = re.compile(r"(\d+)([+*])(\d+)(?:\+(\d+))?=(\d+)")
 
 
@@ -93,8 +92,13 @@ def test_cache_keys_of_earlier_models_are_unchanged():
 
 def test_length_laws_per_outcome():
     laws = tiny_sample.length_laws([(5, True), (7, True), (20, False), (32, False), (9, False)], 32)
-    assert laws["pass"] == {"n": 2, "mean": 6.0, "median": 6.0, "p90": pytest.approx(6.8),
-                            "at_cap": 0.0}  # fmt: skip
+    assert laws["pass"] == {
+        "n": 2,
+        "mean": 6.0,
+        "median": 6.0,
+        "p90": pytest.approx(6.8),
+        "at_cap": 0.0,
+    }
     assert laws["fail"]["n"] == 3 and laws["fail"]["at_cap"] == pytest.approx(1 / 3)
     assert tiny_sample.length_laws([(5, True)], 32)["fail"]["mean"] is None
 
@@ -107,32 +111,17 @@ def test_length_laws_per_outcome():
         (["--seed", "-1"], "--seed: must be an integer in [0, 2147483647], got -1"),
     ],
 )
-def test_length_benchmark_refuses_bad_input_before_any_build(argv, line, capsys):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks/reasoning_lengths.py"
-    spec = importlib.util.spec_from_file_location("reasoning_lengths", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def test_length_benchmark_refuses_bad_input_before_any_build(argv, line, capsys, script):
+    mod = script("benchmarks/investigations/claim_run/reasoning_lengths.py")
     assert mod.main(argv) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"reasoning_lengths: error: {line}"
 
 
-def test_committed_reasoning_pilot_gives_the_readme_verdicts(capsys):
-    """benchmarks/README.md's claim-2 numbers are the committed pilot table's verdicts."""
-    import importlib.util
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("rl", root / "benchmarks/real_learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    table = root / "benchmarks/results/claims/reasoning.csv"
-    assert mod.main(["--summary", "--out", str(table)]) == 0
+def test_committed_reasoning_pilot_gives_its_verdicts(capsys, script):
+    """real_learning.py --summary on the committed reasoning pilot: claim 2's verdicts."""
+    mod = script("benchmarks/real_learning.py")
+    assert mod.main(["--summary", "--out", "benchmarks/results/claims/reasoning.csv"]) == 0
     out = capsys.readouterr().out
     assert "rollouts 0.867x [0.729, 1.031] (2 seeds)" in out
     assert "tokens 0.874x / rollouts 0.867x = 1.008 [0.963, 1.055] (2 seeds)" in out
-    readme = (root / "benchmarks/README.md").read_text()
-    assert "0.874x / 0.867x = 1.008 [0.963, 1.055]" in readme

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing misleading (issue 17), on the tiny model with the real in-process engine
+"""Nothing lost, nothing misleading, on the tiny model with the real in-process engine
 and real tmpfs mounts: a torn or damaged metrics file on --resume, a full disk in `validate` and
 `audit`, and a run that failed on its first step."""
 
@@ -8,11 +8,9 @@ import shutil
 import pytest
 
 import real.base.config
-import real.sampling.build
+import real.rollout.collect
 from real.app.cli import main
 from real.io.runlog import read_metrics
-
-pytestmark = pytest.mark.real
 
 COMMON = ["--k", "4", "--groups", "4", "--eval-every", "2", "--eval-problems", "16",
           "--eval-samples", "2", "--ckpt-every", "1", "--no-progress"]  # fmt: skip
@@ -23,7 +21,7 @@ def cli(tiny_dir, engine, hf_model, monkeypatch, capsys):
     """`sara-real ARGS` in process on the shared engine -> (exit status, stderr lines but the
     progress bar of transformers' weight loading); the engine gets the untrained weights back
     afterwards (other tests expect them)."""
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
 
     def run(*args):
         capsys.readouterr()
@@ -39,9 +37,10 @@ def _no_engine(monkeypatch):
     def refuse(*a, **kw):
         raise AssertionError("an engine started before the arguments were checked")
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", refuse)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", refuse)
 
 
+@pytest.mark.integration
 def test_a_torn_last_line_is_restored_on_resume(cli, tmp_path):
     out = tmp_path / "run"
     assert cli("validate", "--steps", "2", "--out", str(out))[0] == 0
@@ -59,6 +58,7 @@ def test_a_torn_last_line_is_restored_on_resume(cli, tmp_path):
     assert summary["steps"] == 3 and summary["rollouts"] == rows[-1]["cum_rollouts"]
 
 
+@pytest.mark.integration
 def test_damaged_metrics_is_one_line_before_any_engine(cli, tmp_path, monkeypatch):
     out = tmp_path / "run"
     assert cli("validate", "--steps", "2", "--out", str(out))[0] == 0
@@ -70,13 +70,14 @@ def test_damaged_metrics_is_one_line_before_any_engine(cli, tmp_path, monkeypatc
     assert rc == 0, err
     assert [r["step"] for r in read_metrics(path)] == [0, 1, 2]
     # non-UTF-8 bytes inside an earlier line: one line naming the file and the line, no engine
-    path.write_bytes(path.read_bytes().replace(b'"strategy"', b'"\xff\xfeallocator"', 1))
+    path.write_bytes(path.read_bytes().replace(b'"strategy"', b'"\xff\xfestrategy"', 1))
     _no_engine(monkeypatch)
     rc, err = cli("validate", "--steps", "4", "--resume", "--out", str(out))
     assert rc == 2 and len(err) == 1, err
     assert f"{path} line 1 is not UTF-8" in err[0]
 
 
+@pytest.mark.integration
 def test_a_full_disk_in_validate_is_one_line_and_the_checkpoint_stays(cli, tmp_path, tmpfs):
     first = tmp_path / "first"
     assert cli("validate", "--steps", "1", "--out", str(first))[0] == 0
@@ -95,6 +96,7 @@ def test_a_full_disk_in_validate_is_one_line_and_the_checkpoint_stays(cli, tmp_p
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1]
 
 
+@pytest.mark.integration
 def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatch):
     disk = tmpfs.mount("64m")  # room for the checkpoints once the filler is gone
     out = disk / "run"
@@ -105,7 +107,7 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
     assert (out / "metrics.jsonl").read_bytes() == b""  # the failed append was cut back off
     assert not (out / "checkpoint.pt").exists()
     filler.unlink()
-    from real.app.checks import check_config
+    from real.app.run import check_config
 
     cfg = real.base.config.Config.from_dict(
         dict(model=None, k=4, groups=4, steps=2, out=str(out), eval_problems=16, progress=False)
@@ -117,6 +119,7 @@ def test_a_run_that_failed_on_its_first_step_starts_again(cli, tmpfs, monkeypatc
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [0, 1]
 
 
+@pytest.mark.integration
 def test_a_full_disk_in_audit_leaves_no_partial_audit(tiny_dir, engine, tmpfs, monkeypatch, capsys):
     import real.sampling.engine
 
@@ -129,7 +132,8 @@ def test_a_full_disk_in_audit_leaves_no_partial_audit(tiny_dir, engine, tmpfs, m
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"sara-real: error: cannot write {out / 'audit.json'}: No space left on device"]
-    assert sorted(p.name for p in out.iterdir()) == ["history.csv"]  # no partial audit.json
+    # no partial audit.json (engine.log: what the engine printed, real.io.enginelog)
+    assert sorted(p.name for p in out.iterdir()) == ["engine.log", "history.csv"]
     filler.unlink()
     assert main(argv) == 0  # the unfinished audit does not block a rerun
     assert "holds an unfinished audit (no audit.json): redone" in capsys.readouterr().err

@@ -160,27 +160,20 @@ def test_pick_sends_each_request_to_the_least_loaded_server():
     assert eng.requests == Counter({"http://a": 4, "http://b": 4})
 
 
-def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path):
+def test_bad_urls_are_one_line_errors_before_anything_starts(tmp_path, capsys):
+    from real.app.cli import main
+
     for bad, msg in (
         ("localhost:8000", "is not an http"),
         ("http://a:1,http://a:1", "twice"),
         ("http://a:1,,http://b:2", "--engine-url: element 2 of 'http://a:1,,http://b:2' is empty"),
     ):
-        p = subprocess.run(
-            [sys.executable, "-m", "real.app.cli", "validate", "--engine-url", bad]
-            + ["--out", str(tmp_path / "o")],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        assert p.returncode == 2 and msg in p.stderr and len(p.stderr.splitlines()) == 1
-    p = subprocess.run(
-        [sys.executable, "-m", "real.app.cli", "serve", "--port", "0"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert p.returncode == 2 and "--port: must be an integer in 1..65535" in p.stderr
+        rc = main(["validate", "--engine-url", bad, "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert rc == 2 and msg in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+    assert main(["serve", "--port", "0"]) == 2
+    assert "--port: must be an integer in 1..65535" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- real servers
@@ -239,8 +232,7 @@ def _samples(res):
     return [[c.token_ids for c in r.completions] for r in res]
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_serve_execs_the_server_and_samples_like_the_in_process_engine(
     servers, served, engine, tiny_dir
 ):
@@ -271,8 +263,7 @@ def test_serve_execs_the_server_and_samples_like_the_in_process_engine(
     assert _samples(odd)[0][0] == _samples(got)[3][0] and _samples(odd)[0][2] == _samples(got)[3][2]
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_push_changes_generations_and_matches_the_in_process_engine(served, engine, tiny_dir):
     model = _original(tiny_dir)
     served.push_weights(model)
@@ -297,8 +288,7 @@ def test_push_changes_generations_and_matches_the_in_process_engine(served, engi
     served.push_weights(original)
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_two_servers_share_a_round(servers, served, tiny_dir):
     both = ServerEngine(servers["urls"], model=tiny_dir)
     original = _original(tiny_dir)
@@ -318,8 +308,7 @@ def test_two_servers_share_a_round(servers, served, tiny_dir):
     both.close()
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_validate_engine_url_trains_pushes_resumes_same_contract(
     servers, engine, tiny_dir, tmp_path
 ):
@@ -337,10 +326,20 @@ def test_validate_engine_url_trains_pushes_resumes_same_contract(
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert json.loads(p.stdout.splitlines()[-1])["steps"] == 3
     ref = train(
-        Config(model=str(tiny_dir), strategy="sara", k=8, groups=4, steps=1, eval_every=2,
-               eval_problems=16, eval_samples=2, out=str(tmp_path / "inproc"), progress=False),
+        Config(
+            model=str(tiny_dir),
+            strategy="sara",
+            k=8,
+            groups=4,
+            steps=1,
+            eval_every=2,
+            eval_problems=16,
+            eval_samples=2,
+            out=str(tmp_path / "inproc"),
+            progress=False,
+        ),
         engine=engine,
-    )  # fmt: skip
+    )
     ref_row = read_metrics(tmp_path / "inproc" / "metrics.jsonl")[0]
     # the in-process run's metrics contract, key for key: its one line is a first line (the
     # start model's per-problem wins) and an evaluated one
@@ -358,16 +357,16 @@ def test_validate_engine_url_trains_pushes_resumes_same_contract(
     engine.push_weights(_original(tiny_dir))
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_audit_round_trips_through_sara_sim(servers, tiny_dir, tmp_path):
     from sara_sim.core.difficulty import load_history
 
     out = tmp_path / "audit"
     taus = "0.2,0.5,0.7"
-    p = _cli("audit", "--engine-url", servers["urls"][0], "--model", str(tiny_dir), "--task",
-             "arithmetic", "--prompts", "24", "--k", "8", "--passes", "2", "--train-steps", "1",
-             "--tau-grid", taus, "--bootstrap", "40", "--out", str(out))  # fmt: skip
+    argv = ["audit", "--engine-url", servers["urls"][0], "--model", str(tiny_dir)]
+    argv += ["--task", "arithmetic", "--prompts", "24", "--k", "8", "--passes", "2"]
+    argv += ["--train-steps", "1", "--tau-grid", taus, "--bootstrap", "40", "--out", str(out)]
+    p = _cli(*argv)
     assert "recommended: --strategy" in p.stdout and "audit:" in p.stderr  # table; progress bar
     frame = load_history(out / "history.csv")  # sara-sim's reader accepts it
     assert len(frame) == 48 and set(frame["samples"]) == {8} and set(frame["epoch"]) == {0, 1}
@@ -444,7 +443,7 @@ def test_outcome_counts_match_enumeration():
         assert got == pytest.approx((want_p, want_f), abs=1e-12), tau
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_audit_in_process_engine_from_the_documented_command(tiny_dir, engine, tmp_path, capsys):
     """`sara-real audit --model DIR ...` (no URL: the in-process engine), parsed by the CLI."""
     from real.app import audit
@@ -461,7 +460,7 @@ def test_audit_in_process_engine_from_the_documented_command(tiny_dir, engine, t
         audit.run_audit(build_parser().parse_args(argv), engine=engine)
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_the_server_and_its_engine_core_share_one_process_group(servers):
     """Why the tests stop servers by process group: the engine core is a second process. And it
     runs the model itself (`serve.server_env`): no third, worker process, whose engine core
@@ -478,13 +477,11 @@ def test_the_server_and_its_engine_core_share_one_process_group(servers):
         assert not any(n.startswith("VLLM::Worker") for n in names), names
 
 
-@pytest.mark.real
-@pytest.mark.slow
-def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_path):
-    """`compare --engine-url` (one server shared by the runs) and benchmarks/server_bench.py at
-    a small size against the module's two servers."""
-    import importlib.util
-
+@pytest.mark.integration
+def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_path, script):
+    """`compare --engine-url` (one server shared by the runs) and
+    benchmarks/investigations/served/server_bench.py at a small size against the module's two
+    servers."""
     from real.app.cli import build_parser, run_config
     from real.app.compare import run_compare
 
@@ -494,11 +491,7 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
     a = build_parser().parse_args(argv)
     table, _ = run_compare(run_config(a, "ds"), ["ds", "sara"])
     assert list(table["strategy"]) == ["ds", "sara"] and (table["effective_groups"] == 2).all()
-    spec = importlib.util.spec_from_file_location(
-        "server_bench", ROOT / "benchmarks/server_bench.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = script("benchmarks/investigations/served/server_bench.py")
     rows = bench.main(
         ["--urls", ",".join(servers["urls"]), "--model", str(tiny_dir), "--steps", "1"]
         + ["--groups", "4"],
@@ -509,19 +502,17 @@ def test_compare_engine_url_and_the_server_bench(servers, engine, tiny_dir, tmp_
     engine.push_weights(_original(tiny_dir))
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_every_documented_server_command_runs(servers, engine, tiny_dir, tmp_path):
     """Each command of the docs that needs a server (test_real_readme_commands.served), at small
     sizes against this module's server: its URL for the documented one, the tiny model for DIR.
     `serve` itself is the `servers` fixture's first server (same flags)."""
     import shlex
 
+    from test_real_readme_commands import _shrink, documented_commands, served
+
     from real.app import audit
     from real.app.cli import build_parser, main
-
-    sys.path.insert(0, str(ROOT / "tests" / "real"))
-    from test_real_readme_commands import _shrink, documented_commands, served
 
     lines = [c for _, c in documented_commands() if served(c)]
     assert any(" serve " in c for c in lines) and any(" audit " in c for c in lines)

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -22,21 +21,18 @@ from real.sampling.serve import free_port, stop_server
 from real.sampling.served import PROBE, check_servers
 from sara_sim.core.errors import ParameterError
 
-ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ["12+34=", "7*8=", "123+456="]
 SEEDS = [[1, 2, 3], [40, 41, 42], [7, 8, 9]]
 
 
-def _cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "real.app.cli", *args], cwd=ROOT, capture_output=True, text=True
-    )
+def _refused(capsys, want: str, *args) -> None:
+    """`sara-real ARGS` exits 2 with exactly one stderr line: the error the user reads, nothing
+    dumped after it."""
+    from real.app.cli import main
 
-
-def _one_line_error(p, want: str) -> None:
-    """Exit 2 and exactly one stderr line: the error the user reads, nothing dumped after it."""
-    assert p.returncode == 2, p.stderr[-2000:]
-    assert p.stderr.splitlines() == [f"sara-real: error: {want}"], p.stderr[-2000:]
+    rc, err = main(list(args)), capsys.readouterr().err
+    assert rc == 2, err[-2000:]
+    assert err.splitlines() == [f"sara-real: error: {want}"], err[-2000:]
 
 
 # ---------------------------------------------------------------- servers that are not vLLM
@@ -75,17 +71,13 @@ def web(tmp_path_factory):
         stop_server(proc)
 
 
-def test_a_server_that_is_not_vllm_is_one_line_naming_the_url(web, tmp_path):
+def test_a_server_that_is_not_vllm_is_one_line_naming_the_url(web, tmp_path, capsys):
     out = tmp_path / "run"
-    p = _cli("validate", "--engine-url", web, "--no-progress", "--out", str(out))
-    _one_line_error(
-        p, f"--engine-url: {web} is not a vLLM server: GET /v1/models answered HTTP 404"
-    )
+    want = f"--engine-url: {web} is not a vLLM server: GET /v1/models answered HTTP 404"
+    _refused(capsys, want, "validate", "--engine-url", web, "--no-progress", "--out", str(out))
     assert not out.exists()  # refused before anything started
-    p = _cli("audit", "--engine-url", web, "--prompts", "3", "--k", "4", "--out", str(out))
-    _one_line_error(
-        p, f"--engine-url: {web} is not a vLLM server: GET /v1/models answered HTTP 404"
-    )
+    audit = ["audit", "--engine-url", web, "--prompts", "3", "--k", "4", "--out", str(out)]
+    _refused(capsys, want, *audit)
     with pytest.raises(ParameterError, match=r"html is not a vLLM server: .* not a model list"):
         check_servers(f"{web}/html")
     with pytest.raises(ParameterError, match=r"openai is not a vLLM server: .*no max_model_len"):
@@ -98,6 +90,7 @@ def test_an_empty_engine_url_element_is_an_error_not_dropped():
             check_servers(text)
 
 
+@pytest.mark.integration
 def test_a_push_that_cannot_be_checked_is_refused_before_the_server_pauses(tiny_dir):
     """The fake serves a folder this machine cannot read: the policy's shape cannot be compared,
     so no control call reaches the server."""
@@ -150,19 +143,18 @@ def _serving(url) -> bool:
     return httpx.get(f"{url}/is_paused").json() == {"is_paused": False}
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_model_of_another_architecture_is_refused_at_the_door(
-    server, tiny_dir, other_dir, tmp_path
+    server, tiny_dir, other_dir, tmp_path, capsys
 ):
     out = tmp_path / "run"
-    p = _cli("validate", "--engine-url", server, "--model", str(other_dir), "--k", "4", "--groups",
-             "2", "--steps", "1", "--no-progress", "--out", str(out))  # fmt: skip
-    _one_line_error(
-        p,
+    argv = ["validate", "--engine-url", server, "--model", str(other_dir), "--k", "4"]
+    argv += ["--groups", "2", "--steps", "1", "--no-progress", "--out", str(out)]
+    want = (
         f"--model: {other_dir} does not fit the model served at {server} ({tiny_dir}): "
-        "num_hidden_layers 3 here, 2 served",
+        "num_hidden_layers 3 here, 2 served"
     )
+    _refused(capsys, want, *argv)
     assert not out.exists()  # before any step, before the run folder
     bigger = tmp_path / "vocab"  # the same layers over a larger vocabulary
     shutil.copytree(tiny_dir, bigger)
@@ -173,8 +165,7 @@ def test_a_model_of_another_architecture_is_refused_at_the_door(
     assert _serving(server)
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_different_tokenizer_is_refused_at_the_door(server, tiny_dir, tmp_path):
     """Same config, two characters' ids swapped: the ids the client would send mean other text."""
     swapped = tmp_path / "swapped"
@@ -191,8 +182,7 @@ def test_a_different_tokenizer_is_refused_at_the_door(server, tiny_dir, tmp_path
     ServerEngine(server, model=tiny_dir).close()  # its own tokenizer passes
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_policy_that_does_not_fit_is_refused_before_the_server_pauses(
     server, tiny_dir, other_dir
 ):
@@ -208,8 +198,7 @@ def test_a_policy_that_does_not_fit_is_refused_before_the_server_pauses(
     eng.close()
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_failed_push_reports_the_servers_error_and_the_server_keeps_serving(server, tiny_dir):
     """A reload the door cannot foresee (a weight vLLM's model does not have) fails inside vLLM
     half-way: the error is the server's own, and the server serves the weights it held — the

@@ -273,8 +273,7 @@ def _metrics(eng) -> dict:
     return out
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_stream_samples_what_a_round_samples_on_a_real_server(server):
     before = _metrics(server)["vllm:generation_tokens_total"]
     prompts, seeds = ["12+34=", "7*8=", "123+456="], [[3, 4, 5], [40, 99], [7]]
@@ -282,8 +281,7 @@ def test_a_stream_samples_what_a_round_samples_on_a_real_server(server):
     assert counted == _metrics(server)["vllm:generation_tokens_total"] - before
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_token_id_prompt_streams_what_its_text_streams_on_a_real_server(server):
     """StreamEngine.add with token ids (TRL's prompts): sent as the request's prompt as given,
     they sample what their text samples (the text is tokenised here into those very ids)."""
@@ -299,8 +297,7 @@ def test_a_token_id_prompt_streams_what_its_text_streams_on_a_real_server(server
     assert st.tokens == sum(f.completion.n_tokens for f in got.values()) > 0
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_group_samples_what_a_round_and_single_adds_sample_on_a_real_server(server, monkeypatch):
     """add_group(p, s, n) — one request with n choices — samples what the round path's rollouts
     seeded s..s+n-1 sample and what n single adds sample; every token counted is the server's;
@@ -364,8 +361,7 @@ def _stopped(server, quiet: float = 1.0) -> dict:
             return m
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_an_aborted_group_stops_on_the_server_and_is_counted(server):
     """Race-free by construction: BUSY rollouts (two groups and singles) each run to max_tokens
     (ignore_eos) near the served context on a server that runs SEQS of them at a time, so it
@@ -448,8 +444,7 @@ def _abort_part_finished(server, long: int, seed: int, stop: str, never: list[in
     return rids, ended, left, mid, got, m1[gen] - base, m1, books
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server):
     """A group whose rollouts in part finished (a stop string early in them) and in part run
     on: the finished ones are polled, the rest aborted — the server then decodes none of them.
@@ -469,8 +464,10 @@ def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server)
     rids, ended, left, mid, got, served, m1, books = out
     done = sum(f.completion.n_tokens for f in ended)
     total = done + (len(left) + busy) * long
-    print(f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
-          f"aborted ({got} counted), the server generated {served} of {total}")  # fmt: skip
+    print(
+        f"part-finished group: {len(ended)} finished ({done} tokens), {len(left)} + {busy} "
+        f"aborted ({got} counted), the server generated {served} of {total}"
+    )
     assert sorted(left) == [rids[i] for i in never] and mid[running] == SEQS and mid[waiting] > 0
     assert all(f.completion.finish_reason == "stop" for f in ended)
     assert all(f.completion.n_tokens < long // 4 for f in ended)
@@ -478,8 +475,7 @@ def test_a_group_aborted_with_some_rollouts_finished_stops_on_the_server(server)
     assert done + got <= served < total / 2
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_validate_engine_url_schedule_stream_end_to_end(server, server_url, tiny_dir, tmp_path):
     """`sara-real validate --engine-url URL --schedule stream` at toy size: every step commits
     its groups, and every token the run counts (cancelled partials included) was generated on
@@ -529,8 +525,7 @@ def _served_weights_check(server, probe):
     return check, gaps
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("schedule", ["rounds", "stream"])
 def test_trl_trains_against_a_real_server(server, tiny_dir, hf_model, tmp_path, schedule):
     """TRL's real GRPOTrainer with the adapter on a ServerEngine (`--trainer trl --engine-url`):
@@ -548,8 +543,9 @@ def test_trl_trains_against_a_real_server(server, tiny_dir, hf_model, tmp_path, 
     ev = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in held])
     ds, spy = _dataset(), Spy()
     args = _args(tmp_path / "out", 2, per_device_eval_batch_size=16, num_generations_eval=2)
-    sara = SaraRollout(args, ds, [spy.correct], "sara", engine=server, schedule=schedule,
-                       eval_dataset=ev)  # fmt: skip
+    sara = SaraRollout(
+        args, ds, [spy.correct], "sara", engine=server, schedule=schedule, eval_dataset=ev
+    )
     check, gaps = _served_weights_check(server, "12+34=")
     pushes = server.pusher.pushes
 
@@ -575,8 +571,7 @@ def test_trl_trains_against_a_real_server(server, tiny_dir, hf_model, tmp_path, 
     assert 0.0 <= metrics["eval_rewards/correct/mean"] <= 1.0 and len(spy.batches) >= 3
 
 
-@pytest.mark.real
-@pytest.mark.slow
+@pytest.mark.integration
 def test_validate_trainer_trl_engine_url_end_to_end(server, server_url, tiny_dir, tmp_path):
     """`sara-real validate --trainer trl --engine-url URL` at toy size: TRL's steps sample on the
     server (every token the run counts was generated there) and evaluation runs through it."""

@@ -1,4 +1,4 @@
-"""Round-free collection on the real in-process vLLM engine (issue 20): the request-level stream
+"""Round-free collection on the real in-process vLLM engine: the request-level stream
 (`VLLMEngine.open_stream`: seeded rollouts — single or a group in one request — equal `generate`'s,
 aborted ones (a group whole) stop and are counted once, the round path refuses while a stream runs),
 the streamed collection step (groups of k rollouts of one prompt from one policy version; cancelled
@@ -17,6 +17,7 @@ PROMPTS = ["12+7=", "3*4=", "99-5=", "8+8="]
 LONG = "12345678"  # hot (temperature 2), some rollouts run on for a while (below)
 
 
+@pytest.mark.integration
 def test_a_seeded_rollout_streams_what_generate_samples(engine):
     seeds = [[11], [12], [13], [14]]
     ref = engine.generate(PROMPTS, [1] * 4, max_tokens=24, seeds=seeds)
@@ -33,6 +34,7 @@ def test_a_seeded_rollout_streams_what_generate_samples(engine):
     assert st.tokens == sum(len(f.completion.token_ids) for f in got.values())
 
 
+@pytest.mark.integration
 def test_a_token_id_prompt_streams_what_its_text_streams(engine):
     """StreamEngine.add takes a prompt's token ids (TRL's templated prompts) as well as text:
     with the same seed, the ids of a text sample what the text samples."""
@@ -68,6 +70,7 @@ def _counted_steps(core, monkeypatch):
     return count
 
 
+@pytest.mark.integration
 def test_an_aborted_rollout_stops_and_its_tokens_count_once(engine, monkeypatch):
     """An aborted rollout's tokens are what the engine made, though its outputs come only at the
     first token and the end: 8 rollouts start together (prefill and first token in iteration 1,
@@ -109,6 +112,7 @@ def same_as_round(got, groups, singles, ref) -> None:
                 assert got[rid].prompt_token_ids == r.prompt_token_ids
 
 
+@pytest.mark.integration
 def test_a_group_streams_what_generate_and_single_adds_sample(engine):
     """add_group(p, s, n) is ONE engine request with n samples (vLLM's children seeded s + i):
     each of its rollouts samples what `generate` and a single add seeded s + i sample."""
@@ -128,6 +132,7 @@ def test_a_group_streams_what_generate_and_single_adds_sample(engine):
     assert st.tokens == 2 * sum(c.n_tokens for r in ref for c in r.completions)
 
 
+@pytest.mark.integration
 def test_a_part_finished_group_is_aborted_whole_and_stops(engine, monkeypatch):
     """A group whose first rollouts have finished: naming only some of the rest is a
     ValueError; aborting all of them aborts the request's children still running (by its id),
@@ -167,7 +172,7 @@ def _stamped(rc, version):
 
     def stamped_poll():
         out = poll()
-        for visit, _ in out:  # a poll may return several rollouts of one visit
+        for visit, *_ in out:  # a poll may return several rollouts of one visit
             for s in rc.store.entries[visit]["samples"]:
                 stamp.setdefault(id(s), (s, version[0]))  # the sample kept: its id stays its own
         return out
@@ -176,16 +181,17 @@ def _stamped(rc, version):
     return stamp
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", ["sara", "ds"])
 def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(engine, name):
     task, k = _arith(), 4
     col = make_collector(name, k=k, groups=3, seed=0, schedule="stream", tau_low=0.3)
     rc = RolloutDriver(engine, task, col, k, seed=5, max_tokens=16, schedule="stream")
-    version, stream, seen = [0], PromptSource(task, seed=0), set()
+    version, prompts, seen = [0], PromptSource(task, seed=0), set()
     stamp = _stamped(rc, version)
     for step in range(4):
         version[0] = step  # the weights a real run pushes between steps
-        batch = rc.collect(stream)
+        batch = rc.collect(prompts)
         res = batch.result
         assert len(batch.groups) == 3 and res.n_effective == 3
         assert res.rounds > 0 and batch.round_s == []  # rounds: the engine waits
@@ -202,6 +208,7 @@ def test_streamed_groups_are_k_rollouts_of_one_prompt_from_one_policy_version(en
         assert not rc.store.entries.keys() - rc.driver.held_visits()
 
 
+@pytest.mark.integration
 def test_stream_and_rounds_decide_every_prompt_alike_with_the_same_seeds(engine):
     """max_inflight 0: a prompt's decision depends on its own rollouts only; with rollout i of
     visit v seeded rollout_seed(seed, v) + i in both schedules, both see the same completions."""
@@ -214,9 +221,9 @@ def test_stream_and_rounds_decide_every_prompt_alike_with_the_same_seeds(engine)
         rc = RolloutDriver(engine, task, col, k, seed=seed, max_tokens=16, schedule=schedule)
         if schedule == "rounds":
             rc._generate = _visit_seeded(rc, seed)
-        stream = PromptSource(task, seed=0)
+        prompts = PromptSource(task, seed=0)
         for _ in range(4):
-            rc.collect(stream)
+            rc.collect(prompts)
         got.append(decided)
     both = got[0].keys() & got[1].keys()
     assert len(both) >= 12 and all(got[0][p] == got[1][p] for p in both)
@@ -241,31 +248,35 @@ def _visit_seeded(rc, seed):
 
 
 def test_schedule_flags_reach_the_collector():
-    from real.app.checks import check_config
+    from real.app.run import check_config
 
-    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
-                                   "--max-inflight", "2"])  # fmt: skip
+    a = build_parser().parse_args(
+        ["validate", "--out", "/tmp/unused", "--schedule", "stream", "--max-inflight", "2"]
+    )
     cfg = run_config(a)
     col = check_config(cfg).collector
     assert cfg.knobs.schedule == "stream" and col.rc.max_inflight == 2
     a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--overprovision", "1.5"])
     assert check_config(run_config(a)).collector.rc.overprovision == 1.5
-    a = build_parser().parse_args(["validate", "--out", "/tmp/unused", "--schedule", "stream",
-                                   "--overprovision", "2"])  # fmt: skip
+    a = build_parser().parse_args(
+        ["validate", "--out", "/tmp/unused", "--schedule", "stream", "--overprovision", "2"]
+    )
     assert check_config(run_config(a)).collector.rc.overprovision == 2.0  # the stream's fill
 
 
-def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_model, tmp_path,
-                                                          monkeypatch, capsys):  # fmt: skip
+@pytest.mark.integration
+def test_sara_real_validate_streams_end_to_end_and_resumes(
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
+):
     """`sara-real validate --schedule stream` at toy size: steps with cancelled counts in their
     lines; a resumed run samples what an uninterrupted one does; a changed schedule is refused."""
     import json
 
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
     from real.io.runlog import read_metrics
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--strategy", "sara", "--schedule", "stream", "--model", str(tiny_dir),
             "--k", "4", "--groups", "3", "--eval-every", "3", "--eval-problems", "8",
             "--eval-samples", "1", "--no-progress", "--seed", "4"]  # fmt: skip
@@ -273,8 +284,21 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_
         assert main([*argv, "--steps", "3", "--out", str(tmp_path / "ref")]) == 0
         assert main([*argv, "--steps", "2", "--out", str(tmp_path / "cut")]) == 0
         capsys.readouterr()
-        assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--schedule", "rounds",
-                     "--resume"]) == 2  # fmt: skip
+        assert (
+            main(
+                [
+                    *argv,
+                    "--steps",
+                    "3",
+                    "--out",
+                    str(tmp_path / "cut"),
+                    "--schedule",
+                    "rounds",
+                    "--resume",
+                ]
+            )
+            == 2
+        )
         assert "schedule" in capsys.readouterr().err
         assert main([*argv, "--steps", "3", "--out", str(tmp_path / "cut"), "--resume"]) == 0
         line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -290,13 +314,9 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(tiny_dir, engine, hf_
         assert r["tokens"] >= r["cancelled_tokens"] and r["rollouts"] >= r["cancelled"]
 
 
-def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
+def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, capsys):
     """benchmarks/stream_real.py: exit 2 and one line naming the flag, before any engine starts."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "stream_real.py"
+    main = script("benchmarks/stream_real.py").main
     cases = [
         (["--model", str(tmp_path / "none")], "--model: must be a model directory"),
         (["--model", str(tmp_path), "--k", "1"], "--k: must be an integer in [2, 1024], got 1"),
@@ -308,19 +328,16 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
     ]
     (tmp_path / "o.json").write_text("{}")  # a result already written: kept without --overwrite
     for argv, want in cases:
-        r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
-        assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
+        rc, r = main(argv), capsys.readouterr()
+        assert rc == 2 and r.out == "", (argv, r.out, r.err)
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (argv, r.err)
 
 
-def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
-    """benchmarks/step_cost.py: exit 2 and one line naming the flag, before any engine starts."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "step_cost.py"
+def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, capsys):
+    """benchmarks/investigations/stream_fill/step_cost.py: exit 2 and one line naming the flag,
+    before any engine starts."""
+    main = script("benchmarks/investigations/stream_fill/step_cost.py").main
     model = ["--model", str(tmp_path)]
     cases = [
         (["--model", str(tmp_path / "none")], "--model"),
@@ -331,12 +348,13 @@ def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path):
         ([*model, "--task", "nope"], "--task"),
     ]
     for argv, want in cases:
-        r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
-        assert r.returncode == 2 and r.stdout == "", (argv, r.stdout, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and want in lines[0], (argv, r.stderr)
+        rc, r = main(argv), capsys.readouterr()
+        assert rc == 2 and r.out == "", (argv, r.out, r.err)
+        lines = r.err.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], (argv, r.err)
 
 
+@pytest.mark.integration
 def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     """benchmarks/stream_real.py's measurement (`measure`, its table) and stream_predict's
     prediction on the run's own laws, end to end at toy size on the session engine: every
@@ -345,9 +363,10 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     import runpy
     from pathlib import Path
 
+    from sara_sim.sim import stream_predict
+
     bench = Path(__file__).resolve().parents[2] / "benchmarks"
     real_bench = runpy.run_path(str(bench / "stream_real.py"), run_name="stream_real")
-    predict_bench = runpy.run_path(str(bench / "stream_predict.py"), run_name="stream_predict")
     args = argparse.Namespace(k=4, groups=2, steps=2, warmup=0, seed=0, max_tokens=16)
     core = engine.llm.llm_engine
     run = real_bench["measure"](engine, _arith(), args)
@@ -375,8 +394,11 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     assert (
         rows["sara stream eager"]["max_inflight"] == 4 and rows["sara stream"]["max_inflight"] == 0
     )
-    one = real_bench["measure"](engine, _arith(), argparse.Namespace(**{
-        **vars(args), "steps": 1, "strategies": "sara stream"}))  # fmt: skip
+    one = real_bench["measure"](
+        engine,
+        _arith(),
+        argparse.Namespace(**{**vars(args), "steps": 1, "strategies": "sara stream"}),
+    )
     assert list(one["rows"]) == ["ds rounds", "sara stream"]  # DS by rounds: always the reference
     ds = rows["ds rounds"]
     assert real_bench["ratio"](ds, ds, "rollouts") == 1.0
@@ -389,30 +411,26 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
     assert out[0] == "" and len(out) == 2 + len(rows), out
     assert out[2].split()[:4] == ["ds", "rounds", out[2].split()[2], "1.00"]  # 1 rollout/request
     meta = {"k": 4, "groups": 2, "steps": 1, "max_num_seqs": 256}
-    pred = predict_bench["predict"](meta, run, seeds=1)
+    pred = stream_predict.predict(meta, run, seeds=1)
     assert set(pred) == set(rows) and all(p["wall"] > 0 for p in pred.values())
-    err = predict_bench["errors"](rows, pred)
+    err = stream_predict.errors(rows, pred)
     assert err["ds rounds"] == (1.0, 1.0, 0.0)
 
 
-def test_step_cost_benchmark_measures_each_batch_at_toy_size(engine, capsys):
-    """benchmarks/step_cost.py's measurement end to end on the session engine: every batch size
-    gets a row, each rollout runs exactly --tokens tokens (one prefill step then the decode
-    steps), the largest batch is the reference (ratio 1.00), and the engine is left idle."""
-    import runpy
-    from pathlib import Path
-
-    bench = runpy.run_path(
-        str(Path(__file__).resolve().parents[2] / "benchmarks" / "step_cost.py"),
-        run_name="step_cost",
-    )
+@pytest.mark.integration
+def test_step_cost_benchmark_measures_each_batch_at_toy_size(engine, capsys, script):
+    """benchmarks/investigations/stream_fill/step_cost.py's measurement end to end on the session
+    engine: every batch size gets a row, each rollout runs exactly --tokens tokens (one prefill step
+    then the decode steps), the largest batch is the reference (ratio 1.00), and the engine is left
+    idle."""
+    bench = script("benchmarks/investigations/stream_fill/step_cost.py")
     core = engine.llm.llm_engine
-    first, decode, total = bench["run_batch"](core, ["1+2=", "3+4="], 4, "toy-steps")
+    first, decode, total = bench.run_batch(core, ["1+2=", "3+4="], 4, "toy-steps")
     assert len(decode) >= 3 and first > 0 and total >= first + sum(decode)  # 4 tokens: 1 + 3
-    seqs, rows = bench["measure"](engine, make_task("reasoning", seed=0), [2, 4], 3, 1)
+    seqs, rows = bench.measure(engine, make_task("reasoning", seed=0), [2, 4], 3, 1)
     assert seqs == core.vllm_config.scheduler_config.max_num_seqs and sorted(rows) == [2, 4]
     assert all(f > 0 and d > 0 and t >= f for f, d, t in rows.values())
     assert not core.has_unfinished_requests()
-    bench["table"](seqs, rows, 3)
+    bench.table(seqs, rows, 3)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and out[2].split()[0] == "4" and out[2].split()[-1] == "1.00"

@@ -1,6 +1,6 @@
 """SARA and DS inside TRL's real GRPOTrainer (no mock trainer), on the test tiny model, CPU.
 
-What must hold (issue 11): every group TRL trains on is mixed, judged from the rewards TRL itself
+What must hold: every group TRL trains on is mixed, judged from the rewards TRL itself
 passed to its reward functions; the adapter always returns exactly the rows it was handed;
 replacement prompts' dataset columns reach the reward function; a resumed run continues the
 adapter's prompt iterator without repeats or gaps; bad configuration fails before training."""
@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.real
 trl = pytest.importorskip("trl", reason="the trl extra is not installed")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
-G, B = 8, 4
+K, GROUPS = 8, 4
 
 
 def _dataset(n=256):
@@ -41,7 +40,7 @@ def _truth(prompt: str) -> str:
 def _args(out, steps=3, **kw):
     from real.trl.backends import cpu_grpo_config
 
-    return cpu_grpo_config(out, k=G, groups=B, steps=steps, **kw)
+    return cpu_grpo_config(out, k=K, groups=GROUPS, steps=steps, **kw)
 
 
 class Spy:
@@ -85,6 +84,7 @@ def _trainer(tiny_dir, args, sara, spy, ds, engine_rollout=None):
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("strategy", ["sara", "ds"])
 def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, strategy):
     from real.trl.adapter import SaraRollout
@@ -96,21 +96,22 @@ def test_trl_trains_only_on_mixed_groups(tiny_dir, tmp_path, strategy):
     tr.train()
     assert len(spy.batches) == 3 and tr.state.global_step == 3
     for rewards in spy.batches:  # what TRL handed its reward functions, in its group layout
-        assert len(rewards) == B * G
-        for g in range(B):
-            assert 0 < sum(rewards[g * G : (g + 1) * G]) < G, rewards
+        assert len(rewards) == GROUPS * K
+        for g in range(GROUPS):
+            assert 0 < sum(rewards[g * K : (g + 1) * K]) < K, rewards
     for n_in, lens in spy.calls:  # every returned column has exactly one entry per input row
-        assert n_in == B * G and set(lens.values()) == {B * G}, lens
+        assert n_in == GROUPS * K and set(lens.values()) == {GROUPS * K}, lens
     assert spy.replaced > 0  # replacement prompts did enter TRL's batch (answers checked above)
     logs = [h for h in tr.state.log_history if "loss" in h]
     assert [h["frac_reward_zero_std"] for h in logs] == [0.0] * 3
-    assert all(h["sara/effective_groups"] == B and h["sara/groups"] == B for h in logs)
-    assert all(h["sara/rollouts"] >= B * G for h in logs)  # our metrics reached TRL's logs
+    assert all(h["sara/effective_groups"] == GROUPS and h["sara/groups"] == GROUPS for h in logs)
+    assert all(h["sara/rollouts"] >= GROUPS * K for h in logs)  # our metrics reached TRL's logs
     assert all(h["padded"] == 0 for h in sara.step_log)
     key = "abandoned" if strategy == "sara" else "waste"
     assert sum(h[key] for h in sara.step_log) > 0  # the collector really worked around prompts
 
 
+@pytest.mark.integration
 def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
     """TRL's evaluate() also goes through rollout_func: plain samples, eval rows' columns."""
     from datasets import Dataset
@@ -130,6 +131,7 @@ def test_trl_evaluation_scores_eval_rows(tiny_dir, tmp_path):
     assert spy.batches[-1] and len(spy.batches) >= 2  # TRL scored the eval rows too
 
 
+@pytest.mark.integration
 def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
     from real.trl.adapter import SaraRollout
 
@@ -146,16 +148,17 @@ def test_resumed_trl_run_continues_the_prompt_iterator(tiny_dir, tmp_path):
         resume_from_checkpoint=str(out / "checkpoint-2")
     )
     assert len(full.step_log) == 4 and len(again.step_log) == 2
-    # the adapter's own stream: positions continue exactly where the checkpoint left them
-    assert again.step_log[0]["stream"][0] == full.step_log[1]["stream"][1]
-    assert again.step_log[0]["stream"][0] > 0  # replacements had been drawn before the save
-    spans = [h["stream"] for h in full.step_log[:2] + again.step_log]
+    # the adapter's own prompt source: positions continue exactly where the checkpoint left them
+    assert again.step_log[0]["prompts"][0] == full.step_log[1]["prompts"][1]
+    assert again.step_log[0]["prompts"][0] > 0  # replacements had been drawn before the save
+    spans = [h["prompts"] for h in full.step_log[:2] + again.step_log]
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # no gap, no repeat
     # same weights, same seeds: the resumed steps are the uninterrupted run's steps
     assert [h["rows"] for h in again.step_log] == [h["rows"] for h in full.step_log[2:]]
-    assert [h["stream"] for h in again.step_log] == [h["stream"] for h in full.step_log[2:]]
+    assert [h["prompts"] for h in again.step_log] == [h["prompts"] for h in full.step_log[2:]]
 
 
+@pytest.mark.integration
 def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
     from real.trl.adapter import SaraRollout
     from real.trl.backends import STATE_FILE
@@ -171,6 +174,7 @@ def test_resume_without_adapter_state_is_refused(tiny_dir, tmp_path):
         tr.train(resume_from_checkpoint=str(out / "checkpoint-2"))
 
 
+@pytest.mark.integration
 def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
     from real.trl.adapter import SaraRollout
     from sara_sim.core.errors import ParameterError
@@ -213,22 +217,32 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
     assert tr.state.global_step == 0  # no optimizer step was taken
 
 
+def test_allocator_keyword_is_a_deprecated_alias(tmp_path, capsys):
+    """SaraRollout(..., strategy="ds") still works as strategy="ds" and says so in one line."""
+    from real.trl.adapter import SaraRollout
+
+    sara = SaraRollout(_args(tmp_path), _dataset(64), [Spy().correct], strategy="ds")
+    assert sara.strategy == "ds" and sara.collector.name == "ds"
+    assert capsys.readouterr().err == "allocator= is deprecated; use strategy=\n"
+
+
+@pytest.mark.integration
 def test_cli_validate_and_compare_through_trl(tiny_dir, engine, tmp_path, monkeypatch):
     """`sara-real validate/compare --trainer trl`: the native metrics contract, on our engine."""
     import real.app.run
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
     from real.base.config import Config
     from real.io.runlog import read_metrics
     from sara_sim.core.errors import ParameterError
 
     monkeypatch.setattr(
-        real.sampling.build, "make_engine", lambda cfg, model_dir: engine
+        real.rollout.collect, "make_engine", lambda cfg, model_dir: engine
     )  # share it
 
     def common(steps=2):
-        return ["--model", str(tiny_dir), "--k", "8", "--groups", "4", "--steps", str(steps),
-                "--eval-every", "2", "--eval-problems", "8", "--no-progress"]  # fmt: skip
+        size = ["--k", "8", "--groups", "4", "--steps", str(steps), "--eval-every", "2"]
+        return ["--model", str(tiny_dir), *size, "--eval-problems", "8", "--no-progress"]
 
     n_out, t_out = tmp_path / "n", tmp_path / "t"
     assert main(["validate", *common(), "--strategy", "sara", "--out", str(n_out)]) == 0
@@ -285,6 +299,7 @@ def _run_example(cmd, tmp_path, timeout):
     return [json.loads(x) for x in res.stdout.splitlines() if x.startswith('{"rank"')]
 
 
+@pytest.mark.integration
 def test_readme_example_runs(tiny_dir, tmp_path, monkeypatch, capsys):
     """examples/trl_sara.py is the README's "Use SARA in TRL" code, run with the documented
     flags (in this process: TRL is imported once per session), then resumed."""
@@ -305,7 +320,7 @@ def test_readme_example_runs(tiny_dir, tmp_path, monkeypatch, capsys):
     assert [r["step"] for r in run("--steps", "4", "--resume")] == [3]  # one more step
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_two_processes_with_accelerate_launch(tiny_dir, tmp_path):
     """The scale-out path: each process collects its own share (gloo on CPU)."""
     launch = [str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu"]
@@ -321,6 +336,7 @@ def test_two_processes_with_accelerate_launch(tiny_dir, tmp_path):
     assert (ck / "sara_rollout_rank0.pt").is_file() and (ck / "sara_rollout_rank1.pt").is_file()
 
 
+@pytest.mark.integration
 def test_benchmark_runs_small(tiny_dir, capsys):
     """benchmarks/trl_compare.py at a small size: four TRL runs, one table of ratios."""
     import runpy
@@ -334,6 +350,7 @@ def test_benchmark_runs_small(tiny_dir, capsys):
     assert float(sara_row.split()[6]) == 1.0  # effective_fraction: every group mixed
 
 
+@pytest.mark.integration
 def test_readme_trl_snippet_runs_as_printed(tiny_dir, tmp_path, monkeypatch):
     """The README's "Its core:" code block, executed as printed (the tiny model and the run
     folder redirected): the example a reader copies must train."""

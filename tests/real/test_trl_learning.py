@@ -1,9 +1,9 @@
-"""The learning pipeline through TRL, end to end at a tiny size: benchmarks/trl_learning.py (TRL's
-GRPOTrainer on the test model, ds and sara, two seeds, two steps) writes the learning CSV, and
-paper_figs figure 10 draws it with its tables.  Checks the schema and the files, not the
-scientific result (that is the committed CSV's business)."""
+"""The learning pipeline through TRL, end to end at a tiny size:
+benchmarks/investigations/trl_learning/trl_learning.py (TRL's GRPOTrainer on the test model, ds and
+sara, two seeds, two steps) writes the learning CSV, and paper_figs figure 10 draws it with its
+tables. Checks the schema and the files, not the scientific result (that is the committed CSV's
+business)."""
 
-import importlib.util
 import json
 import os
 import shlex
@@ -12,38 +12,31 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-pytestmark = [pytest.mark.real, pytest.mark.slow]
+pytestmark = pytest.mark.integration
+
 trl = pytest.importorskip("trl", reason="the trl extra is not installed")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location(
-        "trl_learning", ROOT / "benchmarks/trl_learning.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_trl_learning_csv_draws_figure_10(
-    tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys, script
 ):
     import pandas as pd
 
     import paper_figs
-    import real.sampling.build
+    import real.rollout.collect
     from paper_figs import learning_stats as ls
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     out = tmp_path / "bench"
     argv = ["--k", "4", "--steps", "2", "--groups", "4", "--eval-every", "1",
             "--eval-problems", "16", "--task-size", "32", "--model", str(tiny_dir),
             "--no-progress", "--out", str(out)]  # fmt: skip
     try:
-        assert _script().main(argv) == 0, capsys.readouterr().err
+        bench = script("benchmarks/investigations/trl_learning/trl_learning.py")
+        assert bench.main(argv) == 0, capsys.readouterr().err
     finally:
         engine.push_weights(hf_model)  # later tests expect the untrained weights
     printed = capsys.readouterr().out
@@ -57,7 +50,8 @@ def test_trl_learning_csv_draws_figure_10(
     label = meta["args"]["model"]
     assert label.startswith("tiny test settings, cache key ")  # never a path of this machine
     shown = [{str(out): "OUT", str(tiny_dir): label}.get(w, w) for w in argv]
-    assert meta["command"] == shlex.join(["python", "benchmarks/trl_learning.py", *shown])
+    script = "benchmarks/investigations/trl_learning/trl_learning.py"
+    assert meta["command"] == shlex.join(["python", script, *shown])
     assert str(tmp_path) not in json.dumps(meta)
     assert meta["config"]["trainer"] == "trl" and meta["config"]["audit_abandoned"] == 0
     assert "ratio to DS" in (out / "learning_tables.md").read_text() and "ratio" in printed

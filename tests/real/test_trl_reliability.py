@@ -1,4 +1,4 @@
-"""Nothing lost, nothing misleading through TRL (issue 17): a full disk while TRL writes its own
+"""Nothing lost, nothing misleading through TRL: a full disk while TRL writes its own
 checkpoint is one line naming the folder, and every metrics line is strict JSON (undefined
 numbers null) — on the tiny model, the real in-process engine and a real tmpfs."""
 
@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-import real.sampling.build
+import real.rollout.collect
 from real.app.cli import main
 from real.io.runlog import append_metrics, read_metrics
 
@@ -30,11 +30,11 @@ def test_an_undefined_metric_is_null_in_the_metrics_line(tmp_path):
     assert row == {"step": 0, "rollouts_per_effective_group": None, "x": None}
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_a_full_disk_in_a_trl_checkpoint_is_one_line(
     tiny_dir, engine, hf_model, tmp_path, tmpfs, monkeypatch, capsys
 ):
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
 
     def cli(*args):
         capsys.readouterr()
@@ -68,7 +68,7 @@ def test_a_full_disk_in_a_trl_checkpoint_is_one_line(
         engine.push_weights(hf_model)  # other tests expect the untrained weights
 
 
-@pytest.mark.real
+@pytest.mark.integration
 def test_resume_skips_a_trl_checkpoint_cut_off_mid_save(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):
@@ -78,7 +78,7 @@ def test_resume_skips_a_trl_checkpoint_cut_off_mid_save(
     marker and with its weights truncated, plus that step's metrics line (written before the
     save). --resume sets it aside (kept, named incomplete-...) and continues from the last whole
     checkpoint, redoing the step with the uninterrupted run's numbers."""
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     common = ["validate", "--model", str(tiny_dir), *COMMON]
     try:
         full, cut = tmp_path / "full", tmp_path / "cut"

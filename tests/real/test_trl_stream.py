@@ -1,4 +1,4 @@
-"""Round-free collection through TRL (`SaraRollout(..., schedule="stream")`, issue 20): TRL's
+"""Round-free collection through TRL (`SaraRollout(..., schedule="stream")`): TRL's
 real GRPOTrainer on the in-process vLLM engine of the test tiny model, CPU. Every group TRL trains
 on is k rollouts of one prompt from one weights version; cancelled rollouts and their tokens are
 counted once, in the adapter's metrics and TRL's logs; `sara-real --trainer trl --schedule stream`
@@ -7,20 +7,24 @@ runs and resumes. (Bad values of `schedule`: test_trl.py and test_real_cli.py.)"
 import os
 
 import pytest
-from test_trl import B, G, Spy, _args, _dataset, _trainer  # beside this file (rootdir import)
+from test_trl import GROUPS, K, Spy, _args, _dataset, _trainer  # beside this file (rootdir import)
 
-pytestmark = pytest.mark.real
+pytestmark = pytest.mark.integration
+
 trl = pytest.importorskip("trl", reason="the trl extra is not installed")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
 def _stamp_versions(sara, engine, monkeypatch):
     """Tag each rollout the adapter lands with the weights version it was sampled under (one
-    per push), each step's sampler and the groups it hands TRL; the books the test reads."""
-    books = {"version": 0, "stamp": {}, "samplers": [], "groups": [], "landed": []}
+    per push), each step's stream engine and the groups it hands TRL; the books the test reads."""
+    books = {"version": 0, "stamp": {}, "engines": [], "groups": [], "landed": []}
     push, land, open_stream, claim = (
-        engine.push_weights, sara.land, sara.open_stream, sara.store.claim
-    )  # fmt: skip
+        engine.push_weights,
+        sara.land,
+        sara.open_stream,
+        sara.store.claim,
+    )
 
     def pushed(model):
         push(model)
@@ -33,9 +37,9 @@ def _stamp_versions(sara, engine, monkeypatch):
         return land(finished)
 
     def opened():
-        books["samplers"].append(open_stream())
+        books["engines"].append(open_stream())
         books["landed"].append(0)
-        return books["samplers"][-1]
+        return books["engines"][-1]
 
     def claimed(*a, **kw):
         books["groups"].append(claim(*a, **kw))
@@ -52,9 +56,9 @@ def _stamp_versions(sara, engine, monkeypatch):
 def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
     tiny_dir, engine, hf_model, tmp_path, monkeypatch, strategy
 ):
-    """schedule="stream" through TRL's real GRPOTrainer on the in-process engine: every group
-    TRL trains on is k rollouts of one prompt from one weights version, mixed; the cancelled
-    rollouts and their tokens are each step's sampler's own counts (once), in TRL's logs too."""
+    """schedule="stream" through TRL's real GRPOTrainer on the in-process engine: every group TRL
+    trains on is k rollouts of one prompt from one weights version, mixed; the cancelled rollouts
+    and their tokens are each step's stream engine's own counts (once), in TRL's logs too."""
     from real.trl.adapter import SaraRollout
 
     ds, spy = _dataset(), Spy()
@@ -67,25 +71,25 @@ def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
     finally:
         monkeypatch.undo()
         engine.push_weights(hf_model)  # later tests expect the untrained weights
-    assert tr.state.global_step == 2 and len(books["groups"]) == 2 == len(books["samplers"])
+    assert tr.state.global_step == 2 and len(books["groups"]) == 2 == len(books["engines"])
     for step, groups in enumerate(books["groups"]):
-        assert len(groups) == B
+        assert len(groups) == GROUPS
         for g in groups:
-            ids = [x[0] for x in g["samples"][:G]]
+            ids = [x[0] for x in g["samples"][:K]]
             versions = {books["stamp"][id(x)][1] for x in ids}
-            assert len(ids) == G and len(versions) == 1  # one weights version (carried: older)
+            assert len(ids) == K and len(versions) == 1  # one weights version (carried: older)
             assert versions <= set(range(1, step + 2))  # pushed before the step that sampled
-            assert 0 < sum(x[3] for x in g["samples"][:G]) < G
+            assert 0 < sum(x[3] for x in g["samples"][:K]) < K
     for rewards, names in zip(spy.batches, spy.prompts, strict=True):  # TRL's own view of its batch
-        assert len(names) == B * G and all(
-            len(set(names[i : i + G])) == 1 for i in range(0, B * G, G)
+        assert len(names) == GROUPS * K and all(
+            len(set(names[i : i + K])) == 1 for i in range(0, GROUPS * K, K)
         )
-        assert all(0 < sum(rewards[i : i + G]) < G for i in range(0, B * G, G))
+        assert all(0 < sum(rewards[i : i + K]) < K for i in range(0, GROUPS * K, K))
     logs = [h for h in tr.state.log_history if "loss" in h]
     for h, row, st, landed in zip(
-        logs, sara.step_log, books["samplers"], books["landed"], strict=True
+        logs, sara.step_log, books["engines"], books["landed"], strict=True
     ):
-        assert row["padded"] == 0 and row["effective_groups"] == B and row["round_s"] == []
+        assert row["padded"] == 0 and row["effective_groups"] == GROUPS and row["round_s"] == []
         # every token generated in the step, once: the landed rollouts' and the aborted partials
         assert row["tokens"] == st.tokens and row["cancelled"] == st.aborted
         assert row["cancelled_tokens"] == st.tokens - landed
@@ -94,15 +98,16 @@ def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
     assert sum(r["cancelled"] for r in sara.step_log) > 0  # the stream did abort rollouts
 
 
-def test_cli_trl_schedule_stream_runs_and_resumes(tiny_dir, engine, hf_model, tmp_path,
-                                                  monkeypatch):  # fmt: skip
+def test_cli_trl_schedule_stream_runs_and_resumes(
+    tiny_dir, engine, hf_model, tmp_path, monkeypatch
+):
     """`sara-real validate --trainer trl --schedule stream`: streamed steps with their cancelled
     rollouts in the native lines; a --resume restores the stream driver's state and continues."""
-    import real.sampling.build
+    import real.rollout.collect
     from real.app.cli import main
     from real.io.runlog import read_metrics
 
-    monkeypatch.setattr(real.sampling.build, "make_engine", lambda cfg, model_dir: engine)
+    monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
     argv = ["validate", "--trainer", "trl", "--schedule", "stream", "--strategy", "ds",
             "--model", str(tiny_dir), "--k", "8", "--groups", "4", "--eval-every", "3",
             "--eval-problems", "8", "--no-progress", "--out", str(tmp_path / "t")]  # fmt: skip

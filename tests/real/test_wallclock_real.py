@@ -11,7 +11,8 @@ import pytest
 
 from sara_sim.sim.wallclock import PRESETS, run_engine
 
-pytestmark = pytest.mark.real
+pytestmark = pytest.mark.integration
+
 
 LONG, SHORT, ROUND = 40, 6, 16
 # 96 requests, 3 long in every 10: every round of 16 holds at least one long request (its barrier)

@@ -109,9 +109,12 @@ def test_compare_sorts_by_cost(capsys):
         "--strategies",
         "uniform,ds,sara",
     )
-    # law, sizes, header, 3 rows, 3 legend lines; plain fixed-point numbers within 100 columns
-    assert rc == 0 and out.count("\n") == 9 and "vs ds" in out
+    # law, sizes, header, 3 rows, 3 legend lines; plain fixed-point numbers within 100 columns;
+    # then each against DS streamed and DS by rounds, and where the saving comes from
+    head, _, refs = out.partition("\n\nagainst DS streamed")
+    assert rc == 0 and head.count("\n") == 8 and "vs ds" in head
     assert max(len(line) for line in out.splitlines()[1:]) <= 100 and "e+" not in out
+    assert "roll/DS str." in refs and "ds rounds -> ds stream" in refs
 
 
 def test_verify_quick_passes_and_reports_every_claim(capsys):

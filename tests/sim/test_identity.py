@@ -10,8 +10,10 @@ import pytest
 from sara_sim.collect.collectors import make_collector
 from sara_sim.core.informed import PromptHistory
 from sara_sim.sim.kernels import EV_DECISION, EV_N, EV_PID, EV_ROUND, EV_S, EV_STEP, EV_TARGET
-from sara_sim.sim.laws import SequenceLaw
+from sara_sim.sim.laws import SequenceLaw, TokenModel
 from sara_sim.sim.simulate import simulate
+
+TOKENS = TokenModel()  # the kernel's lengths (simulate's default)
 
 
 def _rows(seed, n_prompts, k, law=(0.4, 0.4)):
@@ -44,13 +46,19 @@ def _run_strategy(name, rows, k, steps, pool=0, **kw):
     col = make_collector(name, k=k, **kw)
     events, step = [], [0]  # every decided prompt: (step, round, id, decision, n, s, target)
     col.observer = lambda e: events.append((step[0], e.round, e.prompt_id, *e[2:]))
-    sample = SequenceLaw(rows).sampler()
+    draw = SequenceLaw(rows).sampler()
 
-    stream = iter(range(len(rows)))
+    def sample(requests):  # the driver tells the lengths: the kernel's TokenModel, by outcome
+        out = draw(requests)
+        for req, r in zip(requests, out):
+            col.observe_lengths(req.visit, [TOKENS.len_pass if x else TOKENS.len_fail for x in r])
+        return out
+
+    prompts = iter(range(len(rows)))
     results = []
     for t in range(steps):
         step[0] = t
-        results.append(col.collect_step(stream, sample))
+        results.append(col.collect_step(prompts, sample))
     return results, events
 
 
@@ -69,6 +77,7 @@ CASES = [
     ("sara", dict(groups=24, tau_low=0.3, capacity=40, carry=False)),
     ("sara-eb", dict(groups=16, tau_low=0.3)),
     ("sara-auto", dict(groups=16, tau_low=0.3)),
+    ("sara-auto", dict(groups=16, tau_low=0.3, priced_in="tokens")),  # lengths learned
     (
         "sara-history",
         dict(groups=16, tau_low=0.3, rule="price", rho=0.8, kappa=0.25, explore=0.0, max_skip=2),
@@ -83,6 +92,7 @@ CASES = [
 HIST = dict(rho=0.8, kappa=0.25, explore=0.0, max_skip=2)
 POOL_CASES = [  # a pool of 20 prompts revisited every epoch: sara-history has evidence
     ("sara-history", dict(groups=16, tau_low=0.3, rule="price", **HIST)),
+    ("sara-history", dict(groups=16, tau_low=0.3, rule="price", priced_in="tokens", **HIST)),
     ("sara-history", dict(groups=16, tau_low=0.3, rule="price", capacity=40, **HIST)),
     ("sara-history", dict(groups=12, tau_low=0.4, rule="tau", **{**HIST, "kappa": 1.0})),
     ("sara-history", dict(groups=16, tau_low=0.3, rule="price", **{**HIST, "rho": 0.5})),

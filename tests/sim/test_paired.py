@@ -1,21 +1,20 @@
-"""benchmarks/paired.py: a real run's wall ratios paired by step, with bootstrap intervals — the
+"""sara_sim/sim/paired.py: a real run's wall ratios paired by step, with bootstrap intervals — the
 ratio is the run's own, the interval covers a known ratio, pairing removes a load drift that falls
 on both halves of a pair, and undefined stays undefined."""
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from paired import fmt, paired_ratio, print_paired, verdict  # noqa: E402
+from sara_sim.sim.paired import fmt, paired_ratio, print_paired, verdict
 
 
 def _row(wall, eff=32):
-    return {"step_wall": list(wall), "step_eff": [eff] * len(wall), "wall": float(np.sum(wall)),
-            "eff": eff * len(wall)}  # fmt: skip
+    return {
+        "step_wall": list(wall),
+        "step_eff": [eff] * len(wall),
+        "wall": float(np.sum(wall)),
+        "eff": eff * len(wall),
+    }
 
 
 def _drifting(n, true, noise, seed):
@@ -68,8 +67,12 @@ def test_undefined_without_two_paired_steps_or_with_a_step_that_made_no_group():
 
 def test_the_table_has_a_row_per_strategy_and_dash_where_undefined(capsys):
     x, ds = _drifting(8, 0.8, 0.05, seed=3)
-    rows = {"ds rounds": ds, "sara stream": x, "ds stream": _row(ds["step_wall"]),
-            "sara rounds": {"step_wall": [1.0] * 8, "step_eff": [0] * 8}}  # fmt: skip
+    rows = {
+        "ds rounds": ds,
+        "sara stream": x,
+        "ds stream": _row(ds["step_wall"]),
+        "sara rounds": {"step_wall": [1.0] * 8, "step_eff": [0] * 8},
+    }
     print_paired(rows)
     out = capsys.readouterr().out.strip().splitlines()
     assert "8 steps" in out[0] and len(out) == 2 + 3

@@ -97,13 +97,13 @@ def _rows(seed, n, k):
         ("ds", {"max_num_gen_batches": 1}),
     ],
 )
-def test_uniform_and_ds_match_the_strategy(name, kw):
+def test_uniform_and_ds_match_the_collector(name, kw):
     k, n, steps = 8, 24, 5
     rows = _rows(7, 5000, k)
     col = make_collector(name, k=k, groups=n, **kw)
-    stream, sample = iter(range(len(rows))), SequenceLaw(rows).sampler()
+    prompts, sample = iter(range(len(rows))), SequenceLaw(rows).sampler()
 
-    ref = [col.collect_step(stream, sample) for _ in range(steps)]
+    ref = [col.collect_step(prompts, sample) for _ in range(steps)]
     f = simulate(name, SequenceLaw(rows), k=k, groups=n, steps=steps, replicates=1, **kw).frame
     for row, r in zip(f.itertuples(), ref):
         assert (row.rollouts, row.rounds, row.effective, row.saturated) == (

@@ -1,4 +1,4 @@
-"""A streamed step's fill knob (issue 20): ``rc.overprovision`` scales the stream's probe quota
+"""A streamed step's fill knob: ``rc.overprovision`` scales the stream's probe quota
 to over x the missing groups, tapered as the step fills (``stream_plan._wanted``) — the plan's
 count exactly, the step's
 invariants under the training loop's "fresh" boundary, a fuller engine on the engine model, and
@@ -51,12 +51,13 @@ def test_the_extra_probes_taper_as_the_step_fills(over, done):
 def _drive(name, over, steps=6, groups=12, seed=0):
     law = parse_law("beta:0.6,0.6")
     src = OutcomeSource(law, seed, pool=4096)
-    col = make_collector(name, k=8, groups=groups, seed=seed, epoch_size=src.pool,
-                         overprovision=over)  # fmt: skip
+    col = make_collector(
+        name, k=8, groups=groups, seed=seed, epoch_size=src.pool, overprovision=over
+    )
     live = Live(SETUP, src, seed)
     drv = stream_driver(col, live, SETUP.engine.max_num_seqs, "fresh")
-    stream = src.stream()
-    return live, [(drv.collect_step(stream), list(col.group_visits)) for _ in range(steps)]
+    prompts = src.prompts()
+    return live, [(drv.collect_step(prompts), list(col.group_visits)) for _ in range(steps)]
 
 
 @pytest.mark.parametrize("name", ["sara", "sara-auto"])
@@ -93,7 +94,8 @@ WC = ["wallclock", "--difficulty", "beta:0.5,0.5", "--steps", "2", "--groups", "
 def test_the_cli_streams_overprovisioned_with_the_fresh_boundary(capsys):
     assert main([*WC, "--boundary", "fresh", "--overprovision", "2"]) == 0
     out = capsys.readouterr().out
-    assert "streamed (fresh)" in out and out.count("\nsara ") == 1
+    table, _, refs = out.partition("against DS streamed")
+    assert "streamed (fresh)" in out and table.count("\nsara ") == 1 and refs.count("\nsara ") == 1
 
 
 @pytest.mark.parametrize("value", ["0.99", "101", "inf"])
@@ -109,12 +111,8 @@ def test_a_bad_stream_overprovision_is_one_line_naming_the_flag(capsys, value):
     [(["--over", "0.5"], "--over"), (["--over", "1,x"], "--over"), (["--over", ""], "--over"),
      (["--seeds", "0"], "--seeds"), (["--run", "/nonexistent.json"], "--run")],
 )  # fmt: skip
-def test_stream_fill_bad_input_is_one_line_naming_the_flag(capsys, argv, flag):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import stream_fill
+def test_stream_fill_bad_input_is_one_line_naming_the_flag(script, capsys, argv, flag):
+    stream_fill = script("benchmarks/investigations/stream_fill/stream_fill.py")
 
     assert stream_fill.main(argv) == 2
     out = capsys.readouterr()
@@ -122,22 +120,23 @@ def test_stream_fill_bad_input_is_one_line_naming_the_flag(capsys, argv, flag):
     assert out.out == "" and len(lines) == 1 and flag in lines[0], lines
 
 
-def test_stream_fill_sweeps_the_knob_on_a_run_s_laws(capsys):
-    """benchmarks/stream_fill.py on a toy run's laws: DS by rounds is the reference (1.000),
-    one row per SARA stream and knob value."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import stream_fill
+def test_stream_fill_sweeps_the_knob_on_a_run_s_laws(script, capsys):
+    """benchmarks/investigations/stream_fill/stream_fill.py on a toy run's laws: DS by rounds is
+    the reference (1.000), one row per SARA stream and knob value."""
+    stream_fill = script("benchmarks/investigations/stream_fill/stream_fill.py")
 
     prompts = [[c % 5, 4] for c in range(40)]
     lengths = [[r, 10 + 20 * (1 - r)] for c, _ in prompts for r in [1] * c + [0] * (4 - c)]
     meta = {"k": 4, "groups": 2, "steps": 2, "max_num_seqs": 16}
     out = stream_fill.sweep(meta, {"law": {"prompts": prompts, "lengths": lengths}}, [1.0, 2.0], 1)
-    assert list(out) == [("ds rounds", 1.0), ("ds stream", 1.0), ("sara stream", 1.0),
-                         ("sara stream", 2.0), ("sara-auto stream", 1.0),
-                         ("sara-auto stream", 2.0)]  # fmt: skip
+    assert list(out) == [
+        ("ds rounds", 1.0),
+        ("ds stream", 1.0),
+        ("sara stream", 1.0),
+        ("sara stream", 2.0),
+        ("sara-auto stream", 1.0),
+        ("sara-auto stream", 2.0),
+    ]
     stream_fill.table(out)
     lines = capsys.readouterr().out.splitlines()
     cells = lines[1].split()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sara_sim.cli.app import main
-from sara_sim.collect.collect_base import Request
+from sara_sim.collect.collectors import Request
 from sara_sim.core.difficulty import parse_law
 from sara_sim.sim.wallclock import (
     PRESETS,
@@ -101,8 +101,11 @@ def test_event_loop_equals_the_per_iteration_reference(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 25))
     # dyadic costs and integer submit times: every sum is exact in floating point
-    cfg = EngineConfig(*(rng.integers(0, 5, 3) / 8 + [0.25, 0, 0]), int(rng.integers(1, 7)),
-                       float(rng.integers(0, 5)) / 8)  # fmt: skip
+    cfg = EngineConfig(
+        *(rng.integers(0, 5, 3) / 8 + [0.25, 0, 0]),
+        int(rng.integers(1, 7)),
+        float(rng.integers(0, 5)) / 8,
+    )
     submit = [float(x) for x in rng.integers(0, 12, n)]
     length = [int(x) for x in rng.integers(1, 9, n)]
     opens = [bool(x) for x in rng.integers(0, 2, n)]
@@ -133,9 +136,13 @@ def test_lengths():
     x = lognormal_lengths(2000, 3500, 0.5).draw(rng, np.zeros(200_000, int))
     assert abs(x.mean() / 3500 - 1) < 0.01 and abs(x.std() / x.mean() - 0.5) < 0.01
     frame = pd.DataFrame(
-        {"correct": [1, 0, 2], "samples": [2, 2, 2], "pass_tokens": [10, 0, 40],
-         "fail_tokens": [30, 8, 0]}
-    )  # fmt: skip
+        {
+            "correct": [1, 0, 2],
+            "samples": [2, 2, 2],
+            "pass_tokens": [10, 0, 40],
+            "fail_tokens": [30, 8, 0],
+        }
+    )
     law = history_lengths(frame)
     assert sorted(law.pass_values) == [10, 20, 20] and sorted(law.fail_values) == [4, 4, 30]
 
@@ -180,7 +187,8 @@ def test_cpu_tiny_preset_is_the_committed_calibration():
 
 
 def test_cpu_tiny_served_preset_is_the_committed_served_fit():
-    """The served preset is cpu-tiny's engine plus the fit of benchmarks/served_calibrate.py."""
+    """The served preset is cpu-tiny's engine plus the fit of
+    benchmarks/investigations/served/served_calibrate.py."""
     got = json.loads((REPO / "benchmarks/results/served_calibration.json").read_text())
     served, tiny = PRESETS["cpu-tiny-served"], PRESETS["cpu-tiny"]
     assert served.engine._replace(d=0.0) == tiny.engine
@@ -286,25 +294,3 @@ def test_documented_command(capsys):
     rows = {r["strategy"]: r for r in got["rows"]}
     assert rows["ds"]["wall_ratio_vs_ds"] == 1.0 and "sara" in rows
     assert all(0 < r["utilisation"] <= 1 for r in rows.values())
-
-
-@pytest.mark.slow
-def test_the_readme_table_is_what_the_documented_command_prints(capsys):
-    """The README's wall-clock table (mean of seeds 0 and 1) recomputed: ~1 min on 2 cores."""
-    readme = (REPO / "README.md").read_text()
-    line = next(x for x in readme.splitlines() if x.startswith(".venv/bin/sara-sim wallclock"))
-    argv = re.sub(r"\s*#.*", "", line).split()[1:]
-    rows = {}
-    for seed in ("0", "1"):
-        assert main([*argv, "--seed", seed, "--json"]) == 0
-        for r in json.loads(capsys.readouterr().out)["rows"]:
-            rows.setdefault(r["strategy"], []).append(r)
-    section = readme[readme.index("### Wall clock") :]
-    for name, got in rows.items():
-        cells = re.search(rf"^\| {re.escape(name)} \|(.*)\|$", section, re.M).group(1).split("|")
-        want = [float(x) for x in cells]
-        keys = ("wall_ratio_vs_ds", "token_ratio_vs_ds", "rollouts_per_effective_group",
-                "rounds_per_step", "utilisation")  # fmt: skip
-        mean = [float(np.mean([g[key] for g in got])) for key in keys]
-        digits = [2, 2, 1, 2, 2]
-        assert [round(m, d) for m, d in zip(mean, digits)] == want, name
