@@ -19,14 +19,15 @@ from importlib import metadata
 
 from real.base.config import StrategyConfig
 from sara_sim.core.errors import ParameterError
+from sara_sim.core.registry import names, row
 
 VERL_PINNED = ("0.9.1",)  # the verl releases whose private contract tests/verl checks
 SECTION = "trainer.v1.sampler.sampler_kwargs"
 MANAGER = "real.verl.SaraAgentLoopManager"
 BUFFER = ("pkg://real.verl.buffer", "SaraReplayBuffer")
 CHECKPOINT = "real.verl.SaraCheckpoint"
-SARA_STRATEGIES = ("sara", "sara-eb", "sara-auto", "sara-history")
-STRATEGIES = ("ds", *SARA_STRATEGIES)
+STRATEGIES = names("verl")  # sara_sim.core.registry: ds is verl's own filter, the rest SARA's
+SARA_STRATEGIES = tuple(n for n in STRATEGIES if row(n).family != "dynamic-sampling")
 OWN = ("strategy", "threshold", "epoch_size", "seed", "fresh", "state_name", "poll_interval")
 OPTIONS = tuple(f.name for f in fields(StrategyConfig) if f.name != "schedule")
 

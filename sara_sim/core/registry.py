@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from .errors import ParameterError
 
-IMPLEMENTATIONS = ("kernel", "collector", "replay", "real")
+IMPLEMENTATIONS = ("kernel", "collector", "replay", "real", "verl")
 
 
 @dataclass(frozen=True)
@@ -135,26 +135,27 @@ class Row:
 _ALL = ("kernel", "collector", "replay", "real")
 _COLLECT = ("collector", "replay", "real")
 _PEER = ("kernel", "collector", "real")  # no replay: the audits replay SARA's history rows only
+_VERL = (*_ALL, "verl")  # also real/verl's plug-in (ds there: verl's own DAPO filter)
 ROWS = (
     Row("uniform", "uniform", "N prompts x k rollouts", _ALL, "batch", "UNIFORM",
         fixed_budget=("kernel", "collector"), sources="docs/design.md §3"),
-    Row("ds", "dynamic-sampling", "dynamic sampling (verl)", _ALL, "batch", "DS",
+    Row("ds", "dynamic-sampling", "dynamic sampling (verl)", _VERL, "batch", "DS",
         sim_defaults=dict(_DS),
         sources="docs/design.md §3; verl DAPO recipe (max_num_gen_batches 10)"),
     Row("ds-verl3n", "dynamic-sampling", "dynamic sampling, verl's 3N generation batch",
         _ALL, "batch", "DS", sim_defaults=dict(_DS), gen_batch_factor=3,
         sources="verl DAPO recipe run scripts: gen batch = 3 x train batch"),
-    Row("sara", "sara", "tau rule, uniform prior", _ALL, "sara",
+    Row("sara", "sara", "tau rule, uniform prior", _VERL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults={"plan": None},
         sources="paper; docs/design.md §1-§2 (prior 1,1)", saving="the stopping rule"),
-    Row("sara-eb", "sara", "tau rule, empirical-Bayes prior", _ALL, "sara",
+    Row("sara-eb", "sara", "tau rule, empirical-Bayes prior", _VERL, "sara",
         fixed_budget=("kernel", "collector"), sim_defaults=dict(_EB),
         sources="docs/design.md §3; eb_window 4 (ours)"),
-    Row("sara-auto", "sara", "Bayes-optimal plan, EB prior", _ALL, "sara",
+    Row("sara-auto", "sara", "Bayes-optimal plan, EB prior", _VERL, "sara",
         fixed_budget=("kernel", "collector"),
         sim_defaults={**_EB, "request_cost": 0.0, "priced_in": "rollouts"},
         sources="docs/design.md §3 (optimal.bayes_optimal)", saving="priors and plans"),
-    Row("sara-history", "sara-history", "per-prompt informed prior (informed.py)", _ALL, "sara",
+    Row("sara-history", "sara-history", "per-prompt informed prior (informed.py)", _VERL, "sara",
         needs_history=True, fixed_budget=("collector",),
         sim_defaults={**_EB, **_INFORMED, "priced_in": "rollouts"},
         sources="informed.py; benchmarks/fit_informed.py (cross-validated)",

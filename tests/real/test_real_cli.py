@@ -320,22 +320,22 @@ def test_other_commands_take_their_flags_from_their_configs(cmd, capsys):
 
 
 def test_renamed_flags_keep_their_old_spelling(capsys):
-    """--strategy / --strategies still work as --strategy / --strategies and say so in one line
+    """--allocator / --allocators still work as --strategy / --strategies and say so in one line
     on stderr; --help names only the new spellings."""
     from real.app.cli import run_config
 
     p = build_parser()
-    a = p.parse_args(["validate", "--strategy", "ds"])
+    a = p.parse_args(["validate", "--allocator", "ds"])
     assert run_config(a).strategy == "ds"
     assert capsys.readouterr().err == "--allocator is deprecated; use --strategy\n"
-    a = p.parse_args(["compare", "--strategies=ds,sara"])
+    a = p.parse_args(["compare", "--allocators=ds,sara"])
     assert a.strategies == "ds,sara"
     assert capsys.readouterr().err == "--allocators is deprecated; use --strategies\n"
-    assert main(["validate", "--strategy", "bogus", "--out", "/tmp/unused"]) == 2
+    assert main(["validate", "--allocator", "bogus", "--out", "/tmp/unused"]) == 2
     note, err = capsys.readouterr().err.strip().splitlines()  # the note, then the one-line error
     assert note.endswith("use --strategy") and "--strategy: unknown strategy 'bogus'" in err
     for cmd in ("validate", "compare"):
-        assert "strategy" not in _help(capsys, cmd)
+        assert "allocator" not in _help(capsys, cmd)
 
 
 def test_every_strategy_knob_reaches_the_collector():

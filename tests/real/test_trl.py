@@ -218,10 +218,10 @@ def test_bad_configuration_fails_before_training(tiny_dir, tmp_path):
 
 
 def test_allocator_keyword_is_a_deprecated_alias(tmp_path, capsys):
-    """SaraRollout(..., strategy="ds") still works as strategy="ds" and says so in one line."""
+    """SaraRollout(..., allocator="ds") still works as strategy="ds" and says so in one line."""
     from real.trl.adapter import SaraRollout
 
-    sara = SaraRollout(_args(tmp_path), _dataset(64), [Spy().correct], strategy="ds")
+    sara = SaraRollout(_args(tmp_path), _dataset(64), [Spy().correct], allocator="ds")
     assert sara.strategy == "ds" and sara.collector.name == "ds"
     assert capsys.readouterr().err == "allocator= is deprecated; use strategy=\n"
 
