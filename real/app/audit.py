@@ -8,15 +8,21 @@ between passes, off by default), writes `history.csv` in `sara-sim`'s `history:`
 (prompt_id, epoch, correct, samples) plus the completion tokens of passing and failing rollouts,
 and prints (and writes to `audit.json`) what each strategy would cost on that model:
 
-* DS (verl dynamic sampling) and SARA at each tau_low: rollouts and tokens per effective group,
-  exact theory (`sara_sim.core.theory`) for the recorded law — the same numbers as
+* the references: DS streamed (k / P(mixed): every group sampled is used) and DS by rounds
+  (verl's dynamic sampling: generation batches of N prompts, and verl's recipes' 3N, the surplus
+  thrown away; `--groups` N), exact (`sara_sim.core.theory.ds_rounds_law`);
+* SARA at each tau_low: rollouts and tokens per effective group and their ratios to DS
+  streamed, exact theory (`sara_sim.core.theory`) for the recorded law — the same numbers as
   `sara-sim theory --difficulty history:OUT/history.csv --k K --tau-low T`;
 * the best tau_low (`theory.best_tau`) and the Bayes-optimal stopping policy
-  (`sara_sim.core.optimal.bayes_optimal`) for that law;
+  (`sara_sim.core.optimal.bayes_optimal`) for that law, priced in rollouts and in tokens;
 * with E >= 2, the history-informed strategies replayed on the recorded passes
   (`sara_sim.sim.replay`);
 * percentile bootstrap intervals over prompts (each plan fixed, re-evaluated on resampled prompts);
-* the settings it recommends.
+* where the saving over DS by rounds comes from (streaming, the stopping rule, priors and plans,
+  per-prompt history: `sara_sim.sim.baselines`), and the answer to "should I stream DS, or use
+  SARA, and which variant?": the cheapest variant in tokens whose interval is below DS
+  streamed's, else DS streamed.
 
 The numbers come from `real/app/audit_theory.py`; this module checks the arguments, samples and
 writes the files."""
@@ -63,6 +69,8 @@ def check_audit_args(a) -> None:
     check_task_files(a.task, a.task_path)
     check_k(a.k, "--k")
     check_ints(a, prompts=1, passes=1, train_steps=0, bootstrap=0, batch=1)
+    if a.groups is not None:
+        check_int(a.groups, "--groups", 1)
     check_seed(a.seed)
     if a.max_tokens is not None:
         check_int(a.max_tokens, "--max-tokens", 1)
@@ -230,7 +238,7 @@ def _audit(a, task, max_tokens: int, engine, out: Path) -> dict:
         if bar:
             bar.close()
     frame = load_history(hist, "--out", TOKEN_COLUMNS)  # the one reader, its rules
-    res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed)
+    res = analyze(frame, a.k, parse_taus(a.tau_grid), a.bootstrap, a.seed, a.groups)
     res |= {"task": a.task, "reward_errors": guard.errors, "engine_url": a.engine_url}
     res = finite_or_none(res)
     atomic_write(out / "audit.json", dumps_json(res))
@@ -281,6 +289,9 @@ class AuditConfig:
     """rollouts per prompt (the group size)"""
     passes: int = 1
     """passes over the prompts (epochs)"""
+    groups: int | None = None
+    """effective groups per step (N) of the training it prices: DS by rounds' generation batch
+    (N prompts; verl's 3N) and the replay's steps; none = min(32, prompts / 4)"""
     train_steps: int = 0
     """GRPO steps between passes (off)"""
     tau_grid: str = ",".join(f"{t:g}" for t in TAU_GRID)

@@ -15,11 +15,14 @@ import math
 
 import numpy as np
 
-from sara_sim.core.registry import names
+from sara_sim.core.registry import SARA, names
 from sara_sim.core.theory import outcome_counts
+from sara_sim.sim.baselines import DS_3N, DS_ROUNDS, DS_STREAM, decomposition, decomposition_text
 
 TAU_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
 INFORMED = names("replay", needs_history=True)
+# replayed on two or more passes: DS and the paper's rule beside the history-informed ones
+REPLAYED = ("ds", "sara", *INFORMED)
 # What `analyze` costs, measured on this machine: a bootstrap resample rebuilds the resampled
 # history (~3e-5 s a record) and re-evaluates every plan (~0.05 s at k 8, ~200 k records'
 # worth); 6e6 record-equivalents is about three minutes (the default, 200 resamples of 256
@@ -70,33 +73,67 @@ def _row(name, law, k, res, lengths, ds):
     return row
 
 
+def mean_lengths(frame):
+    """(mean tokens of a passing rollout, of a failing one) of a history.csv frame (0.0 where
+    the frame holds none of that outcome)."""
+    n_pass, n_all = int(frame["correct"].sum()), int(frame["samples"].sum())
+    return (
+        frame["pass_tokens"].sum() / n_pass if n_pass else 0.0,
+        frame["fail_tokens"].sum() / (n_all - n_pass) if n_all > n_pass else 0.0,
+    )
+
+
+def references(law, k, groups, lengths) -> dict:
+    """DS streamed (k / P(mixed): every group it samples is used) and DS by rounds — generation
+    batches of N prompts, and verl's 3N (``ds-verl3n``), capped at 10 batches, the surplus
+    thrown away: ``theory.ds_rounds_law``, exact — in rollouts and tokens per effective group
+    (a DS rollout is any rollout of the law: its mean length).  {name: (rollouts, tokens)}, the
+    names of ``sara_sim.sim.baselines``; None where no group can mix."""
+    from sara_sim.core.registry import DSParams, row
+    from sara_sim.core.theory import ds_rounds_law, plan_law
+
+    m10 = float(np.exp(law.log_moment(1, 0)))
+    per_rollout = m10 * lengths[0] + (1.0 - m10) * lengths[1]
+    p_mixed = plan_law(law, k, [0, 1, k, 1, k])["p_mixed"]
+    out = {DS_STREAM: _ratio(k, p_mixed)}
+    for name, ref in (("ds", DS_ROUNDS), ("ds-verl3n", DS_3N)):
+        batch = groups * row(name).gen_batch_factor
+        res = ds_rounds_law(p_mixed, k, groups, batch, DSParams().max_num_gen_batches)
+        out[ref] = res["rollouts_per_effective_group"]
+    return {n: None if r is None else (r, r * per_rollout) for n, r in out.items()}
+
+
 def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) -> dict:
-    """Every strategy's exact cost on the recorded law of `frame` (a history.csv frame)."""
+    """Every strategy's exact cost on the recorded law of `frame` (a history.csv frame), against
+    DS streamed and DS by rounds (N = `replay_groups`, the replay's groups a step), where each
+    saving comes from, and the strategy to train with."""
     from sara_sim.core.difficulty import HistoryLaw
     from sara_sim.core.optimal import bayes_optimal
     from sara_sim.core.theory import best_tau, sequential_law
 
     law = HistoryLaw(frame)
     n_pass, n_all = int(frame["correct"].sum()), int(frame["samples"].sum())
-    lengths = (
-        frame["pass_tokens"].sum() / n_pass if n_pass else 0.0,
-        frame["fail_tokens"].sum() / (n_all - n_pass) if n_all > n_pass else 0.0,
-    )
+    lengths = mean_lengths(frame)
+    groups = replay_groups or max(1, min(32, frame["prompt_id"].nunique() // 4))
     ds_res = sequential_law(law, k, 0.0)  # tau_low 0 never abandons: DS's k / P(mixed)
     ds_row = _row("ds", law, k, ds_res, lengths, None)
     ds = (ds_res["ds_cost_per_effective_group"], ds_row["tokens_per_effective_group"])
     rows = [ds_row | {"savings_vs_ds": 0.0, "token_savings_vs_ds": 0.0}]
     for t in taus:
         rows.append(_row("sara", law, k, sequential_law(law, k, t), lengths, ds) | {"tau_low": t})
-    best = opt = None
+    best = opt = opt_tok = None
     if ds_res["p_mixed"] > 0:  # else no strategy gets an effective group: nothing to optimise
         tau, _, (lo, hi) = best_tau(law, k)
         best = _row("sara", law, k, sequential_law(law, k, tau), lengths, ds)
         best |= {"tau_low": tau, "tau_interval": [lo, hi]}
         opt = _row("bayes-optimal", law, k, bayes_optimal(law, k), lengths, ds)
+        if min(lengths) > 0:  # both outcomes measured: the plan of fewest tokens
+            res = bayes_optimal(law, k, lengths=lengths)
+            opt_tok = _row("bayes-optimal tokens", law, k, res, lengths, ds)
 
     out = {
         "k": k,
+        "groups": groups,
         "prompts": int(frame["prompt_id"].nunique()),
         "passes": int(frame["epoch"].nunique()),
         "rollouts_sampled": n_all,
@@ -104,28 +141,49 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
         "p_mixed": ds_res["p_mixed"],
         "mean_tokens_pass": lengths[0] if n_pass else None,
         "mean_tokens_fail": lengths[1] if n_all > n_pass else None,
+        "references": _references_out(references(law, k, groups, lengths)),
         "ds": rows[0],
         "sara": rows[1:],
         "best_tau": best,
         "bayes_optimal": opt,
+        "bayes_optimal_tokens": opt_tok,
     }
     if best is None:
         out["recommended"] = {
             "strategy": "ds",
-            "flags": f"--strategy ds --k {k}",
+            "schedule": "stream",
+            "flags": f"--strategy ds --k {k} --schedule stream",
             "reason": "no mixed group in the sample: every prompt all-pass or all-fail at this k",
         }
         return out
+    default = _row("sara", law, k, sequential_law(law, k, SARA.tau_low), lengths, ds)
+    plans = {"sara": default, "best_tau": best, "bayes-optimal": opt}
+    if opt_tok is not None:
+        plans["bayes-optimal tokens"] = opt_tok
     if bootstrap:
-        out["bootstrap"] = _bootstrap(frame, k, [rows[0], *rows[1:], best, opt], bootstrap, seed)
+        out["bootstrap"] = _bootstrap(frame, k, groups, [rows[0], *rows[1:], best, opt, opt_tok],
+                                      plans, bootstrap, seed)  # fmt: skip
     if out["passes"] >= 2:
-        out["replay"] = replay_table(frame, k, best["tau_low"], seed, replay_groups)
+        out["replay"] = replay_table(frame, k, best["tau_low"], seed, groups, lengths)
+    out["variants"] = variants(out, plans)
+    out["decomposition"] = chain(out, plans)
     out["recommended"] = recommend(out)
     return out
 
 
-def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
-    """95 % percentile intervals over prompts for each row's cost and savings (plan held fixed).
+def _references_out(refs) -> dict:
+    return {
+        name: {"rollouts_per_effective_group": None if c is None else c[0],
+               "tokens_per_effective_group": None if c is None else c[1]}
+        for name, c in refs.items()
+    }  # fmt: skip
+
+
+def _bootstrap(frame, k, groups, rows, plans, n_boot, seed) -> dict:
+    """95 % percentile intervals over prompts (each plan held fixed; the lengths re-measured on
+    the resample): each row's cost and savings against DS streamed, each plan's ratio to DS
+    streamed in rollouts and tokens (``variants``), and DS streamed's ratio to DS by rounds (N,
+    3N).
 
     A resample can leave a statistic undefined (no effective group under the plan, or no mixed
     group for DS); its interval is then null, never computed over the other resamples only (that
@@ -134,36 +192,63 @@ def _bootstrap(frame, k, rows, n_boot, seed) -> dict:
     import pandas as pd
 
     from sara_sim.core.difficulty import HistoryLaw
-    from sara_sim.core.theory import plan_law
+    from sara_sim.core.theory import plan_law, plan_tokens
 
     rng = np.random.default_rng([seed, 0xB007])
-    by_plan = {tuple(r["plan"]): [] for r in rows}
-    ds_costs = []
-    groups = {p: g for p, g in frame.groupby("prompt_id")}
-    pids = np.array(list(groups))
+    rows = [r for r in rows if r is not None]
+    by_plan = {tuple(r["plan"]): [] for r in [*rows, *plans.values()]}
+    refs = []
+    groups_of = {p: g for p, g in frame.groupby("prompt_id")}
+    pids = np.array(list(groups_of))
     for _ in range(n_boot):
         pick = rng.choice(pids, size=len(pids), replace=True)
-        law = HistoryLaw(pd.concat([groups[p] for p in pick], ignore_index=True))
-        ds_cost = None
+        sample = pd.concat([groups_of[p] for p in pick], ignore_index=True)
+        law, lengths = HistoryLaw(sample), mean_lengths(sample)
         for plan in by_plan:
             res = plan_law(law, k, plan)
-            ds_cost = res["ds_cost_per_effective_group"]
-            by_plan[plan].append(res["cost_per_effective_group"])
-        ds_costs.append(ds_cost)
+            by_plan[plan].append((res["cost_per_effective_group"],
+                                  plan_tokens(law, k, res, lengths)[1]))  # fmt: skip
+        refs.append(references(law, k, groups, lengths))
 
-    out = {"resamples": n_boot, "ds_rollouts_per_effective_group": percentile_interval(ds_costs)}
+    out = {"resamples": n_boot}
+    stream = [r[DS_STREAM] for r in refs]
+    out["ds_rollouts_per_effective_group"] = percentile_interval([_at(s, 0) for s in stream])
     for r in rows:
         costs = by_plan[tuple(r["plan"])]
-        savings = [_savings(c, d) for c, d in zip(costs, ds_costs, strict=True)]
+        savings = [_savings(c, _at(d, 0)) for (c, _), d in zip(costs, stream, strict=True)]
         key = r["strategy"] + (f"@{r['tau_low']:g}" if "tau_low" in r else "")
-        if r is rows[-2]:
+        if "tau_interval" in r:  # the best tau_low's row
             key = "best_tau"
         out[key] = {
-            "rollouts_per_effective_group": percentile_interval(costs),
+            "rollouts_per_effective_group": percentile_interval([c for c, _ in costs]),
             "savings_vs_ds": percentile_interval(savings),
+            "token_savings_vs_ds": percentile_interval(
+                [_savings(t, _at(d, 1)) for (_, t), d in zip(costs, stream, strict=True)]
+            ),
             "undefined_resamples": sum(x is None for x in savings),
         }
+    ratios = {}
+    for name, r in plans.items():
+        costs = by_plan[tuple(r["plan"])]
+        ratios[name] = {
+            f"{unit}_vs_ds_stream": percentile_interval(
+                [_ratio(c[i], _at(d, i)) for c, d in zip(costs, stream, strict=True)]
+            )
+            for i, unit in enumerate(("rollouts", "tokens"))
+        }
+    for ref in (DS_ROUNDS, DS_3N):  # what streaming DS alone saves
+        ratios[f"ds stream / {ref}"] = {
+            f"{unit}": percentile_interval(
+                [_ratio(_at(x[DS_STREAM], i), _at(x[ref], i)) for x in refs]
+            )  # fmt: skip
+            for i, unit in enumerate(("rollouts", "tokens"))
+        }
+    out["ratios"] = ratios
     return out
+
+
+def _at(pair, i):
+    return None if pair is None else pair[i]
 
 
 def percentile_interval(values) -> list[float] | None:
@@ -179,78 +264,199 @@ def percentile_interval(values) -> list[float] | None:
     return [float(np.quantile(x, 0.025)), float(np.quantile(x, 0.975))]
 
 
-def replay_table(frame, k, tau, seed=0, groups=None) -> list[dict]:
-    """ds, sara (best tau) and the history-informed strategies replayed on the recorded passes."""
+def replay_table(frame, k, tau, seed=0, groups=None, lengths=(0.0, 0.0)) -> list[dict]:
+    """ds, sara (best tau) and the history-informed strategies replayed on the
+    recorded passes, by rounds with N = `groups` a step; tokens at the mean `lengths`."""
     from sara_sim.core.difficulty import HISTORY_COLUMNS
     from sara_sim.sim.replay import replay
 
     epochs = sorted(int(e) for e in frame["epoch"].unique())
     groups = groups or max(1, min(32, frame["prompt_id"].nunique() // 4))
     rows = []
-    for name in ("ds", "sara", *INFORMED):
+    for name in REPLAYED:
         kw = {"tau_low": tau} if name == "sara" else {}
         out = replay(frame[list(HISTORY_COLUMNS)], name, epochs, seed, k=k, groups=groups, **kw)
+        passes = sum(sum(x) for x in out["drawn"].values())
+        tokens = passes * lengths[0] + (out["rollouts"] - passes) * lengths[1]
         rows.append(
             {
                 "strategy": name,
                 "rollouts": out["rollouts"],
+                "tokens": tokens,
                 "effective_groups": out["effective_groups"],
                 "rollouts_per_effective_group": _ratio(out["rollouts"], out["effective_groups"]),
+                "tokens_per_effective_group": _ratio(tokens, out["effective_groups"]),
             }
         )
-    ds = rows[0]["rollouts_per_effective_group"]
+    ds = rows[0]
     for r in rows:
-        r["savings_vs_ds"] = _savings(r["rollouts_per_effective_group"], ds)
+        r["savings_vs_ds"] = _savings(r["rollouts_per_effective_group"],
+                                      ds["rollouts_per_effective_group"])  # fmt: skip
+        r["token_savings_vs_ds"] = _savings(r["tokens_per_effective_group"],
+                                            ds["tokens_per_effective_group"])  # fmt: skip
     return rows
 
 
-def recommend(out) -> dict:
-    """The strategy to train with: SARA's best tau_low only when its interval says it saves."""
-    best, k = out["best_tau"], out["k"]
-    ci = (out.get("bootstrap") or {}).get("best_tau", {}).get("savings_vs_ds")
-    sure = ci is not None and ci[0] > 0
-    rec = {"strategy": "ds", "flags": f"--strategy ds --k {k}"}
-    if best["savings_vs_ds"] > 0 and (sure or ci is None):
-        rec = {
-            "strategy": "sara",
-            "tau_low": best["tau_low"],
-            "flags": f"--strategy sara --k {k} --tau-low {best['tau_low']:.3g}",
+def variants(out, plans) -> list[dict]:
+    """What a user can run, each against DS streamed (the reference) and DS by rounds (N, 3N):
+    DS streamed itself, sara (the paper's rule, tau_low 0.2), sara at the best tau_low, sara-auto
+    priced in rollouts and in tokens (exact: the Bayes-optimal plan for the recorded law, its
+    intervals from the bootstrap), and with two or more passes the history-informed strategies
+    (replayed by rounds: their cost is DS by rounds' exact cost x their replayed ratio to the
+    replay's DS, no interval)."""
+    k, refs = out["k"], out["references"]
+    boot = (out.get("bootstrap") or {}).get("ratios", {})
+    tau = out["best_tau"]["tau_low"]
+    rows = [
+        ("ds", "ds stream", f"--strategy ds --k {k}", None, None),
+        ("sara", "sara", f"--strategy sara --k {k}", plans.get("sara"), "sara"),
+        ("sara", f"sara tau={tau:.3g}", f"--strategy sara --k {k} --tau-low {tau:.3g}",
+         plans.get("best_tau"), "best_tau"),
+        ("sara-auto", "sara-auto", f"--strategy sara-auto --k {k}", plans.get("bayes-optimal"),
+         "bayes-optimal"),
+        ("sara-auto", "sara-auto tokens", f"--strategy sara-auto --k {k} --priced-in tokens",
+         plans.get("bayes-optimal tokens"), "bayes-optimal tokens"),
+    ]  # fmt: skip
+    ds_stream = refs[DS_STREAM]
+    found = []
+    for strategy, label, flags, row, key in rows:
+        cost = ds_stream if row is None else row
+        entry = {"strategy": strategy, "label": label, "source": "exact",
+                 "flags": f"{flags} --schedule stream",
+                 "rollouts_per_effective_group": cost["rollouts_per_effective_group"],
+                 "tokens_per_effective_group": cost["tokens_per_effective_group"]}  # fmt: skip
+        if key is not None and row is None:
+            continue
+        if key is not None:
+            entry["interval"] = boot.get(key)
+        found.append(entry)
+    replayed = {r["strategy"]: r for r in out.get("replay", [])}
+    ds_rounds = refs[DS_ROUNDS]
+    for name in INFORMED:
+        r, ref = replayed.get(name), replayed.get("ds")
+        if r is None:
+            continue
+        scaled = {
+            unit: _scaled(ds_rounds[unit], r[unit], ref[unit])
+            for unit in ("rollouts_per_effective_group", "tokens_per_effective_group")
         }
+        flags = f"--strategy {name} --k {k} --schedule stream --task-size N"
+        found.append({"strategy": name, "label": name, "source": "replay", "flags": flags,
+                      **scaled})  # fmt: skip
+    for entry in found:
+        for ref, tag in ((DS_STREAM, "ds_stream"), (DS_ROUNDS, "ds_rounds"),
+                         (DS_3N, "ds_verl3n")):  # fmt: skip
+            for unit in ("rollouts", "tokens"):
+                entry[f"{unit}_vs_{tag}"] = _ratio(
+                    entry[f"{unit}_per_effective_group"], refs[ref][f"{unit}_per_effective_group"]
+                )
+    return found
+
+
+def _scaled(exact_ref, cost, replay_ref):
+    """A replayed cost told in exact units: exact DS by rounds x (cost / the replay's DS)."""
+    ratio = _ratio(cost, replay_ref)
+    return None if ratio is None or exact_ref is None else exact_ref * ratio
+
+
+def chain(out, plans) -> dict:
+    """Where the saving over DS by rounds comes from (``sara_sim.sim.baselines``), in rollouts
+    and in tokens: DS by rounds -> DS streamed -> sara (tau_low 0.2) -> sara-auto (the plan
+    priced in that unit) -> sara-history (replayed, with two or more passes)."""
+    refs = out["references"]
+    by_label = {v["label"]: v for v in out["variants"]}
+    parts = {}
+    for unit, auto in (("rollouts", "sara-auto"), ("tokens", "sara-auto tokens")):
+        key = f"{unit}_per_effective_group"
+        costs = {DS_ROUNDS: refs[DS_ROUNDS][key], DS_STREAM: refs[DS_STREAM][key]}
+        labels = {"sara": "sara", "sara-auto": auto if auto in by_label else "sara-auto"}
+        labels["sara-history"] = "sara-history"
+        for name, label in labels.items():
+            if label in by_label:
+                costs[name] = by_label[label][key]
+        parts[unit] = decomposition(costs)
+    return parts
+
+
+def recommend(out) -> dict:
+    """Should I stream DS, or use SARA, and which variant?  Tokens are what a step's generation
+    costs, so the variants are judged by tokens per effective group against DS streamed (by
+    rollouts where a length is missing): the cheapest exact variant whose whole 95 % interval is
+    below DS streamed's; else DS streamed.  Streaming DS alone is told beside it (DS streamed /
+    DS by rounds, with its interval), and a history-informed strategy whose replayed cost is
+    lower still is named for a finite pool of revisited prompts."""
+    k = out["k"]
+    unit = "tokens" if out["mean_tokens_pass"] and out["mean_tokens_fail"] else "rollouts"
+    key = f"{unit}_vs_ds_stream"
+    exact = [v for v in out["variants"] if v["source"] == "exact" and v["strategy"] != "ds"]
+    sure = [v for v in exact if (v.get("interval") or {}).get(key) and v["interval"][key][1] < 1]
+    boot = (out.get("bootstrap") or {}).get("ratios", {})
+    stream = boot.get(f"ds stream / {DS_ROUNDS}", {}).get(unit)
+    ref_rounds = out["references"][DS_ROUNDS][f"{unit}_per_effective_group"]
+    ref_stream = out["references"][DS_STREAM][f"{unit}_per_effective_group"]
+    streaming = {"ratio": _ratio(ref_stream, ref_rounds), "interval": stream}
+    if sure:
+        top = min(sure, key=lambda v: v[key])
+        rec = {"strategy": top["strategy"], "label": top["label"], "flags": top["flags"],
+               key: top[key], "interval": top["interval"][key]}  # fmt: skip
+        if top["strategy"] == "sara" and "--tau-low" in top["flags"]:
+            rec["tau_low"] = out["best_tau"]["tau_low"]
+        lo, hi = top["interval"][key]
+        why = (f"{top['label']} streamed takes {top[key]:.3f}x DS streamed's {unit} per effective "
+               f"group (95% CI {lo:.3f}..{hi:.3f})")  # fmt: skip
+    else:
+        rec = {"strategy": "ds", "label": "ds stream", "flags": f"--strategy ds --k {k} "
+               "--schedule stream", key: 1.0, "interval": None}  # fmt: skip
+        best = min(exact, key=lambda v: v[key] if v[key] is not None else math.inf, default=None)
+        why = "no SARA variant's interval is below DS streamed's"
+        if best is not None and best[key] is not None:
+            why += f" (the best, {best['label']}: {best[key]:.3f}x)"
+    rec["schedule"] = "stream"
+    rec["unit"] = unit
+    rec["streaming"] = streaming
+    s_int = "" if stream is None else f", CI {stream[0]:.3f}..{stream[1]:.3f}"
     rec["reason"] = (
-        f"exact theory on this history: ds {out['ds']['rollouts_per_effective_group']:.2f} "
-        f"rollouts per effective group, sara(tau_low={best['tau_low']:.3g}) "
-        f"{best['rollouts_per_effective_group']:.2f} ({best['savings_vs_ds']:+.1%} saved"
-        + (f", 95% CI {ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "")
-        + f"); Bayes-optimal stopping {out['bayes_optimal']['rollouts_per_effective_group']:.2f}"
+        f"exact theory on this history: {why}; streaming DS alone takes "
+        f"{_fmt(streaming['ratio'])}x DS by rounds' {unit} (N = {out['groups']}{s_int})"
     )
-    informed = [
-        r
-        for r in out.get("replay", [])
-        if r["strategy"] in INFORMED and r["rollouts_per_effective_group"] is not None
-    ]
+    informed = [v for v in out["variants"] if v["source"] == "replay" and v[key] is not None]
     if informed:
-        top = min(informed, key=lambda r: r["rollouts_per_effective_group"])
-        sara = {r["strategy"]: r for r in out["replay"]}["sara"]["rollouts_per_effective_group"]
-        if sara is None or top["rollouts_per_effective_group"] < sara:
+        top = min(informed, key=lambda v: v[key])
+        if rec[key] is None or top[key] < rec[key]:
             rec["informed"] = {
                 "strategy": top["strategy"],
-                "flags": f"--strategy {top['strategy']} --k {k} --task-size N",
-                "replay_savings_vs_ds": top["savings_vs_ds"],
-            }
+                "flags": top["flags"],
+                key: top[key],
+                "replay_savings_vs_ds": next(r["savings_vs_ds"] for r in out["replay"]
+                                             if r["strategy"] == top["strategy"]),
+            }  # fmt: skip
     return rec
 
 
-def format_report(out) -> str:
-    def f(x, spec=".2f"):
-        return "-" if x is None or not math.isfinite(x) else format(x, spec)
+def _fmt(x, spec=".3f"):
+    return "-" if x is None or not math.isfinite(x) else format(x, spec)
 
+
+def format_report(out) -> str:
+    f = _fmt
     boot = out.get("bootstrap") or {}
     lines = [
         f"audit: {out['prompts']} prompts x {out['passes']} pass(es) x k={out['k']}: "
-        f"mean success {out['mean_success']:.3f}, P(mixed group) {out['p_mixed']:.3f}",
-        f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'vs ds':>8}{'95% CI':>18}",
+        f"mean success {out['mean_success']:.3f}, P(mixed group) {out['p_mixed']:.3f}; "
+        f"tokens a passing / failing rollout {f(out['mean_tokens_pass'], '.1f')} / "
+        f"{f(out['mean_tokens_fail'], '.1f')}",
+        f"references (exact; N = {out['groups']} groups a step):",
     ]
-    entries = [("ds", out["ds"], boot.get("ds"))]
+    names = {DS_STREAM: "DS streamed (k / P(mixed))", DS_ROUNDS: "DS by rounds (batches of N)",
+             DS_3N: "DS by rounds (3N, verl)"}  # fmt: skip
+    for ref, label in names.items():
+        r = out["references"][ref]
+        lines.append(f"  {label:<30}{f(r['rollouts_per_effective_group'], '.2f'):>9} rollouts"
+                     f"{f(r['tokens_per_effective_group'], '.1f'):>10} tokens per effective "
+                     "group")  # fmt: skip
+    lines.append(f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'roll/DSs':>9}{'tok/DSs':>9}"
+                 f"{'95% CI tok/DSs':>18}")  # fmt: skip
+    entries = [("ds stream", out["ds"], boot.get("ds"))]
     entries += [
         (f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}")) for r in out["sara"]
     ]
@@ -259,20 +465,35 @@ def format_report(out) -> str:
             (f"best tau={out['best_tau']['tau_low']:.3g}", out["best_tau"], boot.get("best_tau")),
             ("bayes-optimal", out["bayes_optimal"], boot.get("bayes-optimal")),
         ]
+    if out.get("bayes_optimal_tokens") is not None:
+        entries.append(("bayes-optimal tokens", out["bayes_optimal_tokens"],
+                        boot.get("bayes-optimal tokens")))  # fmt: skip
     for name, r, b in entries:
-        ci = (b or {}).get("savings_vs_ds")
-        cis = f"{ci[0]:+.1%}..{ci[1]:+.1%}" if ci else "-"
+        ci = (b or {}).get("token_savings_vs_ds")
+        cis = f"{1 - ci[1]:.3f}..{1 - ci[0]:.3f}" if ci else "-"
         lines.append(
-            f"{name:<22}{f(r['rollouts_per_effective_group']):>9}"
-            f"{f(r['tokens_per_effective_group'], '.1f'):>10}{f(r['savings_vs_ds'], '+.1%'):>8}"
+            f"{name:<22}{f(r['rollouts_per_effective_group'], '.2f'):>9}"
+            f"{f(r['tokens_per_effective_group'], '.1f'):>10}"
+            f"{f(_complement(r['savings_vs_ds'])):>9}{f(_complement(r['token_savings_vs_ds'])):>9}"
             f"{cis:>18}"
         )
     for r in out.get("replay", []):
         lines.append(
-            f"replay {r['strategy']:<15}{f(r['rollouts_per_effective_group']):>9}{'':>10}"
-            f"{f(r['savings_vs_ds'], '+.1%'):>8}"
+            f"replay {r['strategy']:<15}{f(r['rollouts_per_effective_group'], '.2f'):>9}"
+            f"{f(r['tokens_per_effective_group'], '.1f'):>10}   (replayed by rounds: "
+            f"{f(_complement(r['token_savings_vs_ds']))}x its DS by rounds' tokens)"
         )
-    lines.append(f"recommended: {out['recommended']['flags']}  ({out['recommended']['reason']})")
-    if "informed" in out["recommended"]:
-        lines.append(f"  with revisited prompts: {out['recommended']['informed']['flags']}")
+    for unit in ("rollouts", "tokens"):
+        parts = (out.get("decomposition") or {}).get(unit)
+        if parts:
+            lines.append(f"where the saving over DS by rounds comes from (share of its {unit}):")
+            lines += decomposition_text(parts)
+    rec = out["recommended"]
+    lines.append(f"recommended: {rec['flags']}  ({rec['reason']})")
+    if "informed" in rec:
+        lines.append(f"  with revisited prompts (a finite pool): {rec['informed']['flags']}")
     return "\n".join(lines)
+
+
+def _complement(saving):
+    return None if saving is None else 1.0 - saving

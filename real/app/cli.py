@@ -40,6 +40,7 @@ from real.tasks import TASKS
 from sara_sim.core.errors import ParameterError, ascii_float, ascii_int, check_float
 from sara_sim.core.files import one_line, run_cli
 from sara_sim.core.informed import RULES
+from sara_sim.core.registry import PRICED_IN
 
 # ---------------------------------------------------------------- flags from dataclasses
 
@@ -211,7 +212,7 @@ def _config_flags(p, strategy, out) -> None:
     one per section (GRPO, strategy, engine), titled by its docstring. `strategy` adds the
     subcommand's own strategy flag at the top of the strategy group, `out` its --out."""
     choices = {"task": TASKS, "dtype": DTYPES, "old_logprobs": ("engine", "recompute")}
-    choices |= {"trainer": ("native", "trl"), "rule": RULES}
+    choices |= {"trainer": ("native", "trl"), "rule": RULES, "priced_in": PRICED_IN}
     add_flags(p, Config, NOT_FLAGS, choices, RUN_GROUP, {"": out, "knobs": strategy})
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from real.app.resume import check_run_folder
 from real.app.run import check_config, check_spec, train
 from real.base import env as _env  # noqa: F401
-from real.base.config import split_spec
+from real.base.config import Spec, split_spec
 from real.io.enginelog import engine_log
 from real.io.runfolder import RUN_FILES, has_checkpoint, holds_run
 from real.io.runlog import SUMMARY_KEYS as COLUMNS  # one list: printed by validate, tabled here
@@ -21,6 +21,15 @@ from real.models.resolve import resolve_model
 from real.rollout import collect as rollout  # the module: a test may swap make_engine
 from sara_sim.core.errors import ParameterError
 from sara_sim.core.files import atomic_save, dumps_json
+from sara_sim.sim.baselines import (
+    CHAIN,
+    DS_3N,
+    DS_ROUNDS,
+    DS_STREAM,
+    decomposition,
+    decomposition_text,
+    ratio,
+)
 
 
 def check_compare(cfg, strategies: list[str]) -> dict:
@@ -60,17 +69,33 @@ def check_compare(cfg, strategies: list[str]) -> dict:
     checked = {}
     for a in strategies:
         resume = cfg.resume and has_checkpoint(out / a, cfg.trainer)
-        checked[a] = check_config(_run_cfg(cfg, a, resume))
+        try:
+            checked[a] = check_config(_run_cfg(cfg, a, resume))
+        except ParameterError as e:  # a setting the entry's own suffix made: name the entry
+            entry = split_spec(a)
+            if {"--schedule": entry.schedule, "--priced-in": entry.priced_in}.get(e.parameter):
+                raise ParameterError("--strategies", f"{a}: {_message(e)}") from None
+            raise
     return checked
 
 
+def _message(e: ParameterError) -> str:
+    return str(e)[len(e.parameter) + 2 :]
+
+
 def _run_cfg(cfg, spec: str, resume: bool):
-    """The run of one entry of the list, in its own folder (NAME+no-carry: NAME, carry off)."""
-    name, carry = split_spec(spec)
-    knobs = replace(cfg.knobs, carry=cfg.knobs.carry and carry)
+    """The run of one entry of the list, in its own folder (real.base.config.split_spec:
+    NAME+no-carry: carry off; +stream / +rounds: its schedule; +tokens: priced in tokens)."""
+    entry = split_spec(spec)
+    knobs = replace(
+        cfg.knobs,
+        carry=cfg.knobs.carry and entry.carry,
+        schedule=entry.schedule or cfg.knobs.schedule,
+        priced_in=entry.priced_in or cfg.knobs.priced_in,
+    )
     out = Path(cfg.out) / spec
     return replace(
-        cfg, strategy=name, knobs=knobs, out=str(out), resume=resume, overwrite=not resume
+        cfg, strategy=entry.name, knobs=knobs, out=str(out), resume=resume, overwrite=not resume
     )
 
 
@@ -122,17 +147,20 @@ def _run_compare(cfg, strategies, engine, checked):
                     _point(a, r["step"] + 1, r["cum_rollouts"], r["cum_tokens"], r["eval_accuracy"])
                 )
     table = vs_ds(pd.DataFrame(rows, columns=COLUMNS), strategies)
+    table = against_references(table, strategies, cfg.knobs)
     curves = pd.DataFrame(curves)
     atomic_write(out / "compare.csv", table.to_csv(index=False))  # undefined: an empty cell
     atomic_write(out / "compare_eval.csv", curves.to_csv(index=False))
     record = {"table": table.to_dict("records"), "eval": curves.to_dict("records")}
+    record |= {k: table.attrs[k] for k in ("references", "chain", "decomposition")}
     atomic_write(out / "compare.json", dumps_json(record))  # undefined: null
     return table, curves
 
 
 def vs_ds(table, strategies):
-    """The method's headline: cost per effective group relative to DS; undefined (nan) where
-    either run had no effective group (its cost per effective group is undefined)."""
+    """Cost per effective group relative to the entry named "ds" (DS by rounds unless the compare
+    streams); undefined (nan) where either run had no effective group (its cost per effective
+    group is undefined).  The references a saving is told against: ``against_references``."""
     import numpy as np
     import pandas as pd
 
@@ -144,6 +172,106 @@ def vs_ds(table, strategies):
         ratio = v / ref if np.isfinite(ref) and ref > 0 else v * np.nan
         table[c.replace("_per_effective_group", "") + "_vs_ds"] = ratio
     return table
+
+
+REF_TAGS = ((DS_STREAM, "ds_stream"), (DS_ROUNDS, "ds_rounds"), (DS_3N, "ds_verl3n"))
+UNITS = ("rollouts", "tokens")
+
+
+def _role(spec: str, knobs) -> Spec:
+    """An entry as it ran: its strategy, carry, schedule and pricing (its suffixes, else the
+    compare's flags)."""
+    e = split_spec(spec)
+    return Spec(e.name, e.carry and knobs.carry, e.schedule or knobs.schedule,
+                e.priced_in or knobs.priced_in)  # fmt: skip
+
+
+def against_references(table, strategies, knobs):
+    """Each entry against DS streamed (the entry ds run with schedule stream: every group it
+    samples is used) and DS by rounds (ds by rounds; verl's 3N: ds-verl3n), as the simulator
+    tells them (``sara_sim.sim.baselines``): columns ROLL/TOK_vs_ds_stream, _vs_ds_rounds,
+    _vs_ds_verl3n where that entry ran; `table.attrs`: the references (entry names), the entries
+    the chain DS by rounds -> DS streamed -> sara -> sara-auto -> sara-history took (SARA's
+    streamed ones first, since they follow DS streamed; in tokens the ones priced in tokens
+    first) and the decomposition of the saving along it, per unit."""
+    roles = {a: _role(a, knobs) for a in strategies}
+    refs = {}
+    for a, r in roles.items():
+        if r.name == "ds":
+            refs.setdefault(DS_STREAM if r.schedule == "stream" else DS_ROUNDS, a)
+        elif r.name == "ds-verl3n" and r.schedule == "rounds":
+            refs.setdefault(DS_3N, a)
+    cost = {}
+    for unit in UNITS:
+        col = f"{unit}_per_effective_group"
+        values = _floats(table[col])
+        cost[unit] = dict(zip(table["strategy"], values, strict=True))
+        for ref, tag in REF_TAGS:
+            if ref in refs:
+                base = cost[unit][refs[ref]]
+                table[f"{unit}_vs_{tag}"] = [ratio(v, base) for v in values]
+    chain, parts = {}, {}
+    for unit in UNITS:
+        picked = {ref: refs[ref] for ref in (DS_ROUNDS, DS_STREAM) if ref in refs}
+        for name in CHAIN[2:]:
+            mine = [a for a, r in roles.items() if r.name == name and r.carry]
+            if mine:  # streamed first; then priced in this unit
+                want = "tokens" if unit == "tokens" else "rollouts"
+                picked[name] = min(mine, key=lambda a: (roles[a].schedule != "stream",
+                                                        roles[a].priced_in != want))  # fmt: skip
+        chain[unit] = picked
+        parts[unit] = decomposition({n: cost[unit][a] for n, a in picked.items()})
+    table.attrs.update(references=refs, chain=chain, decomposition=parts)
+    return table
+
+
+def _floats(column) -> list:
+    """A column's values as floats, None where undefined."""
+    import math
+
+    out = []
+    for v in column:
+        v = None if v is None else float(v)
+        out.append(None if v is None or not math.isfinite(v) else v)
+    return out
+
+
+def reference_text(table) -> str:
+    """The block under the compare table: each entry against DS streamed and DS by rounds, and
+    where the saving over DS by rounds comes from; without a DS streamed run, a line saying how
+    to get the reference."""
+    refs = table.attrs.get("references") or {}
+    if not refs:
+        return ""
+    lines = [""]
+    if DS_STREAM not in refs:
+        lines.append("(no DS streamed run: add ds+stream to --strategies for the reference a "
+                     "saving is told against)")  # fmt: skip
+    heads = {DS_STREAM: "DSs", DS_ROUNDS: "DSr", DS_3N: "DS3N"}
+    cols = [(tag, heads[ref]) for ref, tag in REF_TAGS if ref in refs]
+    named = ", ".join(f"{heads[r]} = {refs[r]}" for r, _ in REF_TAGS if r in refs)
+    lines.append(f"against DS streamed and DS by rounds ({named}): ratios of rollouts | tokens "
+                 "per effective group")  # fmt: skip
+    width = max(12, *(len(str(a)) for a in table["strategy"]))
+    lines.append(f"{'strategy':<{width}}"
+                 + "".join(f"{'roll/' + h:>10}{'tok/' + h:>10}" for _, h in cols))  # fmt: skip
+    for _, r in table.iterrows():
+        cells = [(r[f"rollouts_vs_{t}"], r[f"tokens_vs_{t}"]) for t, _ in cols]
+        lines.append(f"{r['strategy']:<{width}}" + "".join(
+            f"{_cell(a, 10, '.3f')}{_cell(b, 10, '.3f')}" for a, b in cells))  # fmt: skip
+    for unit in UNITS:
+        parts = table.attrs["decomposition"][unit]
+        if parts:
+            used = ", ".join(f"{n} = {a}" for n, a in table.attrs["chain"][unit].items()
+                             if n in CHAIN[2:])  # fmt: skip
+            lines.append(f"where the saving over DS by rounds comes from (share of its {unit}; "
+                         f"{used}):")  # fmt: skip
+            lines += decomposition_text(parts)
+    return "\n".join(lines)
+
+
+def _cell(v, width, spec):  # missing (e.g. no effective group): a dash, never "nan"
+    return ("-" if v is None or v != v else format(v, spec)).rjust(width)
 
 
 def step_frame(out, strategies):
@@ -237,18 +365,17 @@ SHOWN = (
 def format_table(table, curves) -> str:
     """The compare table and the evaluation curve, at most 100 characters wide."""
     cols = [c for c in SHOWN if c[0] in table.columns]
-
-    def cell(v, width, spec):  # missing (e.g. no effective group): a dash, never "nan"
-        return ("-" if v is None or v != v else format(v, spec)).rjust(width)
-
     lines = [
         "strategy comparison (same model start, seed and effective groups per step)",
-        "roll/eff, tok/eff: rollouts, completion tokens per effective group; vs ds: ratio to ds",
+        "roll/eff, tok/eff: rollouts, completion tokens per effective group; vs ds: ratio to the "
+        "ds entry",
         f"{'strategy':<12}" + "".join(" " + h.rjust(w) for _, h, w, _ in cols),
     ]
     for _, r in table.iterrows():
-        cells = "".join(" " + cell(r[c], w, f) for c, _, w, f in cols)
+        cells = "".join(" " + _cell(r[c], w, f) for c, _, w, f in cols)
         lines.append(f"{r['strategy']:<12}{cells}")
+    if reference_text(table):
+        lines.append(reference_text(table))
     lines += ["", "held-out pass@1 (cumulative rollouts) after N optimizer steps; 0 = start model"]
     names = list(curves["strategy"].unique())
     lines.append(f"{'steps done':<12}" + "".join(f" {a[:16]:>16}" for a in names))

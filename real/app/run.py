@@ -46,7 +46,7 @@ from sara_sim.core.errors import (
     check_schedule,
 )
 from sara_sim.core.files import read_input
-from sara_sim.core.registry import row
+from sara_sim.core.registry import PRICED_IN, row
 
 # generated tasks: they take --task-size
 FINITE_OPTION = ("arithmetic", "countdown", "reasoning", "reasoning-long")
@@ -137,15 +137,17 @@ def check_strategy(name: str, flag: str = "--strategy") -> str:
     return row(name, "real", flag).name
 
 
-def check_spec(spec: str, flag: str = "--strategies") -> tuple[str, bool]:
-    """A compare's entry: a strategy, or a carrying one with +no-carry -> (name, carry)."""
-    name, carry = split_spec(spec)
+def check_spec(spec: str, flag: str = "--strategies"):
+    """A compare's entry: a strategy, with the suffixes of `split_spec` (+no-carry: a carrying
+    one) -> its Spec."""
+    entry = split_spec(spec)
+    name = entry.name
     check_strategy(name, flag)
-    if not carry and name not in CARRIERS:
+    if not entry.carry and name not in CARRIERS:
         raise ParameterError(
             flag, f"{spec}: {name} carries nothing; {NO_CARRY} takes one of {', '.join(CARRIERS)}"
         )
-    return name, carry
+    return entry
 
 
 def check_run_fields(cfg) -> None:
@@ -234,6 +236,7 @@ def check_knobs(a, k: int) -> None:
     check_int(a.max_inflight, "--max-inflight", 0, k)
     check_float(a.overprovision, "--overprovision", 1.0)
     check_float(a.request_cost, "--request-cost", 0.0)  # sara-auto's only: build_collector
+    check_choice(a.priced_in, "--priced-in", PRICED_IN)  # which strategies: build_collector
 
 
 def check_ints(obj, **lowest) -> None:

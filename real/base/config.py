@@ -20,6 +20,7 @@ True
 
 import sys
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 # every seed flag's range (validate, compare, audit, serve, make-tiny): the same as sara-sim's
 from sara_sim.core.errors import SEED_MAX, check_seed  # noqa: F401  (re-exported)
@@ -133,7 +134,8 @@ class StrategyConfig:
     selector_target: float = 0.5
     """sara-mopps: the success rate candidates are ranked toward, in [0, 1]"""
     schedule: str = "rounds"
-    """rounds (a barrier per round) | stream (round-free: ds, sara/-eb/-auto/-history)"""
+    """rounds (a barrier per round) | stream (round-free: ds and the sara strategies, the
+    history and selector ones included)"""
     max_inflight: int = SARA.max_inflight
     """sara: rollouts a prompt has in flight at once, in [0, k] (0 = its plan's own requests)"""
     overprovision: float = SARA.overprovision
@@ -142,6 +144,11 @@ class StrategyConfig:
     request_cost: float = SARA.request_cost
     """sara-auto: a request's price in rollouts, >= 0; its plan minimises rollouts + this x
     requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
+    priced_in: str = SARA.priced_in
+    """sara-auto, and the price rule of sara-history/-mopps/-dps: what a plan minimises per
+    effective group: rollouts | tokens (a rollout priced by its outcome's mean length, learned
+    from the run's own rollouts); refused for a strategy without a price (in a compare:
+    NAME+tokens)"""
 
 
 @dataclass
@@ -298,17 +305,41 @@ CARRIERS = tuple(
     n for n in names("real") if row(n).family in ("sara", "sara-history", "sara-select")
 )
 NO_CARRY = "+no-carry"
+# a compare entry's suffixes: +no-carry (carry off), +stream / +rounds (its schedule, whatever
+# --schedule says), +tokens (its plan priced in tokens, whatever --priced-in says)
+SUFFIXES = ("no-carry", "stream", "rounds", "tokens")
 
 
-def split_spec(spec: str) -> tuple[str, bool]:
-    """A compare's strategy entry -> (strategy, carry).
+class Spec(NamedTuple):
+    """A compare's entry: the strategy and what its suffixes set (None: the compare's flag)."""
+
+    name: str
+    carry: bool = True
+    schedule: str | None = None
+    priced_in: str | None = None
+
+
+def split_spec(spec: str) -> Spec:
+    """A compare's strategy entry, NAME[+SUFFIX...] -> its Spec; a ParameterError naming
+    --strategies for an unknown or clashing suffix (the name is checked by the caller).
 
     >>> split_spec("sara+no-carry"), split_spec("ds")
-    (('sara', False), ('ds', True))
+    (Spec(name='sara', carry=False, schedule=None, priced_in=None), Spec(name='ds', carry=True, \
+schedule=None, priced_in=None))
+    >>> split_spec("sara-auto+stream+tokens")
+    Spec(name='sara-auto', carry=True, schedule='stream', priced_in='tokens')
     """
-    if isinstance(spec, str) and spec.endswith(NO_CARRY):
-        return spec[: -len(NO_CARRY)], False
-    return spec, True
+    from sara_sim.core.errors import ParameterError
+
+    name, *words = str(spec).split("+")
+    bad = [w for w in words if w not in SUFFIXES]
+    if bad or len(set(words)) != len(words) or {"stream", "rounds"} <= set(words):
+        allowed = ", ".join("+" + w for w in SUFFIXES)
+        raise ParameterError(
+            "--strategies", f"{spec}: suffixes are {allowed}, each once (+stream or +rounds)"
+        )
+    schedule = next((w for w in words if w in ("stream", "rounds")), None)
+    return Spec(name, "no-carry" not in words, schedule, "tokens" if "tokens" in words else None)
 
 
 # The history strategies learn from revisits: their prompt ids are epoch * size + index.
@@ -336,7 +367,11 @@ def build_collector(
     """
     from sara_sim.collect.collectors import make_collector
     from sara_sim.core.errors import ParameterError, check_int
+    from sara_sim.core.optimal import check_priced_in
 
+    # tokens: refused where the strategy's plan has no price (DS, uniform, the tau rule, the
+    # peers), never run priced in rollouts in silence
+    check_priced_in(name, knobs.priced_in, knobs.rule if name in INFORMED else "tau")
     opts = {f.name: getattr(knobs, f.name) for f in fields(knobs)}
     history = {n: opts.pop(n) for n in ("rho", "kappa", "explore", "max_skip")}
     ratio, target, rule = opts.pop("selector_ratio"), opts.pop("selector_target"), opts.pop("rule")

@@ -38,6 +38,7 @@ COLLECT_KEYS = (
     "cancelled",
     "cancelled_tokens",
     "capped",
+    "priced_lengths",
     "reward_mean",
     "batch_reward_mean",
 )
@@ -95,9 +96,16 @@ def collect_fields(
         "cancelled": cancelled,
         "cancelled_tokens": cancelled_tokens,
         "capped": bool(getattr(res, "capped", False)),
+        # the mean (pass, fail) tokens the step's plans were priced at (--priced-in tokens);
+        # null: priced in rollouts (the default, or no length of both outcomes learned yet)
+        "priced_lengths": _pair(getattr(res, "lengths", None)),
         "reward_mean": reward_mean,
         "batch_reward_mean": batch_reward_mean,
     }
+
+
+def _pair(lengths):
+    return None if lengths is None else [float(x) for x in lengths]
 
 
 def metrics_row(values: dict, *, eval_wins=None, eval_samples=0, initial_wins=None) -> dict:

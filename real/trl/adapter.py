@@ -27,7 +27,7 @@ call), else transformers `generate` (slow, runs anywhere). vLLM rollouts carry t
 seed (resumed runs sample what uninterrupted ones would); HF `generate` is seeded per round.
 
 Schedules (`schedule=`): "rounds" (the default) runs the collector round by round, one batched
-generation call a round; "stream" (ds and the SARA collectors without a selector; a vLLM backend)
+generation call a round; "stream" (ds and the SARA collectors, selectors included; a vLLM backend)
 drives the same collector round-free through the one stream driver (`sara_sim.collect.stream` via
 `real.rollout.streamed`, as `sara-real --schedule stream` does): one seeded engine request per
 planned request (n rollouts) with TRL's token-id prompt, an abandoned prompt's rollouts aborted in
@@ -294,6 +294,8 @@ class SaraRollout:
         outs = generate(self.trainer, self.engine, [e["prompt_ids"] for e in entries], ns, seeds)
         st["gen_s"] += time.perf_counter() - tg
         bits = self._score([(e, ids, lps) for e, out in zip(entries, outs) for ids, lps in out])
+        for r, out in zip(requests, outs, strict=True):  # plans priced in tokens learn
+            self.collector.observe_lengths(r.visit, [len(ids) for ids, _ in out])
         st["round_s"].append(time.perf_counter() - t0)
         ends = np.cumsum(ns).tolist()
         return [bits[e - n : e] for e, n in zip(ends, ns, strict=True)]

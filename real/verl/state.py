@@ -114,13 +114,17 @@ class SaraState:
         return col.visit_seq, n
 
     @_recorded
-    def absorb(self, visit: int, step: int, rewards: list, tokens: int) -> tuple[str, int]:
-        """Rewards (0/1) of the visit's last request and its tokens: (verdict, rollouts of its next
-        request).  Verdicts: CONTINUE (send the next request), FINISHED (a complete mixed group:
-        write it), FAILED (abandoned or saturated: nothing is written)."""
+    def absorb(self, visit: int, step: int, rewards: list, lengths: list) -> tuple[str, int]:
+        """Rewards (0/1) of the visit's last request and each rollout's tokens (in the same
+        order: what plans priced in tokens learn from): (verdict, rollouts of its next request).
+        Verdicts: CONTINUE (send the next request), FINISHED (a complete mixed group: write it),
+        FAILED (abandoned or saturated: nothing is written)."""
         col, books = self.col, self.books[step]
+        if len(lengths) != len(rewards):
+            raise ValueError(f"{len(rewards)} rewards but {len(lengths)} lengths")
         books["rollouts"] += len(rewards)
-        books["tokens"] += int(tokens)
+        books["tokens"] += int(sum(lengths))
+        col.observe_lengths(visit, lengths)
         p = col.open[visit]
         sm = col.rounds
         i = self._slot(visit)

@@ -93,8 +93,8 @@ class SaraAgentLoopWorker(PlainWorker):
                     raise errors[0]
                 new = [int(float(r) >= self.settings.threshold) for r, _ in done]
                 bits += new
-                tokens = sum(t for _, t in done)
-                verdict, n = await self.state.absorb.remote(visit, step, new, tokens)
+                lengths = [int(t) for _, t in done]  # each session's tokens, as its reward
+                verdict, n = await self.state.absorb.remote(visit, step, new, lengths)
         except Exception:
             if visit >= 0 and verdict == CONTINUE:
                 await self.state.lost.remote(visit, step)

@@ -47,9 +47,11 @@ KEYS = (
     "cancelled_per_effective_group", "cancelled_token_share", "steps", "effective_groups",
     "trace_step", "step_occupancy",
 )  # fmt: skip
-# what sim/stream.py drives: DS's family, and SARA's collectors without a selector in front
+# what sim/stream.py drives: DS's family and SARA's collectors (a selector in front included)
 STREAMED = tuple(
-    n for n in names("collector") if row(n).family in ("dynamic-sampling", "sara", "sara-history")
+    n
+    for n in names("collector")
+    if row(n).family in ("dynamic-sampling", "sara", "sara-history", "sara-select")
 )
 
 

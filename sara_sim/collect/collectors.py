@@ -312,8 +312,7 @@ def make_collector(
 
     `schedule`: "rounds" (``collect_step`` with a ``sample`` callback) or "stream" (the collector
     is driven round-free by ``stream.stream_driver`` on an engine that adds, polls and aborts
-    rollouts): checked here against the collector (ds and the SARA collectors without a
-    selector; fixed yield; no overprovision).
+    rollouts): checked here against the collector (ds and the SARA collectors; fixed yield).
 
     >>> make_collector("sara", k=8, groups=4, tau_low=0.3).params.tau_low
     0.3

@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import rounds as sm_step
+from ..core.errors import ParameterError
 from ..core.informed import PromptHistory
 from ..core.optimal import learned_lengths, learned_weights, prior_plan
 from ..core.policy import ABANDON, CONTINUE
@@ -224,6 +225,12 @@ class SaraCollector(_Base):
         res.n_effective = sum(0 < sum(r) < self.k for _, r in res.groups)
         res.carried = len(self.done_groups)
         res.carried_open = len(self.open) + len(self.queue)
+        if self.priced_in == "tokens" and self.finished and not self.tally[1] + self.tally[3]:
+            raise ParameterError(  # a driver that tells no length: never priced in rollouts
+                "priced_in",
+                "tokens needs each rollout's length from the driver (observe_lengths); this "
+                f"one told none for the {len(self.finished)} prompts decided in the step",
+            )
         self.window.append(self.finished)
         self.finished = []
         self.lengths_window.append(self.tally)

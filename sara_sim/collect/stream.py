@@ -17,7 +17,10 @@ booking through its step interface (``begin_step`` / ``open_prompts`` / ``absorb
 1. plans with ``stream_plan.plan_stream`` — the round's order (fills of committed prompts,
    continues of undecided ones while groups are missing, then the probe quota from the running
    commit rate), counting the rollouts already in flight — within the engine's free slots;
-2. opens the fresh prompts through ``open_prompts`` (its prompt source, plans and skips);
+2. opens the fresh prompts through ``open_prompts`` (its prompt source, plans and skips; behind
+   a selector, sara-mopps / sara-dps, the selector ranks ratio x the prompts the quota wants at
+   that completion and the rest are passed over — the round collector's one selection, at the
+   stream's quota; chosen prompts not yet opened wait in the collector's queue, across steps);
 3. sends each request whole, as one engine request (``rc.whole``: the free slots decide whether
    a request starts, never its size — a request cut to the slots left would be sent as two, and
    a served request costs ~13 ms of CPU (client, API server, engine core) whatever its size: as
@@ -95,16 +98,17 @@ class RolloutEngine(Protocol):
 
 def check_stream(col, boundary="carry"):
     """A collector a stream can drive, or a ParameterError naming the flag (before any engine
-    starts): DS's family, or SARA's without a selector, fixed-yield (``rc.overprovision`` scales
-    the stream's probe quota: ``stream_plan._wanted``)."""
+    starts): DS's family, or SARA's — sara-history and the selectors in front of it included —
+    fixed-yield (``rc.overprovision`` scales the stream's probe quota:
+    ``stream_plan._wanted``)."""
     if boundary not in BOUNDARIES:
         allowed = ", ".join(BOUNDARIES)
         raise ParameterError("--boundary", f"must be one of {allowed}, got {boundary!r}")
     family = row(col.name, "collector").family
     if family == "dynamic-sampling":
         return "ds"
-    if not hasattr(col, "rounds") or getattr(col, "selector", None) is not None:
-        what = "stream runs ds and the sara collectors without a selector"
+    if not hasattr(col, "rounds"):  # uniform, the peers: no round state machine to drive
+        what = "stream runs ds and the sara collectors"
         raise ParameterError("--schedule", f"{what}, not {col.name}")
     if col.budget is not None:
         raise ParameterError("--schedule", "stream collects a fixed yield (groups), no budget")

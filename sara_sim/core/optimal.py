@@ -41,6 +41,7 @@ from numba import njit
 from .difficulty import BetaLaw
 from .errors import ParameterError, check_float, check_int, check_k
 from .policy import ABANDON, CONTINUE, FAIL, PASS, threshold_plan
+from .registry import PRICED_IN, row
 from .theory import (
     can_mix,
     check_law,
@@ -204,20 +205,25 @@ def check_request_cost(name, request_cost, probe=0, increment=0, flag="request_c
     return c
 
 
-PRICED_IN = ("rollouts", "tokens")
-
-
 def check_priced_in(name, priced_in, rule="tau", flag="priced_in"):
     """What a plan minimises per effective group: "rollouts", or "tokens" (a rollout priced by
-    its outcome's mean length) — for the Bayes-optimal plans only: sara-auto's, and
-    sara-history's under its price rule; the tau rule has no price."""
+    its outcome's mean length) — for the Bayes-optimal plans only: sara-auto's, and the price
+    rule of the strategies with per-prompt priors (sara-history, and sara-mopps / sara-dps
+    behind their selectors); the tau rule, DS, uniform and the peers have no price, so "tokens"
+    is refused for them (never silently priced in rollouts)."""
     if not isinstance(priced_in, str) or priced_in not in PRICED_IN:
         raise ParameterError(flag, f"must be one of {', '.join(PRICED_IN)}, got {priced_in!r}")
-    priced = name == "sara-auto" or (name == "sara-history" and rule == "price")
-    if priced_in == "tokens" and not priced:
-        raise ParameterError(flag, f"prices sara-auto's plan and sara-history's price rule only, "
-                             f"not {name} (rule {rule})")  # fmt: skip
+    if priced_in == "tokens" and not has_price(name, rule):
+        raise ParameterError(flag, f"prices sara-auto's plan and the price rule of sara-history, "
+                             f"sara-mopps and sara-dps only, not {name} (rule {rule})")  # fmt: skip
     return priced_in
+
+
+def has_price(name, rule="tau"):
+    """Does `name`'s plan minimise a price (``check_priced_in``)?  sara-auto's always; the
+    per-prompt priors' (``informed.py``) under the price rule."""
+    family = row(name).family if isinstance(name, str) else None
+    return name == "sara-auto" or (family in ("sara-history", "sara-select") and rule == "price")
 
 
 def plan_family(belief, k):

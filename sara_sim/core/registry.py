@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from .errors import ParameterError
 
 IMPLEMENTATIONS = ("kernel", "collector", "replay", "real", "verl")
+PRICED_IN = ("rollouts", "tokens")  # what a priced plan minimises per effective group
 
 
 @dataclass(frozen=True)

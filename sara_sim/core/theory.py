@@ -308,3 +308,53 @@ def best_tau(law, k, prior=(1.0, 1.0), probe=0, increment=0, progress=False):
         if cost is not None and (best[1] is None or cost < best[1] - 1e-12):
             best = (float(tau), float(cost), (float(lo), float(hi)))
     return best
+
+
+def ds_rounds_law(p_mixed, k, groups, gen_batch=None, max_batches=10, tol=1e-15):
+    """Exact cost of DS by rounds (verl's dynamic sampling, docs/design.md §3) when each prompt's
+    group mixes with probability `p_mixed`, independently: generation batches of `gen_batch`
+    prompts x k rollouts (default: `groups`, N; verl's recipes 3N) until `groups` mixed groups
+    are kept or `max_batches` batches are spent (0: no cap); the surplus is thrown away.  The
+    kept count after t batches is a sum of binomials, so E[batches] = sum_t P(fewer than N kept
+    after t - 1 batches) and E[effective] = E[min(kept, N)] are exact sums (a batch is drawn
+    whatever its own outcomes, so its rollouts and tokens are k x gen_batch each).  Returns
+    {rollouts_per_step, effective_per_step, batches_per_step, p_capped,
+    rollouts_per_effective_group} (the last None when no group can mix).
+
+    >>> r = ds_rounds_law(0.5, 8, 1)          # one group a step, one prompt a batch: geometric
+    >>> round(r["batches_per_step"], 6), round(r["rollouts_per_effective_group"], 6)
+    (1.998047, 16.0)
+    >>> round(ds_rounds_law(0.5, 8, 4)["rollouts_per_effective_group"], 3)   # the surplus: > 16
+    19.087
+    """
+    from scipy.stats import binom
+
+    k = check_k(k, "k")
+    groups = check_int(groups, "groups", 1)
+    gen_batch = groups if gen_batch is None else check_int(gen_batch, "gen_batch", 1)
+    max_batches = check_int(max_batches, "max_batches", 0)
+    p = check_unit(p_mixed, "p_mixed")
+    step = binom.pmf(np.arange(gen_batch + 1), gen_batch, p)  # mixed groups in one batch
+    kept = np.zeros(groups + 1)  # P(kept = j) for j < N, and P(kept >= N) at N: before batch t
+    kept[0] = 1.0
+    batches, t = 0.0, 0
+    while kept[:groups].sum() > tol and (max_batches == 0 or t < max_batches):
+        open_ = kept[:groups].sum()
+        batches += open_
+        nxt = np.zeros(groups + 1)
+        nxt[groups] = kept[groups]
+        grown = np.convolve(kept[:groups], step)  # the open steps draw one more batch
+        nxt[:groups] += grown[:groups]
+        nxt[groups] += grown[groups:].sum()
+        kept, t = nxt, t + 1
+        if p == 0.0 and max_batches == 0:  # nothing ever mixes and nothing stops it
+            break
+    effective = float(kept @ np.minimum(np.arange(groups + 1), groups))
+    rollouts = float(k * gen_batch * batches)
+    return {
+        "rollouts_per_step": rollouts,
+        "effective_per_step": effective,
+        "batches_per_step": float(batches),
+        "p_capped": float(kept[:groups].sum()) if max_batches else 0.0,
+        "rollouts_per_effective_group": _ratio(rollouts, effective),
+    }

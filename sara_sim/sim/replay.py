@@ -74,6 +74,10 @@ def replay(frame, strategy, epochs, seed=0, k=8, groups=32, serve=None, **kw):
         raise ParameterError(
             "k", f"k={k} exceeds the {int(frame['samples'].min())} recorded samples per record"
         )
+    if kw.get("priced_in", "rollouts") == "tokens":  # never priced in rollouts in silence
+        raise ParameterError(
+            "priced_in", "a replay draws recorded outcomes without lengths: price in rollouts"
+        )
     src = ReplaySource(frame, epochs, seed, serve)
     hist = selector = None
     meta = row(strategy, "replay")

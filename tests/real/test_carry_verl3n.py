@@ -24,7 +24,7 @@ def test_no_carry_on_a_strategy_that_carries_nothing_is_one_line(tmp_path, capsy
     err = _bad(["compare", "--strategies", "ds,sara", "--no-carry", *out], capsys)
     assert "--no-carry: ds carries nothing" in err and "NAME+no-carry" in err
     err = _bad(["compare", "--strategies", "sara+nocarry", *out], capsys)
-    assert "unknown strategy 'sara+nocarry'" in err
+    assert "--strategies: sara+nocarry: suffixes are +no-carry, +stream, +rounds, +tokens" in err
     assert not (tmp_path / "o").exists()
 
 

@@ -23,6 +23,7 @@ def _bad(argv, capsys) -> str:
     return err
 
 
+TOKENS = ["--priced-in", "tokens"]
 VALIDATE_BAD = [
     (["--seed", "-1"], "--seed"),
     (["--lr", "nan"], "--lr"),
@@ -112,7 +113,12 @@ VALIDATE_BAD = [
     (["--request-cost", "1"], "--request-cost"),  # sara's tau rule has no price: sara-auto's
     (["--strategy", "sara-auto", "--request-cost", "1", "--probe", "2"], "--request-cost"),
     (["--schedule", "stream", "--strategy", "uniform"], "--schedule"),
-    (["--schedule", "stream", "--strategy", "sara-dps", "--task-size", "8"], "--schedule"),
+    (["--priced-in", "bytes"], "--priced-in"),
+    (TOKENS, "--priced-in"),  # sara's tau rule has no price to put in tokens
+    (["--strategy", "ds", "--priced-in", "tokens"], "--priced-in"),  # nor DS's whole groups
+    (["--strategy", "mopps", "--task-size", "8", "--priced-in", "tokens"], "--priced-in"),
+    (["--strategy", "sara-history", "--task-size", "8", "--rule", "tau", *TOKENS], "--priced-in"),
+    (["--trainer", "trl", "--strategy", "ds", "--priced-in", "tokens"], "--priced-in"),
     (["--trainer", "trl", "--schedule", "stream", "--strategy", "uniform"], "--schedule"),
     (["--trainer", "trl", "--schedule", "rows"], "--schedule"),
 ]
@@ -361,6 +367,10 @@ def test_every_strategy_knob_reaches_the_collector():
     h, sel = col.informed, col.selector
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (0.5, 2.0, 0.25, 5)
     assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
+    for name in ("sara-auto", "sara-history", "sara-mopps", "sara-dps"):  # the priced plans
+        a = p.parse_args(["validate", "--strategy", name, "--task-size", "16", "--priced-in",
+                          "tokens", "--out", "/tmp/unused"])  # fmt: skip
+        assert check_config(run_config(a)).collector.priced_in == "tokens", name
     ds = ["validate", "--strategy", "ds", "--out", "/tmp/unused"]
     a = p.parse_args([*ds, "--gen-batch-size", "5", "--max-num-gen-batches", "3"])
     col = check_config(run_config(a)).collector
@@ -389,6 +399,7 @@ OTHER_BAD = [
     (["audit", "--train-steps", "-1"], "--train-steps"),
     (["audit", "--temperature", "nan"], "--temperature"),
     (["audit", "--engine-url", "localhost"], "--engine-url"),
+    (["audit", "--groups", "0"], "--groups"),
     (["serve", "--seed", "-1"], "--seed"),  # checked before the process becomes a server
     (["serve", "--dtype", "bogus"], "--dtype"),
     (["serve", "--port", "0"], "--port"),

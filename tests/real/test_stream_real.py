@@ -264,22 +264,35 @@ def test_schedule_flags_reach_the_collector():
     assert check_config(run_config(a)).collector.rc.overprovision == 2.0  # the stream's fill
 
 
+STREAMED_RUNS = {  # strategy: its flags (the history ones on a finite pool, revisited)
+    "sara": [],
+    "sara-history": ["--task-size", "10", "--priced-in", "tokens"],
+    "sara-mopps": ["--task-size", "10"],
+}
+
+
 @pytest.mark.integration
+@pytest.mark.parametrize("name", list(STREAMED_RUNS))
 def test_sara_real_validate_streams_end_to_end_and_resumes(
-    tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
+    name, tiny_dir, engine, hf_model, tmp_path, monkeypatch, capsys
 ):
     """`sara-real validate --schedule stream` at toy size: steps with cancelled counts in their
-    lines; a resumed run samples what an uninterrupted one does; a changed schedule is refused."""
+    lines; a resumed run samples what an uninterrupted one does — per-prompt histories, the
+    selector and the lengths a plan priced in tokens learned included (the checkpoints' collector
+    states are equal); a changed schedule is refused."""
     import json
+
+    import torch
 
     import real.rollout.collect
     from real.app.cli import main
     from real.io.runlog import read_metrics
 
     monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
-    argv = ["validate", "--strategy", "sara", "--schedule", "stream", "--model", str(tiny_dir),
+    argv = ["validate", "--strategy", name, "--schedule", "stream", "--model", str(tiny_dir),
             "--k", "4", "--groups", "3", "--eval-every", "3", "--eval-problems", "8",
             "--eval-samples", "1", "--no-progress", "--seed", "4"]  # fmt: skip
+    argv += STREAMED_RUNS[name]
     try:
         assert main([*argv, "--steps", "3", "--out", str(tmp_path / "ref")]) == 0
         assert main([*argv, "--steps", "2", "--out", str(tmp_path / "cut")]) == 0
@@ -312,6 +325,28 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(
     for r in ref:
         assert r["effective_groups"] == 3 and r["round_sizes"] == []
         assert r["tokens"] >= r["cancelled_tokens"] and r["rollouts"] >= r["cancelled"]
+    states = [
+        torch.load(tmp_path / d / "checkpoint.pt", weights_only=False)["collector"]["collector"]
+        for d in ("ref", "cut")
+    ]
+    assert _comparable(states[0]) == _comparable(states[1])
+    if name != "sara":  # it learned per prompt, and it was checkpointed
+        assert states[0]["informed"]["evidence"]
+    if "tokens" in STREAMED_RUNS[name]:
+        assert states[0]["lengths_window"] and states[0]["step_lengths"] is not None
+
+
+def _comparable(x):
+    """A checkpointed state as plain nested lists and dicts (arrays, deques, objects)."""
+    if isinstance(x, dict):
+        return {k: _comparable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple) or type(x).__name__ == "deque":
+        return [_comparable(v) for v in x]
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return {type(x).__name__: _comparable(vars(x))}
+    return x
 
 
 def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, capsys):

@@ -98,27 +98,50 @@ def test_trl_streams_groups_of_one_prompt_from_one_policy_version(
     assert sum(r["cancelled"] for r in sara.step_log) > 0  # the stream did abort rollouts
 
 
+@pytest.mark.parametrize(
+    "strategy, extra",
+    [("ds", []), ("sara-mopps", ["--task-size", "12", "--priced-in", "tokens"])],
+)
 def test_cli_trl_schedule_stream_runs_and_resumes(
-    tiny_dir, engine, hf_model, tmp_path, monkeypatch
+    strategy, extra, tiny_dir, engine, hf_model, tmp_path, monkeypatch
 ):
     """`sara-real validate --trainer trl --schedule stream`: streamed steps with their cancelled
-    rollouts in the native lines; a --resume restores the stream driver's state and continues."""
+    rollouts in the native lines; a --resume restores the adapter's state (the stream driver's;
+    sara-mopps's histories, selector, queue and the lengths its plan priced in tokens learned)
+    and samples what an uninterrupted run does, step for step."""
+    import torch
+
     import real.rollout.collect
     from real.app.cli import main
     from real.io.runlog import read_metrics
+    from real.trl.backends import STATE_FILE
 
     monkeypatch.setattr(real.rollout.collect, "make_engine", lambda cfg, model_dir: engine)
-    argv = ["validate", "--trainer", "trl", "--schedule", "stream", "--strategy", "ds",
+    argv = ["validate", "--trainer", "trl", "--schedule", "stream", "--strategy", strategy,
             "--model", str(tiny_dir), "--k", "8", "--groups", "4", "--eval-every", "3",
-            "--eval-problems", "8", "--no-progress", "--out", str(tmp_path / "t")]  # fmt: skip
+            "--eval-problems", "8", "--no-progress", *extra]  # fmt: skip
     try:
-        assert main([*argv, "--steps", "2"]) == 0
-        assert main([*argv, "--steps", "3", "--resume"]) == 0
+        assert main([*argv, "--steps", "3", "--out", str(tmp_path / "ref")]) == 0
+        assert main([*argv, "--steps", "2", "--out", str(tmp_path / "t")]) == 0
+        assert main([*argv, "--steps", "3", "--resume", "--out", str(tmp_path / "t")]) == 0
     finally:
         engine.push_weights(hf_model)  # later tests expect the untrained weights
-    rows = read_metrics(tmp_path / "t/metrics.jsonl")
+    rows, ref = (read_metrics(tmp_path / d / "metrics.jsonl") for d in ("t", "ref"))
     assert [r["step"] for r in rows] == [0, 1, 2]
     for r in rows:
         assert r["trainer"] == "trl" and r["effective_groups"] == 4 and r["round_sizes"] == []
         assert 0 <= r["cancelled_tokens"] <= r["tokens"] and r["cancelled"] <= r["rollouts"]
-    assert sum(r["cancelled"] for r in rows) > 0  # DS streamed aborts its surplus groups
+    keys = ("rollouts", "tokens", "cancelled", "cancelled_tokens", "abandoned")
+    assert [[r[x] for x in keys] for r in rows] == [[r[x] for x in keys] for r in ref]
+    if strategy == "ds":
+        assert sum(r["cancelled"] for r in rows) > 0  # DS streamed aborts its surplus groups
+        return
+    states = []
+    for d in ("ref", "t"):  # the newest checkpoint's adapter state (checkpoint-N: N updates)
+        last = max((tmp_path / d / "trl").glob("checkpoint-*"), key=lambda p: int(p.name[11:]))
+        states.append(torch.load(last / STATE_FILE.format(rank=0), weights_only=False))
+    states = [x["collector"] for x in states]
+    assert states[0]["informed"] == states[1]["informed"] and states[0]["informed"]["evidence"]
+    assert states[0]["selector"]["last_state"] == states[1]["selector"]["last_state"]
+    assert list(states[0]["queue"]) == list(states[1]["queue"])
+    assert states[0]["step_lengths"] == states[1]["step_lengths"] is not None

@@ -69,3 +69,19 @@ def test_a_missing_strategy_merges_its_links():
         ("streaming", pytest.approx(0.2)), ("the stopping rule + priors and plans",
                                             pytest.approx(0.1))]  # fmt: skip
     assert decomposition({"ds stream": 8.0, "sara": 7.0}) == []  # no DS by rounds: no reference
+
+
+@pytest.mark.parametrize("ds", ["ds", "ds-verl3n"])
+def test_ds_by_rounds_exact_cost_referees_the_simulator(ds):
+    """``theory.ds_rounds_law``: DS by rounds' rollouts per effective group from P(mixed)
+    alone (generation batches of N, verl's 3N, capped at 10), what the simulator's DS pays."""
+    from sara_sim.core.theory import ds_rounds_law
+    from sara_sim.sim.simulate import simulate, summarize
+
+    law, k, groups = BetaLaw(0.3, 0.6), 8, 6
+    p = plan_law(law, k, [0, 1, k, 1, k])["p_mixed"]
+    exact = ds_rounds_law(p, k, groups, groups * (3 if ds == "ds-verl3n" else 1))
+    s = summarize(simulate(ds, law, k=k, groups=groups, steps=400, replicates=4, seed=1))
+    se = s["cost_per_effective_group_se"]
+    assert abs(s["cost_per_effective_group"] - exact["rollouts_per_effective_group"]) < 4 * se
+    assert exact["rollouts_per_effective_group"] > k / p  # the surplus thrown away

@@ -19,12 +19,15 @@ from real.verl.settings import SaraSettings
 from real.verl.state import CONTINUE, FAILED, FINISHED, SaraState, make_collector_for
 
 K, GROUPS, STEPS = 8, 6, 5
-CASES = {
-    "sara": {"tau_low": 0.3},
-    "sara-eb": {"tau_low": 0.3, "eb_window": 2},
-    "sara-auto": {},
-    "sara-history": {"rule": "tau", "explore": 0.0},
+CASES = {  # label: (strategy, options)
+    "sara": ("sara", {"tau_low": 0.3}),
+    "sara-eb": ("sara-eb", {"tau_low": 0.3, "eb_window": 2}),
+    "sara-auto": ("sara-auto", {}),
+    # priced in tokens: the plan learns the lengths the workers report (failures 2.5x longer)
+    "sara-auto tokens": ("sara-auto", {"priced_in": "tokens"}),
+    "sara-history": ("sara-history", {"rule": "tau", "explore": 0.0}),
 }
+LENGTH = {1: 10, 0: 25}  # tokens of a passing / failing rollout
 
 
 def outcomes(n_prompts, seed=0):
@@ -47,6 +50,7 @@ def reference(strategy, options, seq):
             at = used.get(r.visit, 0)
             out.append(seq[r.prompt_id][at : at + r.n])
             used[r.visit] = at + r.n
+            col.observe_lengths(r.visit, [LENGTH[x] for x in out[-1]])  # as a round driver tells
         return out
 
     col.observer = lambda d: decided[-1].append((d.prompt_id, d.decision, d.n, d.s))
@@ -57,6 +61,18 @@ def reference(strategy, options, seq):
     return decided
 
 
+def run_prompt(state, step, pid, seq):
+    """One prompt as verl's worker runs it: opened, each request sent once the last returned
+    (its rewards and each rollout's tokens reported), to its verdict."""
+    visit, n = state.open(f"u{pid}", pid, step)
+    got, verdict = 0, CONTINUE if n else FAILED
+    while verdict == CONTINUE:
+        bits = seq[pid][got : got + n]
+        got += n
+        verdict, n = state.absorb(visit, step, bits, [LENGTH[x] for x in bits])
+    return verdict
+
+
 def verl_side(strategy, options, seq, per_step):
     """SaraState fed the reference's decided prompts of each step, one prompt at a time."""
     s = SaraSettings(strategy, K, GROUPS, epoch_size=len(seq), options=options)
@@ -65,26 +81,41 @@ def verl_side(strategy, options, seq, per_step):
     for step, prompts in enumerate(per_step, start=1):
         decided.append([])
         for pid, *_ in prompts:
-            visit, n = state.open(f"u{pid}", pid, step)
-            got, verdict = 0, CONTINUE if n else FAILED
-            while verdict == CONTINUE:
-                bits = seq[pid][got : got + n]
-                got += n
-                verdict, n = state.absorb(visit, step, bits, tokens=len(bits))
+            verdict = run_prompt(state, step, pid, seq)
             d = state.decided
             decided[-1].append((pid, d.decision, d.n, d.s))
             assert verdict == (FINISHED if 0 < d.s < K and d.n == K else FAILED)
     return decided
 
 
-@pytest.mark.parametrize("strategy", list(CASES))
-def test_decisions_identical_to_make_collector(strategy):
+@pytest.mark.parametrize("case", list(CASES))
+def test_decisions_identical_to_make_collector(case):
+    strategy, options = CASES[case]
     seq = outcomes(400)
-    ref = reference(strategy, CASES[strategy], seq)
+    ref = reference(strategy, options, seq)
     assert sum(map(len, ref)) > 3 * GROUPS  # prompts were decided in every step
-    mine = verl_side(strategy, CASES[strategy], seq, ref)
+    mine = verl_side(strategy, options, seq, ref)
     for step, (a, b) in enumerate(zip(ref, mine)):
-        assert sorted(a) == sorted(b), f"{strategy}: step {step + 1} decided differently"
+        assert sorted(a) == sorted(b), f"{case}: step {step + 1} decided differently"
+
+
+def test_plans_priced_in_tokens_learn_the_lengths_verl_reports():
+    """sara-auto priced in tokens in verl: the step after the first prices its plan at the mean
+    lengths the workers reported (pass 10, fail 25 tokens), and its plan stops the long fail
+    side no later than the plan priced in rollouts does."""
+    seq = outcomes(400)
+    plans = {}
+    for priced in ("rollouts", "tokens"):
+        s = SaraSettings("sara-auto", K, GROUPS, epoch_size=len(seq), options={"priced_in": priced})
+        state = SaraState(s)
+        for pid in range(40):
+            run_prompt(state, 1, pid, seq)
+        state.open("u-next", 40, 2)  # verl's next step: the collector's step ends and begins
+        plans[priced] = (state.res.lengths, list(state.col.plan))
+    assert plans["rollouts"][0] is None and plans["tokens"][0] == (10.0, 25.0)
+    assert plans["tokens"][1][2] <= plans["rollouts"][1][2]  # the fail side's stop
+    with pytest.raises(ValueError, match="lengths"):
+        SaraState(SaraSettings("sara", K, GROUPS)).absorb(1, 1, [1, 0], [3])
 
 
 def test_the_reference_is_the_run_collector():
