@@ -134,18 +134,20 @@ WALLCLOCK_COLUMNS = (  # (JSON key, header, digits)
 )
 
 
-def wallclock_deepscaler_results() -> dict:
-    """`sara-sim WALLCLOCK --json` for seeds 0 and 1: {seed: its rows}."""
+def sara_sim_json(command: str) -> dict:
+    """What `sara-sim COMMAND --json` prints, run in this process."""
     from sara_sim.cli import main
 
-    out = {}
-    for seed in ("0", "1"):
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            if main([*WALLCLOCK.split(), "--seed", seed, "--json"]) != 0:
-                raise RuntimeError(f"sara-sim {WALLCLOCK} --seed {seed} failed")
-        out[seed] = json.loads(printed.getvalue())["rows"]
-    return out
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        if main([*command.split(), "--json"]) != 0:
+            raise RuntimeError(f"sara-sim {command} failed")
+    return json.loads(printed.getvalue())
+
+
+def wallclock_deepscaler_results() -> dict:
+    """`sara-sim WALLCLOCK --json` for seeds 0 and 1: {seed: its rows}."""
+    return {seed: sara_sim_json(f"{WALLCLOCK} --seed {seed}")["rows"] for seed in ("0", "1")}
 
 
 def wallclock_deepscaler() -> list[str]:
@@ -169,6 +171,106 @@ def claims_table() -> list[str]:
     from .claims_table import claim_table, markdown_lines
 
     return markdown_lines(claim_table(_claims()))
+
+
+def claims_verdicts() -> list[str]:
+    """The claims' table cut to the claim, the paper's number, the verdict and the seeds."""
+    from .claims_table import claim_table, markdown_lines
+
+    return markdown_lines(claim_table(_claims())[["claim", "paper", "verdict", "seeds"]])
+
+
+# The saving against the strongest baseline, DS streamed, split by its source: the paper-like
+# setting of benchmarks/wallclock.py (the engine model's gpu preset with 256 slots: saturated)
+SAVING = (
+    "wallclock --difficulty history:deepscaler --epoch 0-52 --k 8 --groups 64 --steps 40 "
+    "--schedule stream --max-num-seqs 256 --strategies ds,sara,sara-auto,sara-history"
+)
+# each row adds one source of the saving to the row above it (sara_sim.sim.baselines.CHAIN)
+SAVING_ROWS = (
+    ("ds rounds", "DS by rounds (a generation batch of N)", "-"),
+    ("ds stream", "DS streamed", "streaming: no round barrier, no surplus"),
+    ("sara", "sara", "the stopping rule (the paper's uniform prior)"),
+    ("sara-auto", "sara-auto", "fitted priors and Bayes-optimal plans"),
+    ("sara-history", "sara-history", "per-prompt history across epochs"),
+)
+COSTS = (  # (JSON key of a cost per effective group, header)
+    ("wall_per_effective_group_s", "wall time"),
+    ("tokens_per_effective_group", "tokens"),
+    ("rollouts_per_effective_group", "rollouts"),
+)
+
+
+def saving_sources_results() -> dict:
+    """`sara-sim SAVING --json`: every row, the references and the decomposition."""
+    return sara_sim_json(SAVING)
+
+
+def _saving_costs() -> tuple[dict, dict]:
+    """({name in SAVING_ROWS: its costs per effective group}, the run's settings)."""
+    got = _results("saving-sources")
+    costs = {name: ref for name, ref in got["references"].items()}
+    costs |= {r["strategy"]: r for r in got["rows"] if r["strategy"] != "ds"}
+    return costs, got
+
+
+def saving_sources() -> list[str]:
+    """The command and, per source of the saving, the strategy that adds it with its costs per
+    effective group over DS streamed's; last, the floor: k rollouts in every effective group."""
+    costs, got = _saving_costs()
+    ref = costs["ds stream"]
+    lines = ["```bash", f".venv/bin/sara-sim {SAVING}   # ~10 s", "```", ""]
+    lines.append("| strategy | adds | " + " | ".join(f"{h} / DS streamed" for _, h in COSTS) + " |")
+    lines.append("|---|---|" + "---|" * len(COSTS))
+    for name, label, adds in SAVING_ROWS:
+        cells = [f"{costs[name][key] / ref[key]:.2f}" for key, _ in COSTS]
+        lines.append(f"| {label} | {adds} | " + " | ".join(cells) + " |")
+    floor = got["k"] / ref["rollouts_per_effective_group"]
+    lines.append(f"| the floor | k rollouts in every effective group | - | - | {floor:.2f} |")
+    return lines
+
+
+def saving_shares() -> list[str]:
+    """The same run's saving over DS by rounds, split along the chain: each source's share of
+    DS by rounds' wall time, tokens and rollouts (sara_sim.sim.baselines.decomposition)."""
+    parts = _results("saving-sources")["decomposition"]
+    kinds = {"wall time": "wall", "tokens": "tokens", "rollouts": "rollouts"}
+    lines = ["| source | from -> to | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * 3]
+    for i, p in enumerate(parts["wall"]):
+        shares = [f"{100 * parts[kind][i]['share']:.1f} %" for kind in kinds.values()]
+        lines.append(f"| {p['source']} | {p['from']} -> {p['to']} | " + " | ".join(shares) + " |")
+    totals = [f"{100 * sum(x['share'] for x in parts[kind]):.1f} %" for kind in kinds.values()]
+    return lines + ["| total | ds rounds -> sara-history | " + " | ".join(totals) + " |"]
+
+
+K_BOUND_LENGTHS = "--len-pass 2000 --len-fail 3500"
+
+
+def k_bound() -> list[str]:
+    """Exact theory's bound on stopping inside a group at k 8, 16 and 32 (`sara-sim optimal`):
+    the Bayes-optimal plan's rollouts and the token-priced plan's tokens over DS's."""
+    from sara_sim.core.difficulty import fit_beta_binomial, load_history
+
+    frame = load_history("deepscaler")
+    a, b = fit_beta_binomial(frame["correct"], frame["samples"])
+    fit = f"beta:{a:.6f},{b:.6f}"
+    cases = [("history:deepscaler --epoch 0-52", "DeepScaleR, recorded", 8)]
+    cases += [(fit, "DeepScaleR, beta-binomial fit", k) for k in (8, 16, 32)]
+    cases += [("beta:0.3,0.3", "U-shaped Beta(0.3, 0.3)", k) for k in (8, 16, 32)]
+    lines = [
+        "| law | k | DS: rollouts / eff. group | optimal plan: rollouts / DS "
+        "| token-priced plan: tokens / DS |",
+        "|---|---|---|---|---|",
+    ]
+    for law, label, k in cases:
+        got = sara_sim_json(f"optimal --difficulty {law} --k {k} {K_BOUND_LENGTHS}")
+        rolls = 1 - got["savings_vs_ds"]
+        toks = 1 - got["token_priced_token_savings_vs_ds"]
+        lines.append(
+            f"| {label} (`{law}`) | {k} | {got['ds_cost_per_effective_group']:.2f} "
+            f"| {rolls:.3f} | {toks:.3f} |"
+        )
+    return lines
 
 
 def claims_budget() -> list[str]:
@@ -214,6 +316,10 @@ BLOCKS = {  # name: its generator (the block's lines)
     "replay-held-out": replay_held_out,
     "wallclock-deepscaler": wallclock_deepscaler,
     "claims-table": claims_table,
+    "claims-verdicts": claims_verdicts,
+    "saving-sources": saving_sources,
+    "saving-shares": saving_shares,
+    "k-bound": k_bound,
     "claims-budget": claims_budget,
     "claims-reasoning-long": claims_reasoning_long,
 }
@@ -223,6 +329,7 @@ SIMULATED = {
     "compare-deepscaler": compare_deepscaler_results,
     "replay-held-out": replay_held_out_results,
     "wallclock-deepscaler": wallclock_deepscaler_results,
+    "saving-sources": saving_sources_results,
 }
 RESULTS = REPO / "benchmarks" / "results" / "docs"
 

@@ -1,7 +1,7 @@
 """The real-model half of SARA: the same strategy driving a vLLM engine inside a GRPO loop.
 
 Layered subpackages; each imports only its own layer and the ones below it
-(`tests/core/test_layers.py` reads every import, lazy ones included; real/README.md, "Layout"):
+(`tests/core/test_layers.py` reads every import, lazy ones included; docs/design.md §6):
 
     base      env (process environment before torch / vllm), config (Config, its sections, the
               collector built from them)

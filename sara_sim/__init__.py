@@ -2,7 +2,7 @@
 
 predictor (core.beta.p_eff) -> stopping rule (core.policy) -> round schedule (core.schedule)
 -> collectors (collect) -> simulator (sim) | real loop (real/) | trainer integrations;
-the layers are drawn in sara_sim/README.md.
+the layers are drawn in docs/design.md §6.
 
 The public API is ``__all__`` (tests/core/test_public_api.py holds it); everything else is an
 internal module. The exports validate their arguments (``ParameterError`` naming the parameter);

@@ -117,7 +117,7 @@ def test_the_main_job_on_a_clone_with_nothing_beside_it(clone):
     stamp_before = stamp.read_bytes() if stamp.exists() else None
     out = clone / "figs"
     proc, wall = _run(
-        ["bash", "scripts/run.sh", str(out)],
+        _main_job(out),
         cwd=clone,
         env=env,
         timeout=1500,
@@ -136,6 +136,14 @@ def test_the_main_job_on_a_clone_with_nothing_beside_it(clone):
     ]
     assert not missing, f"run.sh did not write {missing}\n{proc.stdout[-3000:]}"
     assert f"({len(names)} figures in {out})" in proc.stdout
+
+
+def _main_job(out) -> list[str]:
+    """The main job's command as README.md shows it (`bash scripts/run.sh [DIR]`), DIR = out."""
+    from doc_code import documented
+
+    (line,) = [x for _, x in documented("setup") if "scripts/run.sh" in x]
+    return [str(out) if w == "[DIR]" else w for w in line.split()]
 
 
 def _figure_names(clone, env):

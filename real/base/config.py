@@ -29,7 +29,7 @@ from sara_sim.core.registry import HISTORY, SARA, DSParams, names, row
 STRATEGIES = names("real")  # sara_sim.core.registry: the one list of strategies
 DTYPES = ("float32", "bfloat16", "float16", "auto")  # the engine's dtype choices
 _DS = DSParams()
-# real/train/grpo.py's advantage estimators (grpo: the default; README "Advantage estimators")
+# real/train/grpo.py's advantage estimators (grpo: the default; docs/real-loop.md)
 ESTIMATORS = ("grpo", "dr-grpo", "rloo", "reinforce++")
 # the estimators TRL's GRPOTrainer computes itself (scale_rewards "group" / "none"): its "batch"
 # still subtracts the group mean, so neither RLOO nor REINFORCE++ can be asked of it
@@ -56,7 +56,7 @@ class GRPOConfig:
     std_norm: bool = True
     """grpo: group advantages divided by std (off = dr-grpo)"""
     estimator: str = "grpo"
-    """advantage: grpo | dr-grpo | rloo | reinforce++ (real/train/grpo.py; README: effective)"""
+    """advantage: grpo | dr-grpo | rloo | reinforce++ (real/train/grpo.py; docs/real-loop.md)"""
     max_grad_norm: float = 1.0
     """gradient clipping"""
     old_logprobs: str = "engine"
@@ -143,7 +143,7 @@ class StrategyConfig:
     probes for up to this many times the missing groups, tapering as the step fills (fuller)"""
     request_cost: float = SARA.request_cost
     """sara-auto: a request's price in rollouts, >= 0; its plan minimises rollouts + this x
-    requests per effective group (0 = rollouts only; ~2 on the served toy: real/README.md)"""
+    requests per effective group (0 = rollouts only; ~2 on the served toy: docs/results.md)"""
     priced_in: str = SARA.priced_in
     """sara-auto, and the price rule of sara-history/-mopps/-dps: what a plan minimises per
     effective group: rollouts | tokens (a rollout priced by its outcome's mean length, learned

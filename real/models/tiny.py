@@ -20,7 +20,8 @@ with a difficulty-dependent rate — a spread from all-pass to all-fail, and a p
 by 10-20 points within 30 steps (see the benchmark), unlike the exact model's few points.
 `TinySettings.reasoning()` (task `reasoning`) learns right worked traces, one step per column or
 digit, and stops while it still fails many of the long ones: its failing traces are longer than
-its passing ones because hard problems are long (real/README.md, the reasoning setting).
+its passing ones because hard problems are long (benchmarks/investigations/claim_run, the
+reasoning models).
 `TinySettings.reasoning_long()` (task `reasoning-long`) continues from that model on traces that
 sometimes lose the thread and run long to a wrong answer: its failures are long within a prompt.
 The tokenizer and network: `real.models.tiny_net`; SFT targets: `real.models.tiny_targets`; the

@@ -59,7 +59,7 @@ def server_env() -> dict:
     # third, worker process, and the engine core spins (sched_yield) waiting for each step's
     # result: ~36 % of its samples (py-spy), CPU taken from the worker, the API server and the
     # client on the shared cores — served engine CPU per effective group 0.19-0.21 s -> 0.10-0.12
-    # (benchmarks/stream_real.py, real/README.md)
+    # (benchmarks/stream_real.py, benchmarks/investigations/stream_real)
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     return env

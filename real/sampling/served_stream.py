@@ -14,7 +14,8 @@ which the round path uses: its connection pool (httpcore 1.0.9) walks every pool
 for each idle one counts the pool again and polls its socket, at every request's start and end —
 quadratic in the connections, and a stream holds hundreds. Profiled (py-spy, GIL samples) on the
 reasoning benchmark, that bookkeeping was ~60 % of this thread's CPU; with aiohttp sara-auto's
-client CPU per effective group fell from 0.053 s to ~0.016 s (real/README.md, served).
+client CPU per effective group fell from 0.053 s to ~0.016 s
+(benchmarks/investigations/stream_real).
 
 Why SSE: aborting a group (whole: `StreamEngine._whole_groups`) cancels its task, which
 closes its connection, and vLLM turns a client disconnect into an abort of the request — its

@@ -81,7 +81,7 @@ def advantages(
 
     Effective: a group contributes a gradient iff one of its advantages is non-zero. Under grpo,
     dr-grpo and rloo a saturated group's are all zero, so only mixed groups count; under
-    reinforce++ a saturated group's are not (real/README.md, "Advantage estimators").
+    reinforce++ a saturated group's are not (docs/real-loop.md, advantage estimators).
 
     >>> advantages([[1, 0], [1, 1]], "dr-grpo"), advantages([[1, 0], [1, 1]], "rloo")
     ([[0.5, -0.5], [0.0, 0.0]], [[1.0, -1.0], [0.0, 0.0]])

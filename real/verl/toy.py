@@ -78,10 +78,6 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 def verl_config(model_dir, train_path, overrides=()):
     """verl's ppo_trainer config for the tiny model on CPU (no model is loaded by it); the toy
     agent loop's registry file goes beside the train file."""
-    import verl.trainer.main_ppo as main_ppo
-    from hydra import compose, initialize_config_dir
-
-    folder = os.path.join(os.path.dirname(main_ppo.__file__), "config")
     base = [
         f"actor_rollout_ref.model.path={model_dir}",
         f"+actor_rollout_ref.model.custom_chat_template={CHAT_TEMPLATE!r}",
@@ -107,8 +103,19 @@ def verl_config(model_dir, train_path, overrides=()):
         "trainer.n_gpus_per_node=0",
         "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
     ]
+    return compose(base + list(overrides))
+
+
+def compose(overrides):
+    """verl's ppo_trainer config with `overrides` (Hydra's command-line syntax), composed as
+    verl's main_ppo composes its command line: a key verl's config lacks needs a `+`."""
+    import verl.trainer.main_ppo as main_ppo
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    folder = os.path.join(os.path.dirname(main_ppo.__file__), "config")
     with initialize_config_dir(config_dir=folder, version_base=None):
-        return compose(config_name="ppo_trainer", overrides=base + list(overrides))
+        return hydra_compose(config_name="ppo_trainer", overrides=list(overrides))
 
 
 def sara_lines(strategy: str = "sara"):

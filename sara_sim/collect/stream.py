@@ -24,10 +24,10 @@ booking through its step interface (``begin_step`` / ``open_prompts`` / ``absorb
 3. sends each request whole, as one engine request (``rc.whole``: the free slots decide whether
    a request starts, never its size — a request cut to the slots left would be sent as two, and
    a served request costs ~13 ms of CPU (client, API server, engine core) whatever its size: as
-   much as ~39 tokens, real/README.md; the engine queues the excess, at most k - 1 rollouts over
-   its slots), and lands each finished rollout as a one-rollout request through ``absorb`` (the
-   same rule, the same booking); an abandoned prompt's rollouts still in flight are aborted at
-   once (their tokens are paid).
+   much as ~39 tokens, benchmarks/investigations/stream_real; the engine queues the excess, at
+   most k - 1 rollouts over its slots), and lands each finished rollout as a one-rollout request
+   through ``absorb`` (the same rule, the same booking); an abandoned prompt's rollouts still in
+   flight are aborted at once (their tokens are paid).
 
 The step ends when `groups` groups are committed and complete.  Then (``boundary``):
 

@@ -61,7 +61,7 @@ def _wanted(rc, deficit):
     x 1 at its end) keeps few extra prompts open when the step ends, where "abort" / "fresh" pay
     for them: on the wall-clock model an untapered x2 cost sara 6 % more rollouts per group and
     a slower wall than the tapered one (benchmarks/investigations/stream_fill/stream_fill.py;
-    real/README.md)."""
+    benchmarks/investigations/stream_real)."""
     if rc.overprovision == 1.0:  # off by default: the exact-theory streams stay bit-identical
         return deficit
     return deficit + (rc.overprovision - 1.0) * deficit * deficit / rc.groups

@@ -1,6 +1,6 @@
-"""Both packages' layers import only downward: sara_sim's core -> collect -> sim -> cli
-(sara_sim/README.md) and real's base -> io -> tasks -> models -> sampling -> rollout ->
-train | trl | verl -> app (real/README.md; train, trl and verl are siblings: none imports another).
+"""Both packages' layers import only downward (docs/design.md §6): sara_sim's core -> collect ->
+sim -> cli and real's base -> io -> tasks -> models -> sampling -> rollout -> train | trl | verl
+-> app (train, trl and verl are siblings: none imports another).
 
 Read from the source with ``ast`` (nothing is imported), so a new upward import fails here with
 the file, the line and the two layers named. real/ may import sara_sim; sara_sim never imports

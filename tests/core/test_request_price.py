@@ -103,8 +103,9 @@ def test_a_dearer_request_never_buys_more_requests_and_ends_at_ds(law):
 
 def test_on_the_served_runs_law_two_rollouts_a_request_price_sara_out():
     """The served benchmark's own law (DS's prompts of its committed 64-step run): at price 0
-    the optimum abandons, at two rollouts a request (what a request cost there: real/README.md)
-    DS's plan is the cheapest of all, for the law as the belief and for sara-auto's fitted Beta."""
+    the optimum abandons, at two rollouts a request (what a request cost there:
+    benchmarks/investigations/stream_real) DS's plan is the cheapest of all, for the law as the
+    belief and for sara-auto's fitted Beta."""
     runs = Path(__file__).parents[2] / "benchmarks/results/stream_real"
     path = runs / "served_whole_requests_decision.json"
     rec = np.asarray(json.loads(path.read_text())["law"]["prompts"]).reshape(-1, 2)

@@ -1,22 +1,20 @@
-"""Every `sara-real` / real-benchmark command that README.md and real/README.md show is run here,
-at small sizes, so a documented command can never fail silently again (as `validate --strategy
+"""Every `sara-real` / real-benchmark command that README.md and docs/*.md show is run here, at
+small sizes, so a documented command can never fail silently again (as `validate --strategy
 sara-history --task-size 256` once did on its first argument check).
 
-Commands are read from the ```bash blocks; sizes are shrunk (steps, groups, evaluation), the model
-is the test-sized tiny model and every --out goes under a temporary folder (keeping the names, so
-a documented `--resume` continues the run the block before it started). The shared engine stands
-in for building one per command; commands for a GPU (CUDA device, a hub model) are parsed and
-checked, not run."""
+Commands are read from the ```bash blocks (tests/doc_code.py); sizes are shrunk (steps, groups,
+evaluation), the model is the test-sized tiny model and every --out goes under a temporary folder
+(keeping the names, so a documented `--resume` continues the run the block before it started).
+The shared engine stands in for building one per command. The commands that need a server run
+in test_serve.py against its servers; those for a GPU (a check-only block: a CUDA device, a hub
+model) are parsed and checked in tests/core/test_doc_code.py."""
 
-import re
 import shlex
 from pathlib import Path
 
 import pytest
+from doc_code import documented
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = (ROOT / "README.md", ROOT / "real" / "README.md")
-PROGRAMS = (".venv/bin/sara-real", ".venv/bin/python benchmarks/real_compare.py")
 SMALL = {"--steps": "2", "--groups": "4", "--eval-every": "2", "--eval-problems": "8"}
 
 
@@ -26,15 +24,8 @@ def served(line: str) -> bool:
 
 
 def documented_commands() -> list[tuple[str, str]]:
-    """(doc name, command line) for every documented command of the real half."""
-    found = []
-    for doc in DOCS:
-        for block in re.findall(r"```bash\n(.*?)```", doc.read_text(), flags=re.S):
-            for line in block.replace("\\\n", " ").splitlines():
-                line = re.sub(r"\s+#.*$", "", line).strip()  # a trailing comment
-                if line.startswith(PROGRAMS):
-                    found.append((doc.name, line))
-    return found
+    """(page, command line) for every documented command of the real half that runs here."""
+    return [(b.page, line) for b, line in documented("sara-real", check_only=False)]
 
 
 def _shrink(args: list[str], tmp: Path, tiny_dir) -> list[str]:
@@ -84,7 +75,7 @@ def test_every_documented_command_runs(
     tiny_dir, shared_engine, tmp_path, monkeypatch, capsys, script
 ):
     import real.rollout.collect
-    from real.app.cli import build_parser, main
+    from real.app.cli import main
 
     engine = shared_engine
 
@@ -106,11 +97,6 @@ def test_every_documented_command_runs(
         cmd, rest = words[1], words[2:]
         if cmd == "make-tiny":
             assert main(["make-tiny", "--test-size", "--out", str(tiny_dir)]) == 0
-            ran.append(line)
-            continue
-        if "cuda" in rest:
-            # the GPU recipe: its flags must parse (hub model and CUDA are not here)
-            build_parser().parse_args([cmd, *rest])
             ran.append(line)
             continue
         argv = [cmd, *_shrink(rest, tmp_path, tiny_dir)]

@@ -299,34 +299,47 @@ def _run_example(cmd, tmp_path, timeout):
     return [json.loads(x) for x in res.stdout.splitlines() if x.startswith('{"rank"')]
 
 
+def _documented_examples():
+    """The example's command lines docs/trl.md shows: (examples/trl_sara.py runs, the
+    accelerate launch)."""
+    from doc_code import documented
+
+    lines = [line for _, line in documented("example")]
+    return [x for x in lines if "accelerate" not in x], [x for x in lines if "accelerate" in x]
+
+
 @pytest.mark.integration
-def test_readme_example_runs(tiny_dir, tmp_path, monkeypatch, capsys):
-    """examples/trl_sara.py is the README's "Use SARA in TRL" code, run with the documented
-    flags (in this process: TRL is imported once per session), then resumed."""
+def test_documented_example_runs(tiny_dir, tmp_path, monkeypatch, capsys):
+    """examples/trl_sara.py run with the flags docs/trl.md shows, one command after the other
+    (in this process: TRL is imported once per session): 3 steps, then resumed for one more."""
     import runpy
 
     monkeypatch.chdir(tmp_path)
     main = runpy.run_path(str(ROOT / "examples/trl_sara.py"), run_name="example")["main"]
 
-    def run(*flags):
-        main(["--model", str(tiny_dir), *flags])
+    def run(line):
+        main(["--model", str(tiny_dir), *line.split()[2:]])
         lines = capsys.readouterr().out.splitlines()
         return [json.loads(x) for x in lines if x.startswith('{"rank"')]
 
-    rows = run("--steps", "3")
+    first, resumed = _documented_examples()[0]
+    assert "--resume" in resumed
+    rows = run(first)
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert all(r["effective_groups"] == r["groups"] == 4 for r in rows)
     assert (tmp_path / "runs/trl-sara/checkpoint-2/sara_rollout_rank0.pt").is_file()
-    assert [r["step"] for r in run("--steps", "4", "--resume")] == [3]  # one more step
+    assert [r["step"] for r in run(resumed)] == [3]  # one more step
 
 
 @pytest.mark.integration
 def test_two_processes_with_accelerate_launch(tiny_dir, tmp_path):
     """The scale-out path: each process collects its own share (gloo on CPU)."""
-    launch = [str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu"]
-    launch += ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
-    launch += ["--dynamo_backend", "no", "--main_process_port", "29533"]
-    cmd = [*launch, str(ROOT / "examples/trl_sara.py"), "--model", str(tiny_dir), "--steps", "3"]
+    (line,) = _documented_examples()[1]  # as docs/trl.md shows it, on a port of our own
+    words = line.split()
+    words[0] = str(Path(sys.executable).parent / "accelerate")
+    at = words.index("examples/trl_sara.py")
+    words[at] = str(ROOT / words[at])
+    cmd = [*words[:at], "--main_process_port", "29533", *words[at:], "--model", str(tiny_dir)]
     rows = _run_example(cmd, tmp_path, 500)
     assert sorted((r["rank"], r["step"]) for r in rows) == [
         (a, s) for a in (0, 1) for s in range(3)
@@ -351,23 +364,48 @@ def test_benchmark_runs_small(tiny_dir, capsys):
 
 
 @pytest.mark.integration
-def test_readme_trl_snippet_runs_as_printed(tiny_dir, tmp_path, monkeypatch):
-    """The README's "Its core:" code block, executed as printed (the tiny model and the run
-    folder redirected): the example a reader copies must train."""
-    import re
+def test_documented_trl_code_runs_as_printed(tiny_dir, tmp_path, monkeypatch):
+    """The python block of the docs that uses the real half — docs/trl.md's core of the example
+    — executed as printed (the tiny model and the run folder redirected): the example a reader
+    copies must train."""
+    from doc_code import python_blocks
 
     import real.models.tiny
 
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Use SARA in TRL") :]
-    code = re.search(r"Its core:\n\n```python\n(.*?)```", section, flags=re.S).group(1)
+    (block,) = python_blocks(real=True)
     monkeypatch.setattr(real.models.tiny, "build_tiny", lambda *a, **kw: tiny_dir)
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102  (our own documentation)
+    exec(compile(block.text, str(block), "exec"), scope)  # noqa: S102  (our own documentation)
     state = scope["trainer"].state
     assert state.global_step == 5
     rollouts = [
         h["sara/effective_groups"] for h in state.log_history if "sara/effective_groups" in h
     ]
     assert rollouts and all(r == 4 for r in rollouts)  # 32 rows / 8 = 4 mixed groups per step
+
+
+def test_the_documented_gpu_recipe_names_only_settings_that_exist():
+    """docs/trl.md's GPU block (check-only: CUDA, a hub model) compiles, and every keyword it
+    gives GRPOConfig, SaraRollout and GRPOTrainer is one they take."""
+    import ast
+    import dataclasses
+    import inspect
+
+    from doc_code import blocks
+    from trl import GRPOConfig, GRPOTrainer
+
+    from real import SaraRollout, StrategyConfig
+
+    (block,) = [b for b in blocks() if b.lang == "python" and b.check_only]
+    takes = {
+        "GRPOConfig": {f.name for f in dataclasses.fields(GRPOConfig)},
+        "SaraRollout": set(inspect.signature(SaraRollout).parameters)
+        | {f.name for f in dataclasses.fields(StrategyConfig)},
+        "GRPOTrainer": set(inspect.signature(GRPOTrainer).parameters),
+    }
+    calls = [n for n in ast.walk(ast.parse(block.text)) if isinstance(n, ast.Call)]
+    given = {(c.func.id, kw.arg) for c in calls if getattr(c.func, "id", None) in takes
+             for kw in c.keywords}  # fmt: skip
+    assert {name for name, _ in given} == set(takes)
+    assert not [(n, kw) for n, kw in given if kw not in takes[n]]

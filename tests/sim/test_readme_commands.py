@@ -1,6 +1,7 @@
-"""Every `sara-sim` command documented in README.md (```bash blocks, lines starting
-`.venv/bin/sara-sim`) and in the sara-sim module docstrings runs, at small sizes, and exits 0
-with strict JSON where it prints JSON — so a documented command can never break silently again.
+"""Every `sara-sim` command documented in README.md and docs/*.md (```bash blocks, lines starting
+`.venv/bin/sara-sim`; tests/doc_code.py reads them) and in the sara-sim module docstrings runs,
+at small sizes, and exits 0 with strict JSON where it prints JSON — so a documented command can
+never break silently again. So does the documented `python -m paper_figs` (two figures).
 
 Optional parts ``[--flag VALUE]`` are run *with* the option; placeholders (PATH, A0,B0, a,b) are
 filled in (PATH: the packaged histories' file, so a path works where the built-in name does);
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doc_code import documented
 
 from sara_sim.cli import app as cli
 from sara_sim.cli import replay as cli_replay
@@ -37,20 +39,9 @@ SMALL = {  # subcommand -> flags replaced (or appended) to keep each run to a fe
 }
 
 
-def _bash_lines(text):
-    lines, inside = [], False
-    for line in text.splitlines():
-        if line.strip().startswith("```"):
-            inside = line.strip() == "```bash"
-            continue
-        if inside:
-            lines.append(line)
-    return lines
-
-
 def readme_commands():
-    lines = _bash_lines((REPO / "README.md").read_text())
-    return [ln.strip() for ln in lines if ln.strip().startswith(".venv/bin/sara-sim ")]
+    """The documented `sara-sim` command lines of every page, in order."""
+    return [line for _, line in documented("sara-sim")]
 
 
 def docstring_commands():
@@ -80,7 +71,7 @@ def to_argv(line, out_dir):
     return argv
 
 
-def test_the_readme_documents_every_subcommand():
+def test_the_docs_document_every_subcommand():
     used = {line.split()[1] for line in readme_commands()}
     assert {"theory", "optimal", "simulate", "compare", "verify", "bench", "replay"} <= used
     assert "figures" in used and len(readme_commands()) >= 9
@@ -109,8 +100,24 @@ def test_documented_command_runs(line, capsys, monkeypatch, tmp_path):
         assert (tmp_path / "figs" / "fig1_p_eff.png").is_file()
 
 
+def test_documented_figures_command_runs(tmp_path, monkeypatch):
+    """`python -m paper_figs` as the docs show it, its optional parts included (so its --only
+    keeps it to a few figures), into an empty folder."""
+    from paper_figs.__main__ import main as figures
+
+    (line,) = [line for _, line in documented("figures")]
+    argv = shlex.split(re.sub(r"\[([^\]]*)\]", r"\1", line))[3:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "figs")
+    assert "--only" in argv
+    monkeypatch.chdir(tmp_path)
+    assert figures(argv) == 0
+    only = argv[argv.index("--only") + 1].split(",")
+    assert len(list((tmp_path / "figs").glob("*.png"))) == len(only)
+
+
 def test_readme_command_through_the_console_script():
-    """The first README command exactly as a user types it (the installed `sara-sim` script)."""
+    """The first documented command exactly as a user types it (the installed `sara-sim`
+    script)."""
     script = Path(sys.executable).parent / "sara-sim"
     assert script.is_file(), f"console script missing beside {sys.executable}"
     argv = to_argv(readme_commands()[0], None)

@@ -4,7 +4,6 @@ its documented command."""
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -285,9 +284,12 @@ def test_recorded_lengths_through_the_cli(capsys, tmp_path):
 
 def test_documented_command(capsys):
     """The README's wallclock command (smaller), strict JSON with ratios to ds."""
-    readme = (REPO / "README.md").read_text()
-    line = next(x for x in readme.splitlines() if x.startswith(".venv/bin/sara-sim wallclock"))
-    argv = re.sub(r"\s*#.*", "", line).split()[1:]
+    from doc_code import documented
+
+    line = next(
+        x for b, x in documented("sara-sim") if b.page == "README.md" and " wallclock " in x
+    )
+    argv = line.split()[1:]
     argv[argv.index("--steps") + 1] = "3"
     assert main([*argv, "--json"]) == 0
     got = json.loads(capsys.readouterr().out, parse_constant=lambda t: pytest.fail(t))
