@@ -149,9 +149,9 @@ def check_peer(python: Path) -> None:
     res = subprocess.run([str(python), "-c", ask], capture_output=True, text=True)
     if res.returncode:
         raise ParameterError(
-            "--cgrpo-python", f"{python} has no trl-cgrpo ({res.stderr.strip().splitlines()[-1]}); "
-            f"run `{SETUP}`",
-        )  # fmt: skip
+            "--cgrpo-python",
+            f"{python} has no trl-cgrpo ({res.stderr.strip().splitlines()[-1]}); run `{SETUP}`",
+        )
 
 
 def config(a, seed: int):
@@ -187,17 +187,33 @@ def our_run(strategy: str, cfg, model_dir: Path, out: Path) -> dict:
         args, ds, [_reward(task, RewardGuard(task.reward))], strategy, collector=collector
     )
     _, wall = train(
-        GRPOTrainer, model_dir, cfg.seed, out, reward_funcs=sara.reward_funcs, args=args,
-        train_dataset=ds, rollout_func=sara,
-    )  # fmt: skip
+        GRPOTrainer,
+        model_dir,
+        cfg.seed,
+        out,
+        reward_funcs=sara.reward_funcs,
+        args=args,
+        train_dataset=ds,
+        rollout_func=sara,
+    )
     steps = [
-        {"rollouts": s["rollouts"], "tokens": s["tokens"], "groups": s["groups"],
-         "effective": s["effective_groups"], "calls": s["rounds"],
-         "reward_mean": s["reward_mean"]}
+        {
+            "rollouts": s["rollouts"],
+            "tokens": s["tokens"],
+            "groups": s["groups"],
+            "effective": s["effective_groups"],
+            "calls": s["rounds"],
+            "reward_mean": s["reward_mean"],
+        }
         for s in sara.step_log
-    ]  # fmt: skip
-    return {"strategy": strategy, "seed": cfg.seed, "steps": steps, "calibrations": [],
-            "wall_s": round(wall, 1)}  # fmt: skip
+    ]
+    return {
+        "strategy": strategy,
+        "seed": cfg.seed,
+        "steps": steps,
+        "calibrations": [],
+        "wall_s": round(wall, 1),
+    }
 
 
 def run_one(strategy, cfg, plan, a, model_dir: Path, out: Path) -> dict:
@@ -369,8 +385,10 @@ def table(runs: list[dict], ref: str = "ds") -> str:
 
 def per_seed(runs: list[dict]) -> str:
     """One line per run: the counts the table is made of."""
-    head = ("strategy seed rollouts tokens cal_rollouts cal_tokens groups effective "
-            "accuracy start wall_s").split()  # fmt: skip
+    head = (
+        "strategy seed rollouts tokens cal_rollouts cal_tokens groups effective "
+        "accuracy start wall_s"
+    ).split()
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for t in runs:
         vals = [t["strategy"], t["seed"], t["rollouts"], t["tokens"], t["calibration_rollouts"],
@@ -451,7 +469,7 @@ def bench(a, plan, out: Path, argv) -> None:
             "budgets": plan["budgets"],
             "calibration": a.calibration,
             "recalibrate_every": a.recalibrate_every,
-        },  # fmt: skip
+        },
         "packages": {
             "ours": {p: version(p) for p in ("trl", "transformers", "accelerate", "torch")},
             "peer": peer,
@@ -465,22 +483,24 @@ def bench(a, plan, out: Path, argv) -> None:
 
 def report(doc: dict) -> str:
     s, pkgs = doc["settings"], doc["packages"]
-    return "\n".join([
-        f"# {doc['command']}",
-        f"# task {s['task']}, model: {doc['model']}; {s['steps']} steps x {s['groups']} groups "
-        f"x k {s['k']}, "
-        f"lr {s['lr']}, held-out {s['eval']}; cgrpo budgets {s['budgets']}, calibration "
-        f"{s['calibration']} problems every {s['recalibrate_every']} optimizer steps",
-        f"# ours: {json.dumps(pkgs['ours'])}; peer: {json.dumps(pkgs['peer'])}",
-        f"# wall {doc['wall_s']} s",
-        *([f"# note: {doc['note']}"] if "note" in doc else []),
-        "",
-        "mean over seeds (ratio to ds: geometric mean of per-seed ratios [90 % t-interval]):",
-        table(doc["runs"]),
-        "",
-        "per run:",
-        per_seed(doc["runs"]),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"# {doc['command']}",
+            f"# task {s['task']}, model: {doc['model']}; {s['steps']} steps x {s['groups']} groups "
+            f"x k {s['k']}, "
+            f"lr {s['lr']}, held-out {s['eval']}; cgrpo budgets {s['budgets']}, calibration "
+            f"{s['calibration']} problems every {s['recalibrate_every']} optimizer steps",
+            f"# ours: {json.dumps(pkgs['ours'])}; peer: {json.dumps(pkgs['peer'])}",
+            f"# wall {doc['wall_s']} s",
+            *([f"# note: {doc['note']}"] if "note" in doc else []),
+            "",
+            "mean over seeds (ratio to ds: geometric mean of per-seed ratios [90 % t-interval]):",
+            table(doc["runs"]),
+            "",
+            "per run:",
+            per_seed(doc["runs"]),
+        ]
+    )
 
 
 if __name__ == "__main__":

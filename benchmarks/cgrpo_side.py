@@ -102,9 +102,13 @@ class Books:
         for n in real_rows.tolist():
             budgets[str(n)] = budgets.get(str(n), 0) + 1
         self.close(
-            self.steps, groups=len(spread), effective=eff, real_rows=int(real_rows.sum()),
-            budgets=budgets, reward_mean=float(r.nanmean()),
-        )  # fmt: skip
+            self.steps,
+            groups=len(spread),
+            effective=eff,
+            real_rows=int(real_rows.sum()),
+            budgets=budgets,
+            reward_mean=float(r.nanmean()),
+        )
 
 
 def instrument(books: Books):
@@ -159,11 +163,18 @@ def logged_counts(history: list[dict], groups: int) -> dict:
     train = sum(h["cgrpo/mean_k"] * groups for h in history if "cgrpo/mean_k" in h)
     cal = sum(h["cgrpo/calibration_rollouts"] for h in history if "cgrpo/calibration_rollouts" in h)
     zero = [h["frac_reward_zero_std"] for h in history if "frac_reward_zero_std" in h]
-    fits = [{k.removeprefix("cgrpo/"): v for k, v in h.items() if k.startswith("cgrpo/")}
-            for h in history if "cgrpo/delta" in h]  # fmt: skip
+    fits = [
+        {k.removeprefix("cgrpo/"): v for k, v in h.items() if k.startswith("cgrpo/")}
+        for h in history
+        if "cgrpo/delta" in h
+    ]
     eff = round(sum((1 - z) * groups for z in zero))  # TRL's own: groups with reward spread
-    return {"train_rollouts": train, "calibration_rollouts": cal, "effective": eff,
-            "calibrations": fits}  # fmt: skip
+    return {
+        "train_rollouts": train,
+        "calibration_rollouts": cal,
+        "effective": eff,
+        "calibrations": fits,
+    }
 
 
 def train(trainer_cls, model_dir, seed: int, out: Path, **kwargs):
@@ -205,9 +216,11 @@ def run(spec: dict) -> dict:
 
         p = spec["cgrpo"]
         args = CGRPOConfig(
-            **fields, budget_grid=list(p["budgets"]), recalibrate_every=p["recalibrate_every"],
+            **fields,
+            budget_grid=list(p["budgets"]),
+            recalibrate_every=p["recalibrate_every"],
             num_calibration_samples=p["calibration"],
-        )  # fmt: skip
+        )
         kw = dict(
             calibration_dataset=Dataset.from_list(calibration_rows(cfg, p["calibration"])),
             answer_extractor=answer_extractor(task),
@@ -219,9 +232,15 @@ def run(spec: dict) -> dict:
     cls = trainer_class(spec["strategy"], books)
     reward = _reward(task, RewardGuard(task.reward))
     trainer, wall = train(
-        cls, spec["model"], cfg.seed, out, reward_funcs=[reward], args=args,
-        train_dataset=_dataset(task, cfg), **kw,
-    )  # fmt: skip
+        cls,
+        spec["model"],
+        cfg.seed,
+        out,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=_dataset(task, cfg),
+        **kw,
+    )
     history = [h for h in trainer.state.log_history if "loss" in h]
     result = {
         "strategy": spec["strategy"],

@@ -76,9 +76,12 @@ def simulated(law, k, args):
         r = run_strategy(law, name, setup, **kw, **knobs)
         out[label] = tuple(
             r[col] / ds[col]
-            for col in ("rollouts_per_effective_group", "tokens_per_effective_group",
-                        "wall_per_effective_group_s")
-        )  # fmt: skip
+            for col in (
+                "rollouts_per_effective_group",
+                "tokens_per_effective_group",
+                "wall_per_effective_group_s",
+            )
+        )
     return out, (ds["rollouts_per_effective_group"], ds["tokens_per_effective_group"])
 
 
@@ -95,20 +98,25 @@ def main():
     fit = deepscaler_fit()
     cases = [("DeepScaleR recorded", parse_law("history:deepscaler", epochs="0-52"), (8,))]
     cases += [(f"DeepScaleR fit {fit}", fit, KS), ("U-shaped beta:0.3,0.3", BetaLaw(0.3, 0.3), KS)]
-    print(f"larger groups — {args.groups} effective groups a step, {args.steps} steps, seed "
-          f"{args.seed}; lengths pass {LENGTHS[0]:g} / fail {LENGTHS[1]:g} tokens")  # fmt: skip
-    print(f"{'law':<34}{'k':>3}  {'':<28}{'roll/eff':>9}{'tok/eff':>9}{'roll/DS':>9}"
-          f"{'tok/DS':>8}{'wall/DS':>8}{'tok/bound':>10}")  # fmt: skip
+    print(
+        f"larger groups — {args.groups} effective groups a step, {args.steps} steps, seed "
+        f"{args.seed}; lengths pass {LENGTHS[0]:g} / fail {LENGTHS[1]:g} tokens"
+    )
+    print(
+        f"{'law':<34}{'k':>3}  {'':<28}{'roll/eff':>9}{'tok/eff':>9}{'roll/DS':>9}"
+        f"{'tok/DS':>8}{'wall/DS':>8}{'tok/bound':>10}"
+    )
     for name, law, ks in cases:
         for k in ks:
             ds_r, ds_t, opt_r, opt_t = theory(law, k)
             sim, (sds_r, sds_t) = simulated(law, k, args)
             head = f"{name:<34}{k:>3}  "
             print(f"{head}{'exact: DS (k / P(mixed))':<28}{ds_r:>9.2f}{ds_t:>9.0f}")
-            print(f"{head}{'exact bound (opt | tok-priced)':<28}{'':>18}{opt_r:>9.3f}"
-                  f"{opt_t:>8.3f}")  # fmt: skip
-            print(f"{head}{'sim: DS streamed':<28}{sds_r:>9.2f}{sds_t:>9.0f}{1:>9.3f}{1:>8.3f}"
-                  f"{1:>8.3f}")  # fmt: skip
+            print(f"{head}{'exact bound (opt | tok-priced)':<28}{'':>18}{opt_r:>9.3f}{opt_t:>8.3f}")
+            print(
+                f"{head}{'sim: DS streamed':<28}{sds_r:>9.2f}{sds_t:>9.0f}{1:>9.3f}{1:>8.3f}"
+                f"{1:>8.3f}"
+            )
             for label, (r, t, w) in sim.items():
                 print(
                     f"{head}{'sim: ' + label:<28}{r * sds_r:>9.2f}{t * sds_t:>9.0f}"

@@ -43,20 +43,35 @@ AFTER = ("inprocess_capped.json", "inprocess_capped_seed1.json")
 
 def rollouts(law, setup, meta, row, seed):
     """One simulated run's rollouts per effective group of a run's row (its knobs)."""
-    kw = knobs(row["strategy"], row["overprovision"], row.get("max_inflight", 0),
-               row.get("request_cost", 0.0))  # fmt: skip
+    kw = knobs(
+        row["strategy"],
+        row["overprovision"],
+        row.get("max_inflight", 0),
+        row.get("request_cost", 0.0),
+    )
     if row["schedule"] == "stream":
         kw |= {"schedule": "stream", "boundary": "fresh"}
-    res = run_strategy(law, row["strategy"], setup, k=meta["k"], groups=meta["groups"],
-                       steps=meta["steps"], seed=seed, **kw)  # fmt: skip
+    res = run_strategy(
+        law,
+        row["strategy"],
+        setup,
+        k=meta["k"],
+        groups=meta["groups"],
+        steps=meta["steps"],
+        seed=seed,
+        **kw,
+    )
     return res["rollouts_per_effective_group"]
 
 
 def ratios(law, setup, meta, rows, seeds):
     """{label: [per seed: rollouts over DS by rounds' of the same seed]} for the streamed rows."""
     ds = [rollouts(law, setup, meta, rows["ds rounds"], s) for s in range(seeds)]
-    return {label: [rollouts(law, setup, meta, row, s) / ds[s] for s in range(seeds)]
-            for label, row in rows.items() if row["schedule"] == "stream"}  # fmt: skip
+    return {
+        label: [rollouts(law, setup, meta, row, s) / ds[s] for s in range(seeds)]
+        for label, row in rows.items()
+        if row["schedule"] == "stream"
+    }
 
 
 def measured(rows, label):
@@ -69,16 +84,19 @@ def before(seeds):
     meta, rows = d["meta"], d["rows"]
     law, setup = model_of(meta, d)
     lengths = setup.lengths
-    pooled = LengthLaw("empirical", pass_values=lengths.pass_values,
-                       fail_values=lengths.fail_values)  # fmt: skip
+    pooled = LengthLaw(
+        "empirical", pass_values=lengths.pass_values, fail_values=lengths.fail_values
+    )
     models = (
         ("1. as then", setup._replace(lengths=pooled)),
         ("2. + x N k", setup._replace(lengths=pooled, knows_slots=False)),
         ("3. + own lengths", setup._replace(knows_slots=False)),
     )
     got = {name: ratios(law, s, meta, rows, seeds) for name, s in models}
-    print(f"A. {BEFORE} (before the cap; x N k in flight): rollouts per effective group over DS "
-          f"by rounds', measured and modelled (mean of {seeds} simulated runs)")  # fmt: skip
+    print(
+        f"A. {BEFORE} (before the cap; x N k in flight): rollouts per effective group over DS "
+        f"by rounds', measured and modelled (mean of {seeds} simulated runs)"
+    )
     print(f"{'plan':<28}{'measured':>9}" + "".join(f"{name:>18}" for name, _ in models))
     for label in got[models[0][0]]:
         m = measured(rows, label)
@@ -97,15 +115,21 @@ def after(seeds):
         meta, rows = d["meta"], d["rows"]
         law, setup = model_of(meta, d)
         got = ratios(law, setup, meta, rows, seeds)
-        print(f"\nB. {name} (seed {meta['seed']}, {meta['steps']} steps; at most the slots in "
-              "flight): measured and today's model (3.)")  # fmt: skip
-        print(f"{'plan':<28}{'measured':>9}{'model':>8}{'error':>8}{'sd of one run':>15}"
-              f"{'range':>15}{'|error| <= 0.03':>17}")  # fmt: skip
+        print(
+            f"\nB. {name} (seed {meta['seed']}, {meta['steps']} steps; at most the slots in "
+            "flight): measured and today's model (3.)"
+        )
+        print(
+            f"{'plan':<28}{'measured':>9}{'model':>8}{'error':>8}{'sd of one run':>15}"
+            f"{'range':>15}{'|error| <= 0.03':>17}"
+        )
         for label, x in got.items():
             m, p = measured(rows, label), statistics.fmean(x)
             ok = "met" if abs(p - m) <= 0.03 else "MISSED"
-            print(f"{label:<28}{m:>9.3f}{p:>8.3f}{p - m:>+8.3f}{statistics.stdev(x):>15.3f}"
-                  f"{min(x):>8.3f}-{max(x):.3f}{ok:>12}")  # fmt: skip
+            print(
+                f"{label:<28}{m:>9.3f}{p:>8.3f}{p - m:>+8.3f}{statistics.stdev(x):>15.3f}"
+                f"{min(x):>8.3f}-{max(x):.3f}{ok:>12}"
+            )
 
 
 def main():

@@ -53,26 +53,36 @@ def exact():
     law = parse_law(LAW, epochs=EPOCHS)
     rolls, toks = bayes_optimal(law, K), bayes_optimal(law, K, lengths=LENGTHS)
     ds_r, ds_t = toks["ds_cost_per_effective_group"], toks["ds_tokens_per_effective_group"]
-    print(f"1. exact theory — {LAW} epochs {EPOCHS}, k {K}, lengths pass {LENGTHS[0]:g} / fail "
-          f"{LENGTHS[1]:g} tokens")  # fmt: skip
+    print(
+        f"1. exact theory — {LAW} epochs {EPOCHS}, k {K}, lengths pass {LENGTHS[0]:g} / fail "
+        f"{LENGTHS[1]:g} tokens"
+    )
     print(f"{'plan':<24}{'':<18}{'roll/eff':>9}{'tok/eff':>9}{'roll/DS':>9}{'tok/DS':>8}")
     print(f"{'DS':<24}{'[0, 1, 8, 1, 8]':<18}{ds_r:>9.2f}{ds_t:>9.0f}{1:>9.3f}{1:>8.3f}")
     for name, res in (("priced in rollouts", rolls), ("priced in tokens", toks)):
         tok = plan_tokens(law, K, res, LENGTHS)[1]
         r = res["cost_per_effective_group"]
-        print(f"{name:<24}{str(res['plan']):<18}{r:>9.2f}{tok:>9.0f}{r / ds_r:>9.3f}"
-              f"{tok / ds_t:>8.3f}")  # fmt: skip
+        print(
+            f"{name:<24}{str(res['plan']):<18}{r:>9.2f}{tok:>9.0f}{r / ds_r:>9.3f}"
+            f"{tok / ds_t:>8.3f}"
+        )
 
 
 def kernel_vs_bound(steps, replicates):
-    print("\n2. the simulator (kernel, by rounds, 64 groups a step) against exact theory's "
-          "token-priced bound")  # fmt: skip
-    print(f"{'law':<40}{'steps':>6}{'priced in':>10}{'tok/eff':>9}{'±se':>6}{'bound':>8}"
-          f"{'sim/bound':>10}  goal |diff| <= 0.02")  # fmt: skip
+    print(
+        "\n2. the simulator (kernel, by rounds, 64 groups a step) against exact theory's "
+        "token-priced bound"
+    )
+    print(
+        f"{'law':<40}{'steps':>6}{'priced in':>10}{'tok/eff':>9}{'±se':>6}{'bound':>8}"
+        f"{'sim/bound':>10}  goal |diff| <= 0.02"
+    )
     frame = load_history("deepscaler")
     fit = BetaLaw(*fit_beta_binomial(frame["correct"], frame["samples"]))
-    cases = [(f"DeepScaleR fit {fit}", fit, fit, steps),
-             ("U-shaped beta:0.3,0.3", BetaLaw(0.3, 0.3), BetaLaw(0.3, 0.3), steps)]  # fmt: skip
+    cases = [
+        (f"DeepScaleR fit {fit}", fit, fit, steps),
+        ("U-shaped beta:0.3,0.3", BetaLaw(0.3, 0.3), BetaLaw(0.3, 0.3), steps),
+    ]
     recorded = parse_sim_law(LAW, epochs=EPOCHS)
     cases.append(
         (f"{LAW} {EPOCHS} (drifts; pooled bound)", recorded, parse_law(LAW, epochs=EPOCHS), 190)
@@ -80,15 +90,26 @@ def kernel_vs_bound(steps, replicates):
     for name, sim_law, law, n in cases:
         bound = bayes_optimal(law, K, lengths=LENGTHS)["tokens_per_effective_group"]
         for priced in ("rollouts", "tokens"):
-            res = simulate("sara-auto", sim_law, k=K, groups=64, steps=n, replicates=replicates,
-                           seed=0, priced_in=priced, tokens=TokenModel(*LENGTHS))  # fmt: skip
+            res = simulate(
+                "sara-auto",
+                sim_law,
+                k=K,
+                groups=64,
+                steps=n,
+                replicates=replicates,
+                seed=0,
+                priced_in=priced,
+                tokens=TokenModel(*LENGTHS),
+            )
             s = summarize(res)
             t, se = s["tokens_per_effective_group"], s["tokens_per_effective_group_se"]
             verdict = ""
             if priced == "tokens":
                 verdict = "met" if abs(t / bound - 1) <= 0.02 else "MISSED"
-            print(f"{name:<40}{n:>6}{priced:>10}{t:>9.0f}{se:>6.0f}{bound:>8.0f}"
-                  f"{t / bound:>10.3f}  {verdict}")  # fmt: skip
+            print(
+                f"{name:<40}{n:>6}{priced:>10}{t:>9.0f}{se:>6.0f}{bound:>8.0f}"
+                f"{t / bound:>10.3f}  {verdict}"
+            )
 
 
 def paper_like(seeds, steps):
@@ -101,15 +122,24 @@ def paper_like(seeds, steps):
         runs += [(label, name, knobs) for label, name, knobs in STREAMED]
         for label, name, knobs in runs:
             r = run_strategy(law, name, setup, **{"schedule": "stream", **kw, **knobs})
-            per[label].append(tuple(r[c] for c in ("wall_per_effective_group_s",
-                                                   "tokens_per_effective_group",
-                                                   "rollouts_per_effective_group")))  # fmt: skip
+            per[label].append(
+                tuple(
+                    r[c]
+                    for c in (
+                        "wall_per_effective_group_s",
+                        "tokens_per_effective_group",
+                        "rollouts_per_effective_group",
+                    )
+                )
+            )
     print(
         f"\n3. paper-like, streamed — {LAW} epochs {EPOCHS}, k {K}, 64 groups a step, {steps} "
         f"steps, gpu preset with {SLOTS} slots; mean of {seeds} seeds (0..{seeds - 1})"
     )
-    print(f"{'strategy':<18}{'wall/DSs':>9}{'±sd':>6}{'tok/DSs':>9}{'±sd':>6}{'roll/eff':>9}"
-          f"{'wall/DSr':>9}{'tok/DSr':>8}")  # fmt: skip
+    print(
+        f"{'strategy':<18}{'wall/DSs':>9}{'±sd':>6}{'tok/DSs':>9}{'±sd':>6}{'roll/eff':>9}"
+        f"{'wall/DSr':>9}{'tok/DSr':>8}"
+    )
     ratio = {}
     for label, xs in per.items():
         w = [x[0] / d[0] for x, d in zip(xs, per[DS_STREAM])]
@@ -119,8 +149,10 @@ def paper_like(seeds, steps):
         ratio[label] = (statistics.fmean(w), statistics.fmean(t))
         sd = (statistics.stdev(w), statistics.stdev(t)) if seeds > 1 else (0.0, 0.0)
         roll = statistics.fmean(x[2] for x in xs)
-        print(f"{label:<18}{ratio[label][0]:>9.3f}{sd[0]:>6.3f}{ratio[label][1]:>9.3f}"
-              f"{sd[1]:>6.3f}{roll:>9.2f}{wr:>9.3f}{tr:>8.3f}")  # fmt: skip
+        print(
+            f"{label:<18}{ratio[label][0]:>9.3f}{sd[0]:>6.3f}{ratio[label][1]:>9.3f}"
+            f"{sd[1]:>6.3f}{roll:>9.2f}{wr:>9.3f}{tr:>8.3f}"
+        )
     best = min((x for x in ratio if x not in (DS_ROUNDS, DS_STREAM)), key=lambda x: ratio[x][0])
     w, t = ratio[best]
     ok = "met" if w <= GOAL and t <= GOAL else "MISSED"
@@ -130,8 +162,9 @@ def paper_like(seeds, steps):
         f"the floor, k rollouts an effective group: {floor:.3f}x DS streamed's rollouts"
     )
     for chain in (("sara-auto", "sara-history"), ("sara-auto tok", "sara-history tok")):
-        print(f"where the saving over DS by rounds comes from ({' -> '.join(chain)}): "
-              "wall | tokens")  # fmt: skip
+        print(
+            f"where the saving over DS by rounds comes from ({' -> '.join(chain)}): wall | tokens"
+        )
         rows = {}
         for i in range(2):  # wall, tokens
             costs = {
@@ -139,14 +172,18 @@ def paper_like(seeds, steps):
                 DS_STREAM: _rel(per, DS_STREAM, i),
                 "sara": _rel(per, "sara", i),
             }
-            costs |= {name: _rel(per, label, i) for name, label in
-                      zip(("sara-auto", "sara-history"), chain)}  # fmt: skip
+            costs |= {
+                name: _rel(per, label, i)
+                for name, label in zip(("sara-auto", "sara-history"), chain)
+            }
             for part in decomposition(costs):
                 rows.setdefault(part["source"], []).append(part["share"])
         for source, (a, b) in rows.items():
             print(f"  {source:<28}{a:>7.1%} |{b:>7.1%}")
-        print(f"  {'total':<28}{sum(x[0] for x in rows.values()):>7.1%} |"
-              f"{sum(x[1] for x in rows.values()):>7.1%}")  # fmt: skip
+        print(
+            f"  {'total':<28}{sum(x[0] for x in rows.values()):>7.1%} |"
+            f"{sum(x[1] for x in rows.values()):>7.1%}"
+        )
     return best
 
 
@@ -169,8 +206,9 @@ def anatomy(best, steps):
 
     wallclock_run.make_collector = observed
     try:
-        r = run_strategy(law, name, setup, k=K, groups=64, steps=steps, seed=0,
-                         schedule="stream", **knobs)  # fmt: skip
+        r = run_strategy(
+            law, name, setup, k=K, groups=64, steps=steps, seed=0, schedule="stream", **knobs
+        )
     finally:
         wallclock_run.make_collector = make
     eff, pool = r["effective_groups"], wallclock_run.OutcomeSource(law, 0).pool
@@ -179,8 +217,15 @@ def anatomy(best, steps):
     by_epoch = collections.defaultdict(lambda: [0, 0])
     for d in events:
         mixed = d.decision == COMMIT and 0 < d.s < d.n
-        kind = ("effective" if mixed else "saturated" if d.decision != ABANDON else
-                "abandoned after fails" if d.s == 0 else "abandoned after passes")  # fmt: skip
+        kind = (
+            "effective"
+            if mixed
+            else "saturated"
+            if d.decision != ABANDON
+            else "abandoned after fails"
+            if d.s == 0
+            else "abandoned after passes"
+        )
         fate[kind] += 1
         rolls[kind] += d.n
         e = by_epoch[d.prompt_id // pool]
@@ -190,8 +235,10 @@ def anatomy(best, steps):
         f"effective group, {eff} effective groups; what was in flight at the run's end aside)"
     )
     for kind in ("effective", "saturated", "abandoned after fails", "abandoned after passes"):
-        print(f"  {kind:<24}{fate[kind]:>6} prompts {rolls[kind] / eff:>6.2f} rollouts per "
-              f"effective group ({rolls[kind] / max(fate[kind], 1):.2f} each)")  # fmt: skip
+        print(
+            f"  {kind:<24}{fate[kind]:>6} prompts {rolls[kind] / eff:>6.2f} rollouts per "
+            f"effective group ({rolls[kind] / max(fate[kind], 1):.2f} each)"
+        )
     cells = " ".join(f"{e}:{v[0] / max(v[1], 1):.1f}" for e, v in sorted(by_epoch.items()))
     print(f"  rollouts per effective group by the epoch a prompt was drawn from: {cells}")
 

@@ -115,8 +115,9 @@ def main(argv=None):
     log = work / "server.log"
     cmd = [str(MAIN_PY), "-m", "real.app.cli", "serve", "--model", model, "--port", str(port)]
     with open(log, "ab") as f:
-        proc = subprocess.Popen(cmd + ["--max-model-len", "256"], stdout=f, stderr=f,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd + ["--max-model-len", "256"], stdout=f, stderr=f, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     results = {}
     try:
@@ -172,8 +173,10 @@ def render(results, a, model):
     for loop in ("verl", "own"):
         for strategy in ("ds", "sara"):
             t = results[(loop, strategy)]
-            lines.append(f"- {loop} {strategy}: " + ", ".join(f"{k} {v}" for k, v in t.items()
-                                                              if k != "wall_s"))  # fmt: skip
+            lines.append(
+                f"- {loop} {strategy}: "
+                + ", ".join(f"{k} {v}" for k, v in t.items() if k != "wall_s")
+            )
     v, o = results[("verl", "sara")], results[("own", "sara")]
     decided_own = o["rollouts"] - o["waste"] - o["cancelled"]
     commits_v = v["effective_groups"]

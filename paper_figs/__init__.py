@@ -107,8 +107,9 @@ def check_overwrite(out, names, overwrite: bool, param: str = "--out") -> None:
         )
 
 
-def run(out, only=None, seed=0, history=None, learning=None, claims=None, verbose=True,
-        overwrite=False):  # fmt: skip
+def run(
+    out, only=None, seed=0, history=None, learning=None, claims=None, verbose=True, overwrite=False
+):
     """Build and save the selected figures into `out`; returns {name: seconds} of those drawn.
     Every input is checked first (the history file by the one history reader, its rules
     included), then the folder: a figure's files already there need `overwrite`."""

@@ -65,13 +65,18 @@ def blocks(paths=None) -> list[Block]:
             why = first[len(CHECK_ONLY) :].strip() if first.startswith(CHECK_ONLY) else None
             before = text[: m.start()].rstrip().rsplit("\n", 1)[-1]
             line = text.count("\n", 0, m.start()) + 1
-            found.append((Block(path.relative_to(ROOT).as_posix(), line, m.group(1), body, why),
-                          before.endswith("prints:")))  # fmt: skip
+            found.append(
+                (
+                    Block(path.relative_to(ROOT).as_posix(), line, m.group(1), body, why),
+                    before.endswith("prints:"),
+                )
+            )
         for i, (block, is_output) in enumerate(found):
             if is_output and block.lang == "text" and i and found[i - 1][0].lang == "python":
                 prev = found[i - 1][0]
-                out[-1] = Block(prev.page, prev.line, prev.lang, prev.text, prev.check_only,
-                                block.text)  # fmt: skip
+                out[-1] = Block(
+                    prev.page, prev.line, prev.lang, prev.text, prev.check_only, block.text
+                )
             out.append(block)
     return out
 
@@ -143,5 +148,8 @@ def imports(code: str) -> set[str]:
 def python_blocks(real: bool) -> list[Block]:
     """The python blocks that run (not check-only): those of the real half (`real`) or those of
     the core library only."""
-    return [b for b in blocks() if b.lang == "python" and not b.check_only
-            and bool(imports(b.text) & REAL_IMPORTS) == real]  # fmt: skip
+    return [
+        b
+        for b in blocks()
+        if b.lang == "python" and not b.check_only and bool(imports(b.text) & REAL_IMPORTS) == real
+    ]

@@ -103,8 +103,13 @@ def check_audit_size(a, max_tokens: int) -> None:
     work = bootstrap_work(a.prompts, a.passes, a.k, a.bootstrap)
     check_budget(work, BOOTSTRAP_LIMIT, name, "bootstrap work (record-equivalents)", False)
     name = "--prompts" if a.prompts / 256 >= a.passes / 2 else "--passes"
-    check_budget(replay_visits(a.prompts, a.passes), REPLAY_VISIT_LIMIT, name,
-                 "prompt visits to replay", False)  # fmt: skip
+    check_budget(
+        replay_visits(a.prompts, a.passes),
+        REPLAY_VISIT_LIMIT,
+        name,
+        "prompt visits to replay",
+        False,
+    )
     # ~1 KiB a record as Python rows and in the frame; ~200 B a generated token in results
     parts = {"--prompts": 1024.0 * records, "--batch": 200.0 * min(a.batch, a.prompts) * a.k}
     parts["--batch"] *= max_tokens
@@ -230,9 +235,19 @@ def _audit(a, task, max_tokens: int, engine, out: Path) -> dict:
         for epoch in range(a.passes):
             if epoch and a.train_steps:
                 train_between(a, engine, model_dir or engine.model, epoch)
-            rows = sample_pass(engine, task, guard, a.k, epoch, a.prompts, seed=a.seed,
-                               max_tokens=max_tokens, temperature=a.temperature, batch=a.batch,
-                               bar=bar)  # fmt: skip
+            rows = sample_pass(
+                engine,
+                task,
+                guard,
+                a.k,
+                epoch,
+                a.prompts,
+                seed=a.seed,
+                max_tokens=max_tokens,
+                temperature=a.temperature,
+                batch=a.batch,
+                bar=bar,
+            )
             append_rows(hist, rows)
     finally:  # closed on a failure too: the error's one line is the terminal's last
         if bar:

@@ -161,8 +161,9 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
     if opt_tok is not None:
         plans["bayes-optimal tokens"] = opt_tok
     if bootstrap:
-        out["bootstrap"] = _bootstrap(frame, k, groups, [rows[0], *rows[1:], best, opt, opt_tok],
-                                      plans, bootstrap, seed)  # fmt: skip
+        out["bootstrap"] = _bootstrap(
+            frame, k, groups, [rows[0], *rows[1:], best, opt, opt_tok], plans, bootstrap, seed
+        )
     if out["passes"] >= 2:
         out["replay"] = replay_table(frame, k, best["tau_low"], seed, groups, lengths)
     out["variants"] = variants(out, plans)
@@ -173,10 +174,12 @@ def analyze(frame, k, taus=TAU_GRID, bootstrap=200, seed=0, replay_groups=None) 
 
 def _references_out(refs) -> dict:
     return {
-        name: {"rollouts_per_effective_group": None if c is None else c[0],
-               "tokens_per_effective_group": None if c is None else c[1]}
+        name: {
+            "rollouts_per_effective_group": None if c is None else c[0],
+            "tokens_per_effective_group": None if c is None else c[1],
+        }
         for name, c in refs.items()
-    }  # fmt: skip
+    }
 
 
 def _bootstrap(frame, k, groups, rows, plans, n_boot, seed) -> dict:
@@ -206,8 +209,9 @@ def _bootstrap(frame, k, groups, rows, plans, n_boot, seed) -> dict:
         law, lengths = HistoryLaw(sample), mean_lengths(sample)
         for plan in by_plan:
             res = plan_law(law, k, plan)
-            by_plan[plan].append((res["cost_per_effective_group"],
-                                  plan_tokens(law, k, res, lengths)[1]))  # fmt: skip
+            by_plan[plan].append(
+                (res["cost_per_effective_group"], plan_tokens(law, k, res, lengths)[1])
+            )
         refs.append(references(law, k, groups, lengths))
 
     out = {"resamples": n_boot}
@@ -240,7 +244,7 @@ def _bootstrap(frame, k, groups, rows, plans, n_boot, seed) -> dict:
         ratios[f"ds stream / {ref}"] = {
             f"{unit}": percentile_interval(
                 [_ratio(_at(x[DS_STREAM], i), _at(x[ref], i)) for x in refs]
-            )  # fmt: skip
+            )
             for i, unit in enumerate(("rollouts", "tokens"))
         }
     out["ratios"] = ratios
@@ -290,10 +294,12 @@ def replay_table(frame, k, tau, seed=0, groups=None, lengths=(0.0, 0.0)) -> list
         )
     ds = rows[0]
     for r in rows:
-        r["savings_vs_ds"] = _savings(r["rollouts_per_effective_group"],
-                                      ds["rollouts_per_effective_group"])  # fmt: skip
-        r["token_savings_vs_ds"] = _savings(r["tokens_per_effective_group"],
-                                            ds["tokens_per_effective_group"])  # fmt: skip
+        r["savings_vs_ds"] = _savings(
+            r["rollouts_per_effective_group"], ds["rollouts_per_effective_group"]
+        )
+        r["token_savings_vs_ds"] = _savings(
+            r["tokens_per_effective_group"], ds["tokens_per_effective_group"]
+        )
     return rows
 
 
@@ -341,11 +347,11 @@ def variants(out, plans) -> list[dict]:
             for unit in ("rollouts_per_effective_group", "tokens_per_effective_group")
         }
         flags = f"--strategy {name} --k {k} --schedule stream --task-size N"
-        found.append({"strategy": name, "label": name, "source": "replay", "flags": flags,
-                      **scaled})  # fmt: skip
+        found.append(
+            {"strategy": name, "label": name, "source": "replay", "flags": flags, **scaled}
+        )
     for entry in found:
-        for ref, tag in ((DS_STREAM, "ds_stream"), (DS_ROUNDS, "ds_rounds"),
-                         (DS_3N, "ds_verl3n")):  # fmt: skip
+        for ref, tag in ((DS_STREAM, "ds_stream"), (DS_ROUNDS, "ds_rounds"), (DS_3N, "ds_verl3n")):
             for unit in ("rollouts", "tokens"):
                 entry[f"{unit}_vs_{tag}"] = _ratio(
                     entry[f"{unit}_per_effective_group"], refs[ref][f"{unit}_per_effective_group"]
@@ -402,8 +408,10 @@ def recommend(out) -> dict:
         if top["strategy"] == "sara" and "--tau-low" in top["flags"]:
             rec["tau_low"] = out["best_tau"]["tau_low"]
         lo, hi = top["interval"][key]
-        why = (f"{top['label']} streamed takes {top[key]:.3f}x DS streamed's {unit} per effective "
-               f"group (95% CI {lo:.3f}..{hi:.3f})")  # fmt: skip
+        why = (
+            f"{top['label']} streamed takes {top[key]:.3f}x DS streamed's {unit} per effective "
+            f"group (95% CI {lo:.3f}..{hi:.3f})"
+        )
     else:
         rec = {"strategy": "ds", "label": "ds stream", "flags": f"--strategy ds --k {k} "
                "--schedule stream", key: 1.0, "interval": None}  # fmt: skip
@@ -427,9 +435,10 @@ def recommend(out) -> dict:
                 "strategy": top["strategy"],
                 "flags": top["flags"],
                 key: top[key],
-                "replay_savings_vs_ds": next(r["savings_vs_ds"] for r in out["replay"]
-                                             if r["strategy"] == top["strategy"]),
-            }  # fmt: skip
+                "replay_savings_vs_ds": next(
+                    r["savings_vs_ds"] for r in out["replay"] if r["strategy"] == top["strategy"]
+                ),
+            }
     return rec
 
 
@@ -451,11 +460,15 @@ def format_report(out) -> str:
              DS_3N: "DS by rounds (3N, verl)"}  # fmt: skip
     for ref, label in names.items():
         r = out["references"][ref]
-        lines.append(f"  {label:<30}{f(r['rollouts_per_effective_group'], '.2f'):>9} rollouts"
-                     f"{f(r['tokens_per_effective_group'], '.1f'):>10} tokens per effective "
-                     "group")  # fmt: skip
-    lines.append(f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'roll/DSs':>9}{'tok/DSs':>9}"
-                 f"{'95% CI tok/DSs':>18}")  # fmt: skip
+        lines.append(
+            f"  {label:<30}{f(r['rollouts_per_effective_group'], '.2f'):>9} rollouts"
+            f"{f(r['tokens_per_effective_group'], '.1f'):>10} tokens per effective "
+            "group"
+        )
+    lines.append(
+        f"{'strategy':<22}{'roll/eff':>9}{'tok/eff':>10}{'roll/DSs':>9}{'tok/DSs':>9}"
+        f"{'95% CI tok/DSs':>18}"
+    )
     entries = [("ds stream", out["ds"], boot.get("ds"))]
     entries += [
         (f"sara tau={r['tau_low']:g}", r, boot.get(f"sara@{r['tau_low']:g}")) for r in out["sara"]
@@ -466,8 +479,9 @@ def format_report(out) -> str:
             ("bayes-optimal", out["bayes_optimal"], boot.get("bayes-optimal")),
         ]
     if out.get("bayes_optimal_tokens") is not None:
-        entries.append(("bayes-optimal tokens", out["bayes_optimal_tokens"],
-                        boot.get("bayes-optimal tokens")))  # fmt: skip
+        entries.append(
+            ("bayes-optimal tokens", out["bayes_optimal_tokens"], boot.get("bayes-optimal tokens"))
+        )
     for name, r, b in entries:
         ci = (b or {}).get("token_savings_vs_ds")
         cis = f"{1 - ci[1]:.3f}..{1 - ci[0]:.3f}" if ci else "-"

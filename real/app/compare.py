@@ -182,8 +182,12 @@ def _role(spec: str, knobs) -> Spec:
     """An entry as it ran: its strategy, carry, schedule and pricing (its suffixes, else the
     compare's flags)."""
     e = split_spec(spec)
-    return Spec(e.name, e.carry and knobs.carry, e.schedule or knobs.schedule,
-                e.priced_in or knobs.priced_in)  # fmt: skip
+    return Spec(
+        e.name,
+        e.carry and knobs.carry,
+        e.schedule or knobs.schedule,
+        e.priced_in or knobs.priced_in,
+    )
 
 
 def against_references(table, strategies, knobs):
@@ -217,8 +221,9 @@ def against_references(table, strategies, knobs):
             mine = [a for a, r in roles.items() if r.name == name and r.carry]
             if mine:  # streamed first; then priced in this unit
                 want = "tokens" if unit == "tokens" else "rollouts"
-                picked[name] = min(mine, key=lambda a: (roles[a].schedule != "stream",
-                                                        roles[a].priced_in != want))  # fmt: skip
+                picked[name] = min(
+                    mine, key=lambda a: (roles[a].schedule != "stream", roles[a].priced_in != want)
+                )
         chain[unit] = picked
         parts[unit] = decomposition({n: cost[unit][a] for n, a in picked.items()})
     table.attrs.update(references=refs, chain=chain, decomposition=parts)
@@ -245,27 +250,36 @@ def reference_text(table) -> str:
         return ""
     lines = [""]
     if DS_STREAM not in refs:
-        lines.append("(no DS streamed run: add ds+stream to --strategies for the reference a "
-                     "saving is told against)")  # fmt: skip
+        lines.append(
+            "(no DS streamed run: add ds+stream to --strategies for the reference a "
+            "saving is told against)"
+        )
     heads = {DS_STREAM: "DSs", DS_ROUNDS: "DSr", DS_3N: "DS3N"}
     cols = [(tag, heads[ref]) for ref, tag in REF_TAGS if ref in refs]
     named = ", ".join(f"{heads[r]} = {refs[r]}" for r, _ in REF_TAGS if r in refs)
-    lines.append(f"against DS streamed and DS by rounds ({named}): ratios of rollouts | tokens "
-                 "per effective group")  # fmt: skip
+    lines.append(
+        f"against DS streamed and DS by rounds ({named}): ratios of rollouts | tokens "
+        "per effective group"
+    )
     width = max(12, *(len(str(a)) for a in table["strategy"]))
-    lines.append(f"{'strategy':<{width}}"
-                 + "".join(f"{'roll/' + h:>10}{'tok/' + h:>10}" for _, h in cols))  # fmt: skip
+    lines.append(
+        f"{'strategy':<{width}}" + "".join(f"{'roll/' + h:>10}{'tok/' + h:>10}" for _, h in cols)
+    )
     for _, r in table.iterrows():
         cells = [(r[f"rollouts_vs_{t}"], r[f"tokens_vs_{t}"]) for t, _ in cols]
-        lines.append(f"{r['strategy']:<{width}}" + "".join(
-            f"{_cell(a, 10, '.3f')}{_cell(b, 10, '.3f')}" for a, b in cells))  # fmt: skip
+        lines.append(
+            f"{r['strategy']:<{width}}"
+            + "".join(f"{_cell(a, 10, '.3f')}{_cell(b, 10, '.3f')}" for a, b in cells)
+        )
     for unit in UNITS:
         parts = table.attrs["decomposition"][unit]
         if parts:
-            used = ", ".join(f"{n} = {a}" for n, a in table.attrs["chain"][unit].items()
-                             if n in CHAIN[2:])  # fmt: skip
-            lines.append(f"where the saving over DS by rounds comes from (share of its {unit}; "
-                         f"{used}):")  # fmt: skip
+            used = ", ".join(
+                f"{n} = {a}" for n, a in table.attrs["chain"][unit].items() if n in CHAIN[2:]
+            )
+            lines.append(
+                f"where the saving over DS by rounds comes from (share of its {unit}; {used}):"
+            )
             lines += decomposition_text(parts)
     return "\n".join(lines)
 

@@ -90,9 +90,13 @@ def _build(cfg) -> Checked:
     task = _task(cfg)
     try:
         collector = build_collector(
-            cfg.strategy, cfg.knobs, k=cfg.k, groups=cfg.groups, seed=cfg.seed,
+            cfg.strategy,
+            cfg.knobs,
+            k=cfg.k,
+            groups=cfg.groups,
+            seed=cfg.seed,
             epoch_size=task.size,
-        )  # fmt: skip
+        )
     except ParameterError as e:
         flag = e.parameter if e.parameter.startswith("--") else flag_of(e.parameter)
         raise ParameterError(flag, str(e)[len(e.parameter) + 2 :]) from None

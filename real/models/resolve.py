@@ -20,8 +20,9 @@ def resolve_model(model, progress: bool = False, build: bool = True):
         if not build:
             return None
         folder = tiny.build_tiny(progress=progress)
-        check_model_dir(folder, "--model", f"the default tiny model at {folder} (remove it to "
-                        "rebuild it)")  # fmt: skip
+        check_model_dir(
+            folder, "--model", f"the default tiny model at {folder} (remove it to rebuild it)"
+        )
         return folder
     p = Path(model).expanduser()
     if os.path.lexists(p):

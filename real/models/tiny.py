@@ -220,8 +220,9 @@ def fixed_threads():
         torch.use_deterministic_algorithms(det)
 
 
-def build_tiny(out=None, settings: TinySettings | None = None, progress: bool = False,
-               overwrite: bool = False) -> Path:  # fmt: skip
+def build_tiny(
+    out=None, settings: TinySettings | None = None, progress: bool = False, overwrite: bool = False
+) -> Path:
     """Train and save the tiny model into `out` (default: the cache); cached by settings hash.
     A folder that holds a tiny model of other settings (another seed...) is rebuilt only with
     `overwrite` (a run or an audit may be using it); a folder that holds anything else, never."""
@@ -376,8 +377,12 @@ def _bar(progress: bool, total: int):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=int(total), desc="make-tiny (SFT steps, stops at the spread)", unit="step",
-                file=user_stderr())  # fmt: skip
+    return tqdm(
+        total=int(total),
+        desc="make-tiny (SFT steps, stops at the spread)",
+        unit="step",
+        file=user_stderr(),
+    )
 
 
 def _save(out: Path, model, tokenizer, report: dict, s: TinySettings) -> None:

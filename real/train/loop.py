@@ -181,8 +181,13 @@ def _open_progress(run: Run) -> None:
         from tqdm import tqdm
 
         cfg = run.cfg
-        run.bar = tqdm(total=cfg.steps, initial=run.start, desc=f"{cfg.strategy}", unit="step",
-                       file=user_stderr())  # fmt: skip
+        run.bar = tqdm(
+            total=cfg.steps,
+            initial=run.start,
+            desc=f"{cfg.strategy}",
+            unit="step",
+            file=user_stderr(),
+        )
 
 
 def _step(run: Run, step: int) -> None:

@@ -31,9 +31,14 @@ def root_config(sampler_kwargs):
 
 class SaraReplayBuffer(ReplayBuffer):
     def __init__(
-        self, trainer_mode, trainer_config, max_off_policy_threshold, max_off_policy_strategy,
-        sampler_kwargs, refill_fn=None,
-    ):  # fmt: skip
+        self,
+        trainer_mode,
+        trainer_config,
+        max_off_policy_threshold,
+        max_off_policy_strategy,
+        sampler_kwargs,
+        refill_fn=None,
+    ):
         cfg = root_config(sampler_kwargs)
         self.settings = check_config(cfg)
         self._state = None
@@ -42,14 +47,20 @@ class SaraReplayBuffer(ReplayBuffer):
         groups = cfg.algorithm.filter_groups
         ds = not self.settings.is_sara
         ReplayBuffer.__init__(
-            self, trainer_mode, trainer_config, max_off_policy_threshold, max_off_policy_strategy,
-            sampler_kwargs, poll_interval=self.settings.poll_interval, refill_fn=refill_fn,
+            self,
+            trainer_mode,
+            trainer_config,
+            max_off_policy_threshold,
+            max_off_policy_strategy,
+            sampler_kwargs,
+            poll_interval=self.settings.poll_interval,
+            refill_fn=refill_fn,
             filter_groups_metric=str(groups.metric) if ds else None,
             train_batch_size=int(cfg.data.train_batch_size),
             gen_batch_size=1,
             max_inflight_gen_batches=int(groups.max_inflight_gen_batches) if ds else 1,
             sync_refill_failed_groups=True,
-        )  # fmt: skip
+        )
 
     def state(self):
         if self._state is None:

@@ -66,9 +66,13 @@ def _recorded(method):
 def make_collector_for(s):
     """The run's collector (``SaraSettings`` s): k = rollout.n, groups = train_batch_size."""
     return build_collector(
-        s.strategy, StrategyConfig(**s.options, schedule="stream"), k=s.k, groups=s.groups,
-        seed=s.seed, epoch_size=s.epoch_size,
-    )  # fmt: skip
+        s.strategy,
+        StrategyConfig(**s.options, schedule="stream"),
+        k=s.k,
+        groups=s.groups,
+        seed=s.seed,
+        epoch_size=s.epoch_size,
+    )
 
 
 class SaraState:

@@ -145,9 +145,11 @@ def start_ray(tmp_dir=None):
     folder = tmp_dir or os.environ.get("RAY_TMPDIR") or tempfile.mkdtemp(prefix="sara-ray-")
     os.makedirs(folder, exist_ok=True)
     ray.init(
-        num_cpus=6, include_dashboard=False, _temp_dir=os.path.abspath(folder),
+        num_cpus=6,
+        include_dashboard=False,
+        _temp_dir=os.path.abspath(folder),
         runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}},
-    )  # fmt: skip
+    )
 
 
 class CollectTrainer:

@@ -83,7 +83,7 @@ class SaraAgentLoopWorker(PlainWorker):
                         trace=trace,
                         session_id=sent + i,
                         **prompt,
-                    )  # fmt: skip
+                    )
                     for i in range(n)
                 ]
                 sent += n

@@ -168,11 +168,19 @@ def build_parser():
         help="a request's price in rollouts, >= 0: the plan minimises rollouts + this x "
         "requests (its stages) per effective group (0: rollouts only)",
     )
-    p.add_argument("--len-pass", type=_float("--len-pass"), default=None,
-                   help="mean tokens of a passing rollout (with --len-fail: the plan of fewest "
-                   "tokens per effective group is reported too, beside DS's)")  # fmt: skip
-    p.add_argument("--len-fail", type=_float("--len-fail"), default=None,
-                   help="mean tokens of a failing rollout")  # fmt: skip
+    p.add_argument(
+        "--len-pass",
+        type=_float("--len-pass"),
+        default=None,
+        help="mean tokens of a passing rollout (with --len-fail: the plan of fewest "
+        "tokens per effective group is reported too, beside DS's)",
+    )
+    p.add_argument(
+        "--len-fail",
+        type=_float("--len-fail"),
+        default=None,
+        help="mean tokens of a failing rollout",
+    )
     p.set_defaults(func=cmd_optimal)
     p = sub.add_parser("figures", help="regenerate every theory / simulation figure (paper_figs)")
     p.add_argument("--out", required=True, help="folder for NAME.png / .csv / .txt")

@@ -175,8 +175,9 @@ def compare_table(law, kw, strategies, progress=False, priced_in="rollouts"):
                 ratio(x, refs[ref][1]) for x in df["tokens_per_effective_group"]
             ]
     df = df.reset_index(drop=True)
-    costs = dict(zip(df["strategy"], zip(df["cost_per_effective_group"],
-                                         df["tokens_per_effective_group"])))  # fmt: skip
+    costs = dict(
+        zip(df["strategy"], zip(df["cost_per_effective_group"], df["tokens_per_effective_group"]))
+    )
     costs = {**{n: c for n, c in costs.items() if n not in ("ds", "ds-verl3n")}, **refs}
     df.attrs["references"] = {
         name: {"rollouts_per_effective_group": r, "tokens_per_effective_group": t}
@@ -235,9 +236,18 @@ def cmd_compare(args):
     _check_sim_size(names or STRATEGIES, law, kw, args.force)  # before the first strategy runs
     df = compare_table(law, kw, names, progress=not args.json, priced_in=args.priced_in)
     if args.json:
-        print(dumps({"law": str(law), "k": args.k, "priced_in": args.priced_in,
-                     "rows": df.to_dict("records"), "references": df.attrs["references"],
-                     "decomposition": df.attrs["decomposition"]}))  # fmt: skip
+        print(
+            dumps(
+                {
+                    "law": str(law),
+                    "k": args.k,
+                    "priced_in": args.priced_in,
+                    "rows": df.to_dict("records"),
+                    "references": df.attrs["references"],
+                    "decomposition": df.attrs["decomposition"],
+                }
+            )
+        )
         return
     print(f"all strategies on {law}")  # a history path can be long: the law has its own line
     print(
@@ -254,8 +264,9 @@ def reference_text(df, priced_in="rollouts"):
     refs = df.attrs.get("references", {})
     if DS_STREAM not in refs:
         return "(no ds in the run: no reference for the savings)"
-    r, t = (refs[DS_STREAM][x] for x in ("rollouts_per_effective_group",
-                                         "tokens_per_effective_group"))  # fmt: skip
+    r, t = (
+        refs[DS_STREAM][x] for x in ("rollouts_per_effective_group", "tokens_per_effective_group")
+    )
     cols = [("ds_stream", "DS str."), ("ds_rounds", "DS N"), ("ds_verl3n", "DS 3N")]
     cols = [c for c in cols if f"ratio_vs_{c[0]}" in df.columns]
     lines = [
@@ -266,8 +277,10 @@ def reference_text(df, priced_in="rollouts"):
     ]
     for row in df.to_dict("records"):
         cells = [(row[f"ratio_vs_{c}"], row[f"token_ratio_vs_{c}"]) for c, _ in cols]
-        lines.append(f"{row['strategy']:<14}" + "".join(
-            f"{_fmt(a, '.3f'):>13}{_fmt(b, '.3f'):>12}" for a, b in cells))  # fmt: skip
+        lines.append(
+            f"{row['strategy']:<14}"
+            + "".join(f"{_fmt(a, '.3f'):>13}{_fmt(b, '.3f'):>12}" for a, b in cells)
+        )
     lines.append("SARA's rollouts and tokens are its schedule's own whether streamed or by rounds")
     lines.append("(the same decisions; the surplus carried): the kernel runs it by rounds.")
     for unit in ("rollouts", "tokens"):
@@ -373,10 +386,13 @@ def add_sim_commands(sub):
     p = sub.add_parser("compare", help="all strategies side by side on one law and seed")
     _add_sim_args(p, strategy=False)
     p.add_argument("--strategies", default=None, help="comma-separated subset (default: all)")
-    p.add_argument("--priced-in", default="rollouts",
-                   help="sara-auto's plan and sara-history's price rule minimise rollouts | "
-                   "tokens per effective group, the lengths learned from the run's own "
-                   "rollouts (rollouts)")  # fmt: skip
+    p.add_argument(
+        "--priced-in",
+        default="rollouts",
+        help="sara-auto's plan and sara-history's price rule minimise rollouts | "
+        "tokens per effective group, the lengths learned from the run's own "
+        "rollouts (rollouts)",
+    )
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("verify", help="the four claims across k and tau_low, sim vs exact")
     p.add_argument("--quick", action="store_true", help="small grid (k <= 16), fewer steps")

@@ -136,15 +136,29 @@ def cmd_wallclock(args):
     }  # the plans with a price
 
     def run(s, schedule):
-        return run_strategy(law, s, setup, k=args.k, groups=args.groups, steps=args.steps,
-                            seed=args.seed, pool=args.pool, schedule=schedule,
-                            boundary=args.boundary, **knobs, **priced.get(s, {}))  # fmt: skip
+        return run_strategy(
+            law,
+            s,
+            setup,
+            k=args.k,
+            groups=args.groups,
+            steps=args.steps,
+            seed=args.seed,
+            pool=args.pool,
+            schedule=schedule,
+            boundary=args.boundary,
+            **knobs,
+            **priced.get(s, {}),
+        )
 
     res = [run(s, args.schedule) for s in chosen]
     by_name = {r["strategy"]: r for r in res}
     refs = {}  # the references of every saving: DS streamed, DS by rounds (N; 3N if listed)
-    for name, schedule, ref in (("ds", "stream", DS_STREAM), ("ds", "rounds", DS_ROUNDS),
-                                ("ds-verl3n", "rounds", DS_3N)):  # fmt: skip
+    for name, schedule, ref in (
+        ("ds", "stream", DS_STREAM),
+        ("ds", "rounds", DS_ROUNDS),
+        ("ds-verl3n", "rounds", DS_3N),
+    ):
         if name in by_name:
             refs[ref] = by_name[name] if args.schedule == schedule else run(name, schedule)
     rows = [{key: r[key] for key in KEYS} for r in ratios_to_ds(res)]
@@ -195,8 +209,11 @@ REF_TAGS = {DS_STREAM: "ds_stream", DS_ROUNDS: "ds_rounds", DS_3N: "ds_verl3n_ro
 def reference_ratios(r, refs):
     """A result's wall, tokens and rollouts per effective group over each reference's:
     {"wall_ratio_vs_ds_stream": ..., "token_ratio_vs_ds_rounds": ..., ...}."""
-    return {f"{stem}_vs_{REF_TAGS[name]}": ratio(r[col], ref[col])
-            for name, ref in refs.items() for stem, col in RATIO_KINDS}  # fmt: skip
+    return {
+        f"{stem}_vs_{REF_TAGS[name]}": ratio(r[col], ref[col])
+        for name, ref in refs.items()
+        for stem, col in RATIO_KINDS
+    }
 
 
 def _decomposition(res, refs, schedule):
@@ -205,9 +222,11 @@ def _decomposition(res, refs, schedule):
     if schedule != "stream" or DS_ROUNDS not in refs:
         return {}
     out = {}
-    for unit, col in (("wall", "wall_per_effective_group_s"),
-                      ("tokens", "tokens_per_effective_group"),
-                      ("rollouts", "rollouts_per_effective_group")):  # fmt: skip
+    for unit, col in (
+        ("wall", "wall_per_effective_group_s"),
+        ("tokens", "tokens_per_effective_group"),
+        ("rollouts", "rollouts_per_effective_group"),
+    ):
         costs = {name: r[col] for name, r in refs.items()}
         costs |= {r["strategy"]: r[col] for r in res if r["strategy"] not in ("ds", "ds-verl3n")}
         out[unit] = decomposition(costs)
@@ -218,10 +237,12 @@ def reference_table(rows, refs, priced_in):
     """Each strategy over DS streamed and DS by rounds (N; 3N with ds-verl3n)."""
     names = [n for n in (DS_STREAM, DS_ROUNDS, DS_3N) if n in refs]
     heads = {DS_STREAM: "DSstr", DS_ROUNDS: "DS N", DS_3N: "DS 3N"}
-    lines = ["against DS streamed and DS by rounds: wall | tokens per effective group over "
-             f"theirs (plans priced in {priced_in})",
-             f"{'strategy':<14}" + "".join(f"{'wall/' + heads[n]:>12}{'tok/' + heads[n]:>11}"
-                                           for n in names)]  # fmt: skip
+    lines = [
+        "against DS streamed and DS by rounds: wall | tokens per effective group over "
+        f"theirs (plans priced in {priced_in})",
+        f"{'strategy':<14}"
+        + "".join(f"{'wall/' + heads[n]:>12}{'tok/' + heads[n]:>11}" for n in names),
+    ]
     for r in rows:
         cells = "".join(
             f"{_num(r[f'wall_ratio_vs_{REF_TAGS[n]}']):>12}"

@@ -170,8 +170,15 @@ class SaraCollector(_Base):
         self._check_plan()
 
     def _prior_plan(self, prior):
-        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior,
-                          self.request_cost, self.step_lengths)  # fmt: skip
+        return prior_plan(
+            self.name,
+            self.k,
+            self.tau_low,
+            self.tau_high,
+            prior,
+            self.request_cost,
+            self.step_lengths,
+        )
 
     def _check_plan(self):
         if self.informed is None:
@@ -185,8 +192,9 @@ class SaraCollector(_Base):
         if self.informed is None:
             return self.plan.copy()
         epoch = (self.pulled - 1) // self.epoch_size
-        return self.informed.plan(pid, epoch, self.k, self.tau_low, self.rule, self.price(),
-                                  self.step_weights)  # fmt: skip
+        return self.informed.plan(
+            pid, epoch, self.k, self.tau_low, self.rule, self.price(), self.step_weights
+        )
 
     # --- one step: the driver of ``rounds`` -------------------------------------------------------
     def collect_step(self, prompts, sample):
@@ -209,8 +217,11 @@ class SaraCollector(_Base):
         """Open a step: this step's prior and plan, the groups carried from the last step first
         in its batch, the state machine's step begun.  Returns the step's StepResult."""
         self._fit_prior()
-        res = StepResult(prior=tuple(self.step_prior), plan=[int(x) for x in self.plan],
-                         lengths=self.step_lengths)  # fmt: skip
+        res = StepResult(
+            prior=tuple(self.step_prior),
+            plan=[int(x) for x in self.plan],
+            lengths=self.step_lengths,
+        )
         res.groups, self.done_groups = self.done_groups, []
         self.group_visits, self.done_visits = self.done_visits, []
         sm_step.begin_step(self.rounds, self.rc)

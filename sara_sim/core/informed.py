@@ -120,8 +120,9 @@ class PromptHistory:
         ev, pop = self._evidence(pid), np.asarray(self.pop_prior, np.float64)
         u = float(self.rng.random())
         w_fail, w_pass = (float(x) for x in weights)
-        return history_plan(ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u,
-                            w_fail, w_pass)  # fmt: skip
+        return history_plan(
+            ev, float(epoch), self.params(rule), pop, k, tau_low, float(lam), u, w_fail, w_pass
+        )
 
     @classmethod
     def for_integer_ids(cls, epoch_size, seed=0, **overrides):

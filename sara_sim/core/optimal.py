@@ -214,8 +214,11 @@ def check_priced_in(name, priced_in, rule="tau", flag="priced_in"):
     if not isinstance(priced_in, str) or priced_in not in PRICED_IN:
         raise ParameterError(flag, f"must be one of {', '.join(PRICED_IN)}, got {priced_in!r}")
     if priced_in == "tokens" and not has_price(name, rule):
-        raise ParameterError(flag, f"prices sara-auto's plan and the price rule of sara-history, "
-                             f"sara-mopps and sara-dps only, not {name} (rule {rule})")  # fmt: skip
+        raise ParameterError(
+            flag,
+            f"prices sara-auto's plan and the price rule of sara-history, "
+            f"sara-mopps and sara-dps only, not {name} (rule {rule})",
+        )
     return priced_in
 
 

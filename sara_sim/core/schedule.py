@@ -133,8 +133,9 @@ def informed_prior(s_ev, f_ev, age, rho, pop_a, pop_b, kappa):
 
 
 @njit(cache=True)
-def informed_plan(a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False, w_fail=1.0,
-                  w_pass=1.0):  # fmt: skip
+def informed_plan(
+    a, b, k, tau_low, lam, rule_price, explore, u, must_probe=False, w_fail=1.0, w_pass=1.0
+):
     """Plan for a prompt with prior Beta(a, b); a skip is overridden when u < explore or when
     must_probe (no own evidence, or skipped too often in a row).  The price rule's rollouts cost
     w_fail / w_pass by outcome (``optimal.price_plan``; 1, 1: rollouts)."""

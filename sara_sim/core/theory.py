@@ -237,8 +237,9 @@ def outcome_counts(law, k, res) -> tuple[float, float]:
     (True, True)
     """
     e_fail, e_pass = res["abandon_after_fail"], res["abandon_after_pass"]
-    passes = float(drawn_passes(law, k, k if e_fail is None else e_fail,
-                                k if e_pass is None else e_pass))  # fmt: skip
+    passes = float(
+        drawn_passes(law, k, k if e_fail is None else e_fail, k if e_pass is None else e_pass)
+    )
     return passes, max(res["rollouts_per_prompt"] - passes, 0.0)
 
 

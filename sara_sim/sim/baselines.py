@@ -41,8 +41,14 @@ def decomposition(costs):
         lo, hi = costs[CHAIN[a]], costs[CHAIN[b]]
         if not (_defined(lo) and _defined(hi)):
             break
-        out.append({"source": " + ".join(SOURCES[a:b]), "from": CHAIN[a], "to": CHAIN[b],
-                    "share": (lo - hi) / ref})  # fmt: skip
+        out.append(
+            {
+                "source": " + ".join(SOURCES[a:b]),
+                "from": CHAIN[a],
+                "to": CHAIN[b],
+                "share": (lo - hi) / ref,
+            }
+        )
     return out
 
 
@@ -60,8 +66,9 @@ def _defined(x):
 def decomposition_text(parts):
     """Lines of a decomposition (``decomposition``'s rows): each link's share of DS by rounds'
     cost, then the total."""
-    lines = [f"  {p['source']:<30}{p['from']:>10} -> {p['to']:<13}{p['share']:>7.1%}"
-             for p in parts]  # fmt: skip
+    lines = [
+        f"  {p['source']:<30}{p['from']:>10} -> {p['to']:<13}{p['share']:>7.1%}" for p in parts
+    ]
     if parts:
         total = sum(p["share"] for p in parts)
         lines.append(f"  {'total':<30}{parts[0]['from']:>10} -> {parts[-1]['to']:<13}{total:>7.1%}")

@@ -40,8 +40,9 @@ def pool_flag(law) -> str:
     return "--difficulty" if isinstance(law, DriftLaw) else "--pool"
 
 
-def estimate(strategy, law, *, k, groups, budget, steps, replicates, capacity=None, params=None,
-             pool=0):  # fmt: skip
+def estimate(
+    strategy, law, *, k, groups, budget, steps, replicates, capacity=None, params=None, pool=0
+):
     """(expected rollouts, replicate-steps, bytes) of a ``simulate`` call, before running it.
 
     Rollouts per step: fixed-budget = budget; fixed-yield = N x k / P(mixed) under the law's
@@ -85,8 +86,10 @@ def memory_parts(law, *, k, groups, budget, steps, replicates, capacity=None, po
 
     table = "--capacity" if cap > default else largest_factor(k, groups, budget, steps, replicates)
     add(table, replicates * (4.0 * cap + 64.0) * (8 * N_FIELDS + 24))
-    add("--steps" if steps / 100 >= replicates / 4 else "--replicates",
-        3.0 * replicates * steps * N_METRICS * 8)  # fmt: skip
+    add(
+        "--steps" if steps / 100 >= replicates / 4 else "--replicates",
+        3.0 * replicates * steps * N_METRICS * 8,
+    )
     add(pool_flag(law), float(replicates) * pool_size(law, pool) * POOL_BYTES)
     return parts
 
@@ -99,8 +102,7 @@ def largest_factor(k, groups, budget, steps, replicates):
     return "--budget" if budget is not None and worst == "--groups" else worst
 
 
-def check_memory(law, *, k, groups, budget, steps, replicates, capacity=None, pool=0,
-                 force=False):  # fmt: skip
+def check_memory(law, *, k, groups, budget, steps, replicates, capacity=None, pool=0, force=False):
     """Refuse memory above MEMORY_LIMIT, naming the flag of its biggest part (`memory_parts`):
     a drift POOL of 1e9 prompts names --difficulty, a raised --capacity names itself."""
     size = {"k": k, "groups": groups, "budget": budget, "steps": steps, "replicates": replicates}
@@ -112,8 +114,9 @@ def check_memory(law, *, k, groups, budget, steps, replicates, capacity=None, po
     check_budget(sum(parts.values()) / 2**30, MEMORY_LIMIT / 2**30, name, what, force)
 
 
-def check_resources(strategy, law, *, k, groups, budget, steps, replicates, capacity, params,
-                    force, pool=0):  # fmt: skip
+def check_resources(
+    strategy, law, *, k, groups, budget, steps, replicates, capacity, params, force, pool=0
+):
     """Refuse (ParameterError naming the biggest factor) what would not finish in a few minutes
     or would not fit in memory; ``force=True`` skips the check."""
     if force:

@@ -150,9 +150,18 @@ def _checked(strategy, law, size, opts, params):
     cap = (groups * k if budget is None else budget) if capacity is None else capacity
     cap = err.check_int(cap, "--capacity", k)
     check_resources(
-        strategy, law, k=k, groups=groups, budget=budget, steps=steps, replicates=replicates,
-        capacity=cap, params={**prm, "max_rounds": max_rounds}, force=opts["force"], pool=pool,
-    )  # fmt: skip
+        strategy,
+        law,
+        k=k,
+        groups=groups,
+        budget=budget,
+        steps=steps,
+        replicates=replicates,
+        capacity=cap,
+        params={**prm, "max_rounds": max_rounds},
+        force=opts["force"],
+        pool=pool,
+    )
     return SimpleNamespace(
         strategy=strategy,
         meta=meta,

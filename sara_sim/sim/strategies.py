@@ -237,16 +237,27 @@ class SaraPlanner:
     sara / speed keep one plan; sara-eb / sara-auto refit the prior on the last eb_window steps'
     drawn outcomes before each step (keeping the last plan while nothing was decided)."""
 
-    def __init__(self, name, k, replicates, tau_low, tau_high, prior, params, schedule=(0, 0),
-                 tokens=(2000.0, 3500.0)):  # fmt: skip
+    def __init__(
+        self,
+        name,
+        k,
+        replicates,
+        tau_low,
+        tau_high,
+        prior,
+        params,
+        schedule=(0, 0),
+        tokens=(2000.0, 3500.0),
+    ):
         """schedule: (probe, increment) of the run (a priced request needs the auto one);
         tokens: the kernel's (pass, fail) lengths, what a plan priced in tokens learns."""
         self.name, self.k = name, k
         cost = params.get("request_cost", 0.0)
         self.request_cost = check_request_cost(name, cost, *schedule, flag="--request-cost")
         rule = params.get("rule", "tau")
-        self.priced_in = check_priced_in(name, params.get("priced_in", "rollouts"), rule,
-                                         "--priced-in")  # fmt: skip
+        self.priced_in = check_priced_in(
+            name, params.get("priced_in", "rollouts"), rule, "--priced-in"
+        )
         self.tokens = tuple(float(x) for x in tokens)
         self.lengths = [None] * replicates  # per replicate: the step's learned mean lengths
         self.tau_low = tau_low
@@ -292,8 +303,9 @@ class SaraPlanner:
         return int(params["n_init"]) if self.name == "speed" else probe
 
     def _make_plan(self, prior, lengths=None):
-        return prior_plan(self.name, self.k, self.tau_low, self.tau_high, prior,
-                          self.request_cost, lengths)  # fmt: skip
+        return prior_plan(
+            self.name, self.k, self.tau_low, self.tau_high, prior, self.request_cost, lengths
+        )
 
     def _tally(self, counts):
         """[pass tokens, passes, fail tokens, fails] of a window's drawn outcomes counts[n, s]

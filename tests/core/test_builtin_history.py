@@ -81,7 +81,7 @@ def test_the_name_is_reserved_and_a_path_still_works(tmp_path, monkeypatch):
         (["replay", "--history", "DeepScaleR", "--epochs", "0-1"], "--history"),
         (["figures", "--out", "OUT", "--history", "nope"], "--history"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_name_is_one_line_naming_the_built_ins(argv, flag, capsys, tmp_path):
     argv = [str(tmp_path / "figs") if a == "OUT" else a for a in argv]
     assert main(argv) == 2

@@ -144,13 +144,17 @@ def test_every_command_applies_the_same_rules(name, tmp_path, capsys):
     negative epoch, replay dropped it: now each refuses the file with the same line."""
     text = BAD_HISTORIES[name][0]
     path = tmp_path / "h.csv"
-    tokens = text.replace("prompt_id,epoch,correct,samples", "prompt_id,epoch,correct,samples,"
-                          "pass_tokens,fail_tokens")  # fmt: skip
+    tokens = text.replace(
+        "prompt_id,epoch,correct,samples", "prompt_id,epoch,correct,samples,pass_tokens,fail_tokens"
+    )
     lines = set()
     for argv, flag, prog in _commands(path, tmp_path):
         rows = tokens.splitlines()
-        path.write_text("\n".join([rows[0], *(r + ",10,20" if r else r for r in rows[1:])]) + "\n"
-                        if "--lengths" in argv else text)  # fmt: skip
+        path.write_text(
+            "\n".join([rows[0], *(r + ",10,20" if r else r for r in rows[1:])]) + "\n"
+            if "--lengths" in argv
+            else text
+        )
         line = one_line(argv, capsys, flag, *BAD_HISTORIES[name][1], prog=prog)
         # the refusal after the program and the flag (--lengths' file also shows its token columns)
         lines.add(line.split(": ", 3)[3].replace(", pass_tokens 10, fail_tokens 20", ""))
@@ -160,8 +164,9 @@ def test_every_command_applies_the_same_rules(name, tmp_path, capsys):
 
 def test_the_audit_history_is_read_by_the_same_reader(tmp_path):
     path = tmp_path / "history.csv"
-    path.write_text("prompt_id,epoch,correct,samples,pass_tokens,fail_tokens\n0,0,1,4,5,9\n"
-                    "0,0,2,4,5,9\n")  # fmt: skip
+    path.write_text(
+        "prompt_id,epoch,correct,samples,pass_tokens,fail_tokens\n0,0,1,4,5,9\n0,0,2,4,5,9\n"
+    )
     with pytest.raises(ParameterError, match=r"row 2 \(line 3\): prompt_id 0, epoch 0 repeats"):
         load_history(path, "--out", TOKEN_COLUMNS)
     path.write_text("prompt_id,epoch,correct,samples,pass_tokens,fail_tokens\n0,0,1,4,-5,9\n")
@@ -175,8 +180,21 @@ def test_a_good_file_reads_the_same_everywhere(tmp_path, capsys):
     frame = load_history(path)
     assert frame.values.tolist() == [[0, 0, 3, 8], [1, 0, 5, 8], [0, 1, 4, 8], [1, 1, 2, 8]]
     assert parse_law(f"history:{path}", epochs="1").frame["epoch"].tolist() == [1, 1]
-    rc, out, _ = run(["replay", "--history", str(path), "--k", "4", "--seeds", "1",
-                      "--strategies", "ds", "--json"], capsys)  # fmt: skip
+    rc, out, _ = run(
+        [
+            "replay",
+            "--history",
+            str(path),
+            "--k",
+            "4",
+            "--seeds",
+            "1",
+            "--strategies",
+            "ds",
+            "--json",
+        ],
+        capsys,
+    )
     assert rc == 0 and json.loads(out)["epochs"] == [0, 1]
 
 
@@ -220,11 +238,20 @@ def odd_paths(tmp_path):
 
 @pytest.mark.parametrize(
     "kind",
-    ["missing", "a directory", "a FIFO", "a device", "a link to a device", "a dangling link",
-     "unreadable", "under a file"],
-)  # fmt: skip
-def test_every_named_file_gets_its_true_reason_under_the_flag_typed(kind, odd_paths, tmp_path,
-                                                                     capsys):  # fmt: skip
+    [
+        "missing",
+        "a directory",
+        "a FIFO",
+        "a device",
+        "a link to a device",
+        "a dangling link",
+        "unreadable",
+        "under a file",
+    ],
+)
+def test_every_named_file_gets_its_true_reason_under_the_flag_typed(
+    kind, odd_paths, tmp_path, capsys
+):
     path, words = odd_paths[kind]
     for argv, flag, prog in _commands(path, tmp_path):
         line = one_line(argv, capsys, flag, prog=prog)
@@ -239,13 +266,20 @@ def test_paper_figs_learning_and_claims_get_their_reasons(odd_paths, tmp_path, c
     out = ["--out", str(tmp_path / "figs"), "--only", "1"]
     fifo, _ = odd_paths["a FIFO"]
     one_line([*out, "--learning", str(fifo)], capsys, "--learning", "named pipe", prog=figs_main)
-    one_line([*out, "--learning", str(tmp_path)], capsys, "--learning", "is a directory",
-             prog=figs_main)  # fmt: skip
+    one_line(
+        [*out, "--learning", str(tmp_path)], capsys, "--learning", "is a directory", prog=figs_main
+    )
     one_line([*out, "--claims", str(fifo)], capsys, "--claims", "named pipe", prog=figs_main)
-    one_line([*out, "--claims", str(tmp_path / "file")], capsys, "--claims", "is a file",
-             prog=figs_main)  # fmt: skip
-    one_line([*out, "--claims", str(tmp_path / "dangling.csv")], capsys, "--claims", "dangling",
-             prog=figs_main)  # fmt: skip
+    one_line(
+        [*out, "--claims", str(tmp_path / "file")], capsys, "--claims", "is a file", prog=figs_main
+    )
+    one_line(
+        [*out, "--claims", str(tmp_path / "dangling.csv")],
+        capsys,
+        "--claims",
+        "dangling",
+        prog=figs_main,
+    )
     assert not (tmp_path / "figs").exists()
 
 
@@ -363,8 +397,11 @@ def test_figures_never_replace_files_without_overwrite(prog, name, tmp_path, cap
 def test_integer_flags_take_ascii_digits_only(value, capsys):
     argv = ["theory", "--difficulty", "beta:1,1", "--k", value, "--tau-low", "0.3"]
     one_line(argv, capsys, "--k", repr(value))
-    one_line(["simulate", "--strategy", "ds", "--difficulty", "beta:1,1", "--k", "8", "--steps",
-              value], capsys, "--steps")  # fmt: skip
+    one_line(
+        ["simulate", "--strategy", "ds", "--difficulty", "beta:1,1", "--k", "8", "--steps", value],
+        capsys,
+        "--steps",
+    )
     one_line(["--out", "unused", "--seed", value], capsys, "--seed", prog=figs_main)
 
 
@@ -438,8 +475,12 @@ def test_sara_sim_seeds_have_sara_reals_range(argv, capsys, tmp_path):
     argv = [str(tmp_path / "f") if a == "unused" else a for a in argv]
     for bad in (str(SEED_MAX + 1), "99999999999999999999", "-1"):
         one_line([*argv, "--seed", bad], capsys, "--seed", f"must be an integer in [0, {SEED_MAX}]")
-    one_line(["--out", str(tmp_path / "g"), "--seed", str(SEED_MAX + 1)], capsys, "--seed",
-             prog=figs_main)  # fmt: skip
+    one_line(
+        ["--out", str(tmp_path / "g"), "--seed", str(SEED_MAX + 1)],
+        capsys,
+        "--seed",
+        prog=figs_main,
+    )
 
 
 def test_the_largest_seed_runs(capsys):
@@ -456,8 +497,10 @@ def test_mix_weights_are_relative_and_the_output_says_so(capsys):
     law = parse_law("mix:0.3*beta:1,5+0.3*beta:5,1")
     assert law.weights == (0.5, 0.5) and str(law) == "mix:0.5*beta:1,5+0.5*beta:5,1"
     assert parse_law("mix:3*beta:1,5+1*beta:5,1").weights == (0.75, 0.25)
-    rc, out, _ = run(["theory", "--difficulty", "mix:0.3*beta:1,5+0.3*beta:5,1", "--k", "8",
-                      "--tau-low", "0.3"], capsys)  # fmt: skip
+    rc, out, _ = run(
+        ["theory", "--difficulty", "mix:0.3*beta:1,5+0.3*beta:5,1", "--k", "8", "--tau-low", "0.3"],
+        capsys,
+    )
     assert rc == 0 and out.splitlines()[0].startswith(
         "SARA exact theory — mix:0.5*beta:1,5+0.5*beta:5,1"
     )

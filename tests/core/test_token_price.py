@@ -124,13 +124,23 @@ def test_the_simulator_learns_the_lengths_and_prices_its_plans_in_tokens():
     from sara_sim.sim.simulate import simulate, summarize
 
     law = BetaLaw(0.3, 0.3)
-    res = simulate("sara-auto", law, k=8, groups=64, steps=60, replicates=2, seed=3,
-                   priced_in="tokens", tokens=TokenModel(2000, 3500))  # fmt: skip
+    res = simulate(
+        "sara-auto",
+        law,
+        k=8,
+        groups=64,
+        steps=60,
+        replicates=2,
+        seed=3,
+        priced_in="tokens",
+        tokens=TokenModel(2000, 3500),
+    )
     f = res.frame
     plan_cols = [f"plan{j}" for j in range(5)]
     for _, row in f[f["step"] >= 1].iterrows():
-        want = prior_plan("sara-auto", 8, 0.2, np.inf, (row["prior_a"], row["prior_b"]),
-                          lengths=(2000.0, 3500.0))  # fmt: skip
+        want = prior_plan(
+            "sara-auto", 8, 0.2, np.inf, (row["prior_a"], row["prior_b"]), lengths=(2000.0, 3500.0)
+        )
         assert [int(row[c]) for c in plan_cols] == [int(x) for x in want]
     bound = bayes_optimal(law, 8, lengths=(2000, 3500))["tokens_per_effective_group"]
     got = summarize(res)["tokens_per_effective_group"]

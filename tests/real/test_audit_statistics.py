@@ -121,8 +121,13 @@ def test_the_recommendation_answers_stream_ds_or_which_sara(audit):
     rec = audit["recommended"]
     assert rec["schedule"] == "stream" and "--schedule stream" in rec["flags"]
     assert rec["unit"] == "tokens"
-    sure = [v for v in audit["variants"] if v["source"] == "exact" and v.get("interval")
-            and v["interval"]["tokens_vs_ds_stream"][1] < 1]  # fmt: skip
+    sure = [
+        v
+        for v in audit["variants"]
+        if v["source"] == "exact"
+        and v.get("interval")
+        and v["interval"]["tokens_vs_ds_stream"][1] < 1
+    ]
     if sure:
         top = min(sure, key=lambda v: v["tokens_vs_ds_stream"])
         assert rec["label"] == top["label"] and rec["interval"][1] < 1
@@ -136,8 +141,17 @@ def test_the_recommendation_answers_stream_ds_or_which_sara(audit):
 
 def test_the_recommendation_streams_ds_when_no_variant_surely_saves():
     """A law where every prompt mixes or never does, nearly: no SARA plan beats DS streamed."""
-    rows = [{"prompt_id": i, "epoch": 0, "correct": 4, "samples": 8, "pass_tokens": 80,
-             "fail_tokens": 80} for i in range(40)]  # fmt: skip
+    rows = [
+        {
+            "prompt_id": i,
+            "epoch": 0,
+            "correct": 4,
+            "samples": 8,
+            "pass_tokens": 80,
+            "fail_tokens": 80,
+        }
+        for i in range(40)
+    ]
     out = finite_or_none(analyze(pd.DataFrame(rows), 8, taus=(0.2,), bootstrap=20))
     assert out["recommended"]["strategy"] == "ds"
     assert out["recommended"]["flags"] == "--strategy ds --k 8 --schedule stream"

@@ -19,10 +19,21 @@ def cc(script):
 
 
 def _run(strategy, seed, rollouts, tokens, groups, effective, accuracy, cal=(0, 0)):
-    return {"strategy": strategy, "seed": seed, "steps": 2, "rollouts": rollouts,
-            "tokens": tokens, "calibration_rollouts": cal[0], "calibration_tokens": cal[1],
-            "calibrations": int(cal[0] > 0), "groups": groups, "effective": effective,
-            "accuracy": accuracy, "start_accuracy": 0.3, "wall_s": 1.0}  # fmt: skip
+    return {
+        "strategy": strategy,
+        "seed": seed,
+        "steps": 2,
+        "rollouts": rollouts,
+        "tokens": tokens,
+        "calibration_rollouts": cal[0],
+        "calibration_tokens": cal[1],
+        "calibrations": int(cal[0] > 0),
+        "groups": groups,
+        "effective": effective,
+        "accuracy": accuracy,
+        "start_accuracy": 0.3,
+        "wall_s": 1.0,
+    }
 
 
 RUNS = [
@@ -95,14 +106,34 @@ def test_the_peer_side_books_padded_rows_out_and_spread_groups_in(script):
     books = cgrpo_side.Books(k=4)
     books.generated([[1, 2], [3], [4, 5, 6]])  # 3 rollouts, 6 tokens in one generate call
     nan = math.nan
-    rewards = torch.tensor([[1.0], [0.0], [nan], [nan],  # 2 real rows, mixed: effective
-                            [1.0], [1.0], [1.0], [1.0],  # 4 real rows, all pass
-                            [0.0], [0.0], [nan], [nan]])  # fmt: skip
+    rewards = torch.tensor(
+        [
+            [1.0],
+            [0.0],
+            [nan],
+            [nan],  # 2 real rows, mixed: effective
+            [1.0],
+            [1.0],
+            [1.0],
+            [1.0],  # 4 real rows, all pass
+            [0.0],
+            [0.0],
+            [nan],
+            [nan],
+        ]
+    )
     books.batch(rewards)
     (step,) = books.steps
-    assert step == {"rollouts": 3, "tokens": 6, "calls": 1, "groups": 3, "effective": 1,
-                    "real_rows": 8, "budgets": {"2": 2, "4": 1},
-                    "reward_mean": 5 / 8}  # over the real rows  # fmt: skip
+    assert step == {
+        "rollouts": 3,
+        "tokens": 6,
+        "calls": 1,
+        "groups": 3,
+        "effective": 1,
+        "real_rows": 8,
+        "budgets": {"2": 2, "4": 1},
+        "reward_mean": 5 / 8,
+    }  # over the real rows
     assert books.open == {"rollouts": 0, "tokens": 0, "calls": 0}
 
 

@@ -81,12 +81,20 @@ def test_task_files_have_one_check_for_validate_compare_and_audit(tmp_path, caps
         lines = set()
         for cmd in ("validate", "compare", "audit"):
             out = ["--out", str(tmp_path / f"out-{cmd}")]
-            line = one_line([cmd, "--task", "math", "--task-path", str(path), *out], capsys,
-                            "--task-path", words)  # fmt: skip
+            line = one_line(
+                [cmd, "--task", "math", "--task-path", str(path), *out],
+                capsys,
+                "--task-path",
+                words,
+            )
             lines.add(line.split(": error: ")[1])
         assert len(lines) == 1, (name, lines)
-        one_line(["validate", "--task", "math", "--eval-path", str(path), "--out",
-                  str(tmp_path / "o")], capsys, "--eval-path", words)  # fmt: skip
+        one_line(
+            ["validate", "--task", "math", "--eval-path", str(path), "--out", str(tmp_path / "o")],
+            capsys,
+            "--eval-path",
+            words,
+        )
     assert not any(tmp_path.glob("out-*"))
 
 
@@ -98,16 +106,23 @@ def test_a_tiny_math_file_says_its_held_out_split_is_empty(n, tmp_path, capsys):
     from real.base.config import Config
 
     data = tmp_path / "few.jsonl"
-    data.write_text("".join(json.dumps({"problem": f"{i}+1", "answer": str(i + 1)}) + "\n"
-                            for i in range(n)))  # fmt: skip
+    data.write_text(
+        "".join(json.dumps({"problem": f"{i}+1", "answer": str(i + 1)}) + "\n" for i in range(n))
+    )
     argv = ["validate", "--task", "math", "--task-path", str(data), "--out", str(tmp_path / "r")]
-    line = one_line(argv, capsys, "--task-path", "held-out set is empty", f"holds {n} problem",
-                    "--eval-path")  # fmt: skip
+    line = one_line(
+        argv, capsys, "--task-path", "held-out set is empty", f"holds {n} problem", "--eval-path"
+    )
     assert "[1, 0]" not in line and "--eval-problems" not in line
     held = tmp_path / "held.jsonl"
     held.write_text('{"problem": "2+2", "answer": "4"}\n')
-    cfg = Config(task="math", task_path=str(data), eval_path=str(held), eval_problems=1,
-                 out=str(tmp_path / "r"))  # fmt: skip
+    cfg = Config(
+        task="math",
+        task_path=str(data),
+        eval_path=str(held),
+        eval_problems=1,
+        out=str(tmp_path / "r"),
+    )
     assert len(check_config(cfg).task.eval_problems()) == 1  # --eval-path: accepted
 
 
@@ -145,27 +160,50 @@ def _broken_models(tmp_path):
         damage(folder)
         out[name] = (folder, words)
 
-    make("truncated weights", lambda f: _safetensors(f / "model.safetensors", {"w": [4, 4]}, 9),
-         "model.safetensors is truncated")  # fmt: skip
-    make("a header only", lambda f: (f / "model.safetensors").write_bytes(b"\x10" + b"\0" * 7),
-         "model.safetensors is truncated or not safetensors")  # fmt: skip
-    make("a garbage header", lambda f: (f / "model.safetensors").write_bytes(
-        (4).to_bytes(8, "little") + b"{{{{"), "model.safetensors is damaged")  # fmt: skip
-    make("a tensor of the wrong size", lambda f: _bad_tensor(f / "model.safetensors"),
-         "tensor w holds 60 bytes, its shape needs 64")  # fmt: skip
+    make(
+        "truncated weights",
+        lambda f: _safetensors(f / "model.safetensors", {"w": [4, 4]}, 9),
+        "model.safetensors is truncated",
+    )
+    make(
+        "a header only",
+        lambda f: (f / "model.safetensors").write_bytes(b"\x10" + b"\0" * 7),
+        "model.safetensors is truncated or not safetensors",
+    )
+    make(
+        "a garbage header",
+        lambda f: (f / "model.safetensors").write_bytes((4).to_bytes(8, "little") + b"{{{{"),
+        "model.safetensors is damaged",
+    )
+    make(
+        "a tensor of the wrong size",
+        lambda f: _bad_tensor(f / "model.safetensors"),
+        "tensor w holds 60 bytes, its shape needs 64",
+    )
     make("no weights", lambda f: (f / "model.safetensors").unlink(), "no weights")
     make("no config", lambda f: (f / "config.json").unlink(), "no config.json")
-    make("a config that is not JSON", lambda f: (f / "config.json").write_text("{"),
-         "config.json is not JSON")  # fmt: skip
-    make("a config that is a list", lambda f: (f / "config.json").write_text("[]"),
-         "config.json is not a JSON object")  # fmt: skip
-    make("a config that is a directory", lambda f: _swap_for_dir(f / "config.json"),
-         "config.json is a directory")  # fmt: skip
+    make(
+        "a config that is not JSON",
+        lambda f: (f / "config.json").write_text("{"),
+        "config.json is not JSON",
+    )
+    make(
+        "a config that is a list",
+        lambda f: (f / "config.json").write_text("[]"),
+        "config.json is not a JSON object",
+    )
+    make(
+        "a config that is a directory",
+        lambda f: _swap_for_dir(f / "config.json"),
+        "config.json is a directory",
+    )
     make("no tokenizer", lambda f: (f / "tokenizer.json").unlink(), "no tokenizer")
-    make("a missing shard", lambda f: _index(f, ["model-1.safetensors"]),
-         "no such weights file")  # fmt: skip
-    make("weights behind a dangling link", lambda f: _dangle(f / "model.safetensors"),
-         "dangling symbolic link")  # fmt: skip
+    make("a missing shard", lambda f: _index(f, ["model-1.safetensors"]), "no such weights file")
+    make(
+        "weights behind a dangling link",
+        lambda f: _dangle(f / "model.safetensors"),
+        "dangling symbolic link",
+    )
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     (tmp_path / "dangling").symlink_to(tmp_path / "gone")
@@ -213,8 +251,11 @@ def test_model_folders_are_checked_before_any_engine(tmp_path, capsys):
     good = _model(tmp_path / "good")
     assert resolve_model(str(good)) == good
     for folder, words in _broken_models(tmp_path).values():
-        for argv in (["validate", "--out", str(tmp_path / "r")], ["audit", "--out",
-                     str(tmp_path / "a")], ["serve"]):  # fmt: skip
+        for argv in (
+            ["validate", "--out", str(tmp_path / "r")],
+            ["audit", "--out", str(tmp_path / "a")],
+            ["serve"],
+        ):
             one_line([*argv, "--model", str(folder)], capsys, "--model", words)
     assert not (tmp_path / "r").exists() and not (tmp_path / "a").exists()
 
@@ -232,12 +273,16 @@ def test_a_run_file_that_is_not_a_file_gets_its_true_reason(what, name, tmp_path
     out.mkdir()
     (out / "metrics.jsonl").write_text('{"step": 0}\n') if name != "metrics.jsonl" else None
     path = out / name
-    {"a directory": path.mkdir, "/dev/null": lambda: path.symlink_to("/dev/null"),
-     "a FIFO": lambda: os.mkfifo(path)}[what]()  # fmt: skip
+    {
+        "a directory": path.mkdir,
+        "/dev/null": lambda: path.symlink_to("/dev/null"),
+        "a FIFO": lambda: os.mkfifo(path),
+    }[what]()
     kind = {"a directory": "is a directory", "/dev/null": "character device", "a FIFO": "FIFO"}
     for extra, flag in (([], "--out"), (["--resume"], "--resume"), (["--overwrite"], "--out")):
-        line = one_line(["validate", "--out", str(out), *extra], capsys, flag, kind[what],
-                        "move it away")  # fmt: skip
+        line = one_line(
+            ["validate", "--out", str(out), *extra], capsys, flag, kind[what], "move it away"
+        )
         assert "before its first checkpoint" not in line
         assert os.path.lexists(path)
 
@@ -259,15 +304,33 @@ def test_an_unreadable_checkpoint_is_not_a_corrupted_one(tmp_path, capsys):
         (["audit", "--bootstrap", "100000000000000"], "--bootstrap", "bootstrap work"),
         (["audit", "--bootstrap", "100000"], "--bootstrap", "bootstrap work"),
         (["audit", "--prompts", "100000000", "--bootstrap", "0"], "--prompts", "GiB"),
-        (["audit", "--prompts", "100000", "--passes", "3", "--bootstrap", "0"], "--prompts",
-         "prompt visits to replay"),
+        (
+            ["audit", "--prompts", "100000", "--passes", "3", "--bootstrap", "0"],
+            "--prompts",
+            "prompt visits to replay",
+        ),
         (["audit", "--passes", "10000", "--bootstrap", "0"], "--passes", "prompt visits"),
-        (["audit", "--batch", "256", "--prompts", "256", "--k", "4096", "--max-tokens", "8192",
-          "--bootstrap", "0"], "--batch", "GiB"),
+        (
+            [
+                "audit",
+                "--batch",
+                "256",
+                "--prompts",
+                "256",
+                "--k",
+                "4096",
+                "--max-tokens",
+                "8192",
+                "--bootstrap",
+                "0",
+            ],
+            "--batch",
+            "GiB",
+        ),
         (["validate", "--eval-samples", "100000000"], "--eval-samples", "GiB"),
         (["validate", "--groups", "100000"], "--groups", "GiB"),
     ],
-)  # fmt: skip
+)
 def test_size_guards_count_every_factor_before_the_engine(argv, flag, words, tmp_path, capsys):
     """`audit --bootstrap 1e14` was accepted: the engine sampled, then nothing was written."""
     one_line([*argv, "--out", str(tmp_path / "o")], capsys, flag, words, "--force")
@@ -297,15 +360,20 @@ def _built_tiny(folder: Path, **settings) -> Path:
         ([], "batch 128 there, 256 asked"),
     ],
 )
-def test_make_tiny_never_rebuilds_over_another_model_without_overwrite(argv, words, tmp_path,
-                                                                       capsys):  # fmt: skip
+def test_make_tiny_never_rebuilds_over_another_model_without_overwrite(
+    argv, words, tmp_path, capsys
+):
     folder = _built_tiny(tmp_path / "model")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     one_line(["make-tiny", "--out", str(folder), *argv], capsys, "--out", words, "--overwrite")
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     (folder / "tiny_spread.json").unlink()
-    one_line(["make-tiny", "--out", str(folder), *argv], capsys, "--out",
-             "its settings file is unreadable")  # fmt: skip
+    one_line(
+        ["make-tiny", "--out", str(folder), *argv],
+        capsys,
+        "--out",
+        "its settings file is unreadable",
+    )
 
 
 # ---------------------------------------------------------------- flags: ASCII, seeds, help
@@ -313,9 +381,16 @@ def test_make_tiny_never_rebuilds_over_another_model_without_overwrite(argv, wor
 
 @pytest.mark.parametrize("value", ["٨", "８", "1_0", "8 "])
 @pytest.mark.parametrize(
-    "argv", [["validate", "--k"], ["audit", "--prompts"], ["make-tiny", "--seed"],
-             ["serve", "--port"], ["compare", "--groups"], ["validate", "--lr"]],
-)  # fmt: skip
+    "argv",
+    [
+        ["validate", "--k"],
+        ["audit", "--prompts"],
+        ["make-tiny", "--seed"],
+        ["serve", "--port"],
+        ["compare", "--groups"],
+        ["validate", "--lr"],
+    ],
+)
 def test_integer_flags_take_ascii_digits_only(argv, value, capsys):
     one_line([*argv, value], capsys, argv[1], repr(value))
 
@@ -324,8 +399,12 @@ def test_integer_flags_take_ascii_digits_only(argv, value, capsys):
 def test_both_clis_give_seeds_one_range_in_the_same_words(bad, tmp_path, capsys):
     real = one_line(["validate", "--seed", bad, "--out", str(tmp_path / "r")], capsys, "--seed")
     capsys.readouterr()
-    assert sim_main(["simulate", "--strategy", "ds", "--difficulty", "beta:1,1", "--k", "8",
-                     "--seed", bad]) == 2  # fmt: skip
+    assert (
+        sim_main(
+            ["simulate", "--strategy", "ds", "--difficulty", "beta:1,1", "--k", "8", "--seed", bad]
+        )
+        == 2
+    )
     sim = capsys.readouterr().err.strip()
     assert real.split(": error: ")[1] == sim.split(": error: ")[1]
     assert f"[0, {SEED_MAX}]" in sim
@@ -361,8 +440,13 @@ print("result", flush=True)
 
 
 def test_engine_noise_goes_to_the_log_and_ours_to_the_terminal(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", PHASE, str(tmp_path / "run")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", PHASE, str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     log = tmp_path / "run" / "engine.log"
     assert proc.stderr.splitlines() == ["note: ours", f"error: engine died (traceback in {log})"]
     assert proc.stdout == "result\n"
@@ -375,8 +459,13 @@ def test_engine_noise_goes_to_the_log_and_ours_to_the_terminal(tmp_path):
 def test_a_log_on_a_full_disk_loses_the_noise_not_the_run(tmp_path, tmpfs):
     disk = tmpfs.mount("64k")
     tmpfs.fill(disk, leave=0)
-    proc = subprocess.run([sys.executable, "-c", PHASE, str(disk / "run")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", PHASE, str(disk / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and proc.stdout == "result\n"
     # the noise is lost with the disk; a traceback that could not be logged names no log
     assert proc.stderr.splitlines() == ["note: ours", "error: engine died (traceback in None)"]
@@ -387,8 +476,12 @@ def test_a_failure_after_the_engine_phase_starts_is_one_line_naming_the_log(tmp_
     phase: one line, exit 1, the traceback in OUT/engine.log (no engine is started)."""
     model = _model(tmp_path / "model")  # model_type "none": no architecture transformers knows
     out = tmp_path / "run"
-    line = one_line(["validate", "--model", str(model), "--steps", "1", "--no-progress",
-                     "--out", str(out)], capsys, "ValueError", rc=1)  # fmt: skip
+    line = one_line(
+        ["validate", "--model", str(model), "--steps", "1", "--no-progress", "--out", str(out)],
+        capsys,
+        "ValueError",
+        rc=1,
+    )
     assert f"(traceback in {out / 'engine.log'})" in line
     assert "Traceback (most recent call last)" in (out / "engine.log").read_text()
 

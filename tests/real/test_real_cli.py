@@ -368,8 +368,19 @@ def test_every_strategy_knob_reaches_the_collector():
     assert (h.rho, h.kappa, h.explore, h.max_skip) == (0.5, 2.0, 0.25, 5)
     assert (sel.kind, sel.ratio, sel.target) == ("mopps", 2.5, 0.4)
     for name in ("sara-auto", "sara-history", "sara-mopps", "sara-dps"):  # the priced plans
-        a = p.parse_args(["validate", "--strategy", name, "--task-size", "16", "--priced-in",
-                          "tokens", "--out", "/tmp/unused"])  # fmt: skip
+        a = p.parse_args(
+            [
+                "validate",
+                "--strategy",
+                name,
+                "--task-size",
+                "16",
+                "--priced-in",
+                "tokens",
+                "--out",
+                "/tmp/unused",
+            ]
+        )
         assert check_config(run_config(a)).collector.priced_in == "tokens", name
     ds = ["validate", "--strategy", "ds", "--out", "/tmp/unused"]
     a = p.parse_args([*ds, "--gen-batch-size", "5", "--max-num-gen-batches", "3"])

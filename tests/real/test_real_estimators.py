@@ -98,9 +98,14 @@ def test_trl_refuses_what_it_cannot_compute(estimator):
     check_trl_config(Config(trainer="trl", grpo=GRPOConfig(estimator="dr-grpo")))  # honoured
 
 
-@pytest.mark.parametrize(("estimator", "std", "scale"), [
-    ("grpo", True, "group"), ("grpo", False, "none"), ("dr-grpo", True, "none"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("estimator", "std", "scale"),
+    [
+        ("grpo", True, "group"),
+        ("grpo", False, "none"),
+        ("dr-grpo", True, "none"),
+    ],
+)
 def test_trl_computes_grpo_and_dr_grpo_as_we_do(estimator, std, scale, tmp_path):
     """TRL's advantage: rewards - group mean, divided by the group std iff scale_rewards is
     "group" — so dr-grpo (and grpo --no-std) map to "none"."""

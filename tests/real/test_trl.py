@@ -405,7 +405,11 @@ def test_the_documented_gpu_recipe_names_only_settings_that_exist():
         "GRPOTrainer": set(inspect.signature(GRPOTrainer).parameters),
     }
     calls = [n for n in ast.walk(ast.parse(block.text)) if isinstance(n, ast.Call)]
-    given = {(c.func.id, kw.arg) for c in calls if getattr(c.func, "id", None) in takes
-             for kw in c.keywords}  # fmt: skip
+    given = {
+        (c.func.id, kw.arg)
+        for c in calls
+        if getattr(c.func, "id", None) in takes
+        for kw in c.keywords
+    }
     assert {name for name, _ in given} == set(takes)
     assert not [(n, kw) for n, kw in given if kw not in takes[n]]

@@ -19,9 +19,25 @@ def _json(capsys, *argv):
 
 
 def test_wallclock_tells_each_saving_against_ds_streamed_and_by_rounds(capsys):
-    d = _json(capsys, "wallclock", "--difficulty", "beta:0.4,0.4", "--k", "8", "--groups", "8",
-              "--steps", "6", "--max-num-seqs", "64", "--schedule", "stream", "--strategies",
-              CHAIN, "--json")  # fmt: skip
+    d = _json(
+        capsys,
+        "wallclock",
+        "--difficulty",
+        "beta:0.4,0.4",
+        "--k",
+        "8",
+        "--groups",
+        "8",
+        "--steps",
+        "6",
+        "--max-num-seqs",
+        "64",
+        "--schedule",
+        "stream",
+        "--strategies",
+        CHAIN,
+        "--json",
+    )
     refs = d["references"]
     assert set(refs) == {"ds stream", "ds rounds", "ds-verl3n rounds"}
     assert refs["ds stream"]["schedule"] == "stream" and refs["ds rounds"]["schedule"] == "rounds"
@@ -29,28 +45,61 @@ def test_wallclock_tells_each_saving_against_ds_streamed_and_by_rounds(capsys):
     assert rows["ds"]["wall_ratio_vs_ds_stream"] == pytest.approx(1.0)
     wall = {n: r["wall_per_effective_group_s"] for n, r in refs.items()}
     for r in rows.values():
-        for tag, name in (("ds_stream", "ds stream"), ("ds_rounds", "ds rounds"),
-                          ("ds_verl3n_rounds", "ds-verl3n rounds")):  # fmt: skip
-            assert r[f"wall_ratio_vs_{tag}"] == pytest.approx(r["wall_per_effective_group_s"]
-                                                              / wall[name])  # fmt: skip
+        for tag, name in (
+            ("ds_stream", "ds stream"),
+            ("ds_rounds", "ds rounds"),
+            ("ds_verl3n_rounds", "ds-verl3n rounds"),
+        ):
+            assert r[f"wall_ratio_vs_{tag}"] == pytest.approx(
+                r["wall_per_effective_group_s"] / wall[name]
+            )
     parts = d["decomposition"]["wall"]
     assert [p["source"] for p in parts] == [
-        "streaming", "the stopping rule", "priors and plans", "per-prompt history"
-    ]  # fmt: skip
+        "streaming",
+        "the stopping rule",
+        "priors and plans",
+        "per-prompt history",
+    ]
     total = 1 - rows["sara-history"]["wall_ratio_vs_ds_rounds"]
     assert sum(p["share"] for p in parts) == pytest.approx(total)
 
 
 def test_wallclock_by_rounds_has_no_decomposition(capsys):
     """By rounds a SARA row's wall has its barriers in it: no link is its rule's alone."""
-    d = _json(capsys, "wallclock", "--difficulty", "beta:0.4,0.4", "--k", "8", "--groups", "8",
-              "--steps", "3", "--strategies", "ds,sara", "--json")  # fmt: skip
+    d = _json(
+        capsys,
+        "wallclock",
+        "--difficulty",
+        "beta:0.4,0.4",
+        "--k",
+        "8",
+        "--groups",
+        "8",
+        "--steps",
+        "3",
+        "--strategies",
+        "ds,sara",
+        "--json",
+    )
     assert d["decomposition"] == {} and "ds stream" in d["references"]
 
 
 def test_compare_tells_each_saving_against_ds_streamed(capsys):
-    d = _json(capsys, "compare", "--difficulty", "beta:0.4,0.4", "--k", "8", "--steps", "150",
-              "--replicates", "2", "--strategies", CHAIN, "--json")  # fmt: skip
+    d = _json(
+        capsys,
+        "compare",
+        "--difficulty",
+        "beta:0.4,0.4",
+        "--k",
+        "8",
+        "--steps",
+        "150",
+        "--replicates",
+        "2",
+        "--strategies",
+        CHAIN,
+        "--json",
+    )
     ref = d["references"]["ds stream"]["rollouts_per_effective_group"]
     exact = plan_law(BetaLaw(0.4, 0.4), 8, [0, 1, 8, 1, 8])["cost_per_effective_group"]
     assert ref == pytest.approx(exact, rel=0.02)  # k / P(mixed): DS without its surplus
@@ -66,8 +115,9 @@ def test_compare_tells_each_saving_against_ds_streamed(capsys):
 def test_a_missing_strategy_merges_its_links():
     parts = decomposition({"ds rounds": 10.0, "ds stream": 8.0, "sara-auto": 7.0})
     assert [(p["source"], p["share"]) for p in parts] == [
-        ("streaming", pytest.approx(0.2)), ("the stopping rule + priors and plans",
-                                            pytest.approx(0.1))]  # fmt: skip
+        ("streaming", pytest.approx(0.2)),
+        ("the stopping rule + priors and plans", pytest.approx(0.1)),
+    ]
     assert decomposition({"ds stream": 8.0, "sara": 7.0}) == []  # no DS by rounds: no reference
 
 

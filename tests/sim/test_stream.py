@@ -57,8 +57,10 @@ def drv_visits(col):
 
 
 @pytest.mark.parametrize("boundary", ["carry", "abort"])
-@pytest.mark.parametrize("name, knobs", [("sara", {}), ("sara-auto", {"max_inflight": 3}),
-                                         ("sara-history", {}), ("ds", {})])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, knobs",
+    [("sara", {}), ("sara-auto", {"max_inflight": 3}), ("sara-history", {}), ("ds", {})],
+)
 def test_every_step_commits_its_groups_of_k_rollouts_of_one_prompt(name, knobs, boundary):
     col, live, steps = _drive(name, parse_law("beta:0.6,0.6"), boundary=boundary, **knobs)
     seen = set()
@@ -226,9 +228,15 @@ def test_the_cli_streams(capsys):
 
 @pytest.mark.parametrize(
     "knob, value",
-    [("overprovision", 0.5), ("overprovision", math.nan), ("overprovision", "2"),
-     ("max_inflight", -1), ("max_inflight", 1.5), ("max_inflight", True)],
-)  # fmt: skip
+    [
+        ("overprovision", 0.5),
+        ("overprovision", math.nan),
+        ("overprovision", "2"),
+        ("max_inflight", -1),
+        ("max_inflight", 1.5),
+        ("max_inflight", True),
+    ],
+)
 def test_make_collector_refuses_a_bad_schedule_knob(knob, value):
     from sara_sim.core.errors import ParameterError
 

@@ -108,9 +108,14 @@ def test_a_bad_stream_overprovision_is_one_line_naming_the_flag(capsys, value):
 
 @pytest.mark.parametrize(
     "argv, flag",
-    [(["--over", "0.5"], "--over"), (["--over", "1,x"], "--over"), (["--over", ""], "--over"),
-     (["--seeds", "0"], "--seeds"), (["--run", "/nonexistent.json"], "--run")],
-)  # fmt: skip
+    [
+        (["--over", "0.5"], "--over"),
+        (["--over", "1,x"], "--over"),
+        (["--over", ""], "--over"),
+        (["--seeds", "0"], "--seeds"),
+        (["--run", "/nonexistent.json"], "--run"),
+    ],
+)
 def test_stream_fill_bad_input_is_one_line_naming_the_flag(script, capsys, argv, flag):
     stream_fill = script("benchmarks/investigations/stream_fill/stream_fill.py")
 

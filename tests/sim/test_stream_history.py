@@ -65,8 +65,9 @@ def _prompts(start=0):
 def _run(name, steps, state=None, start=0, **knobs):
     """`steps` streamed steps of `name` ("fresh" boundary), optionally from a saved collector
     state: the steps' results, the collector's state after them and the prompt position."""
-    col = make_collector(name, k=K, groups=GROUPS, seed=3, epoch_size=POOL, schedule="stream",
-                         **knobs)  # fmt: skip
+    col = make_collector(
+        name, k=K, groups=GROUPS, seed=3, epoch_size=POOL, schedule="stream", **knobs
+    )
     if state is not None:
         col.load_state_dict(pickle.loads(state))
     engine = FifoEngine()
@@ -90,8 +91,15 @@ class _Counted:
 
 
 def _summary(res):
-    return (res.rollouts, res.n_effective, res.skipped, sorted(res.abandoned), res.waste,
-            [(p, list(r)) for p, r in res.groups], res.lengths)  # fmt: skip
+    return (
+        res.rollouts,
+        res.n_effective,
+        res.skipped,
+        sorted(res.abandoned),
+        res.waste,
+        [(p, list(r)) for p, r in res.groups],
+        res.lengths,
+    )
 
 
 @pytest.mark.parametrize("name", INFORMED)
@@ -143,8 +151,9 @@ def test_a_selector_ranks_what_the_streams_quota_pulls():
     """sara-mopps streamed: every prompt pulled is probed, skipped by its plan or passed over by
     the selector, and over the run the selector passes over about ratio - 1 per chosen one."""
     src = OutcomeSource(parse_law("beta:0.3,0.3"), 1, pool=200)
-    col = make_collector("sara-mopps", k=K, groups=GROUPS, seed=1, epoch_size=src.pool,
-                         schedule="stream")  # fmt: skip
+    col = make_collector(
+        "sara-mopps", k=K, groups=GROUPS, seed=1, epoch_size=src.pool, schedule="stream"
+    )
     chosen = []
     select = col.selector.select
 

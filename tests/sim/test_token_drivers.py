@@ -35,8 +35,17 @@ def test_plans_priced_in_tokens_learn_the_engines_lengths(schedule, monkeypatch)
 
     monkeypatch.setattr(wallclock_run, "make_collector", kept)
     law = parse_law("beta:0.4,0.6")
-    out = run_strategy(law, "sara-auto", SETUP, k=8, groups=8, steps=4, seed=1,
-                       schedule=schedule, priced_in="tokens")  # fmt: skip
+    out = run_strategy(
+        law,
+        "sara-auto",
+        SETUP,
+        k=8,
+        groups=8,
+        steps=4,
+        seed=1,
+        schedule=schedule,
+        priced_in="tokens",
+    )
     col = seen[0]
     assert col.step_lengths == (200.0, 350.0) and out["effective_groups"] >= 32
     tally = np.sum(col.lengths_window, axis=0)  # every told rollout of a decided prompt
@@ -69,12 +78,20 @@ def test_a_fresh_step_end_feeds_the_dropped_prompts_to_the_window():
 
 def test_record_lengths_come_from_the_prompts_own_record():
     records = ((np.array([10, 12]), np.array([40])), (np.array([3]), np.array([90, 95])))
-    law = LengthLaw("record", pass_values=np.array([10, 12, 3]),
-                    fail_values=np.array([40, 90, 95]), records=records)  # fmt: skip
+    law = LengthLaw(
+        "record",
+        pass_values=np.array([10, 12, 3]),
+        fail_values=np.array([40, 90, 95]),
+        records=records,
+    )
     rng = np.random.default_rng(0)
     got = law.draw(rng, [1, 0, 1, 0, 1, 0], [0, 0, 1, 1, 2, 3])  # prompt 2, 3: records 0, 1
     assert got[0] in (10, 12) and got[1] == 40 and got[2] == 3 and got[3] in (90, 95)
     assert got[4] in (10, 12) and got[5] in (90, 95)
-    empty = LengthLaw("record", pass_values=np.array([7]), fail_values=np.array([9]),
-                      records=((np.array([], int), np.array([5])),))  # fmt: skip
+    empty = LengthLaw(
+        "record",
+        pass_values=np.array([7]),
+        fail_values=np.array([9]),
+        records=((np.array([], int), np.array([5])),),
+    )
     assert list(empty.draw(rng, [1, 0], [0, 0])) == [7, 5]  # no pass recorded: the pooled ones

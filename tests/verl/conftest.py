@@ -22,8 +22,11 @@ def tiny_dir():
     py = main_python()
     out = subprocess.run(
         [str(py), "-m", "real.app.cli", "make-tiny", "--test-size"],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     import json
 
     return Path(json.loads(out.stdout.strip().splitlines()[-1])["model"])
