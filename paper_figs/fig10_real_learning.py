@@ -108,7 +108,9 @@ def build(seed=0, history=None, learning=None):
         f"{FRAC:.0%} of DS's mean gain over the start model. Per-seed cost to target by linear "
         "interpolation at the first crossing; ratio to DS = geometric mean of the per-seed "
         "(paired) ratios, t-interval on their logs. " + summary_text(target, budget) + " The "
-        f"paper reports x{PAPER_ROLLOUT_RATIO} rollouts for SARA vs DS."
+        f"paper reports x{PAPER_ROLLOUT_RATIO} rollouts for SARA vs DS. DS here runs by rounds "
+        "(the real loop's schedule: a generation batch of N prompts); each source of the saving "
+        "against DS streamed: docs/results.md."
     )
     notes = {
         "source": str(path),

@@ -192,7 +192,9 @@ def caption(data, table) -> str:
         "to DS (geometric mean of per-seed ratios, 90 % intervals on the log scale) per "
         "strategy and setting; dashed: the paper's rollout ratios (sara 0.78x, sara-dps "
         "0.33x). uniform, mopps and dps spend groups x k rollouts a step whatever their "
-        "effective fraction (b), so their ratio in (c) is a cost at a lower yield, not a saving."
+        "effective fraction (b), so their ratio in (c) is a cost at a lower yield, not a saving. "
+        "DS here runs by rounds (a generation batch of N prompts); against DS streamed, "
+        "docs/results.md splits the saving by source."
     ]
     for r in table.itertuples():
         parts.append(

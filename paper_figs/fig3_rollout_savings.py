@@ -53,7 +53,7 @@ def build(seed=0, history=None):
     panels = (
         ("rollout_fraction", "expected rollouts per prompt ÷ k [fraction of k]"),
         ("rollouts_saved_per_prompt", "rollouts saved per prompt, k − E[rollouts] [rollouts]"),
-        ("savings_vs_ds_pct", "savings in rollouts per effective group vs DS [%]"),
+        ("savings_vs_ds_pct", "savings in rollouts per effective group vs DS streamed [%]"),
     )
     for i, (ax, (col, label)) in enumerate(zip(axes, panels)):
         sns.lineplot(

@@ -91,7 +91,7 @@ def build(seed=0, history=None):
                 ls="none",
             )
         ax.axhline(bo, color="#d55e00", lw=1.6, label="Bayes-optimal (sara-auto)")
-        ax.axhline(ds, color="#949494", lw=1.4, ls="--", label="dynamic sampling (DS)")
+        ax.axhline(ds, color="#949494", lw=1.4, ls="--", label="DS streamed (k / P(mixed))")
         ax.set_ylim(0.9 * bo, 1.35 * ds)
         ax.set_xlim(0, 1)
         ax.set_title(f"k = {k}: optimum {bo:.2f} vs DS {ds:.2f}")
