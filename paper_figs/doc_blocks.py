@@ -243,6 +243,68 @@ def saving_shares() -> list[str]:
     return lines + ["| total | ds rounds -> sara-history | " + " | ".join(totals) + " |"]
 
 
+# The real loop's saving against DS streamed: benchmarks/stream_real.py's token-goal runs
+# (reasoning-long, collection only: fixed weights), one per k, committed under STREAM_REAL
+STREAM_REAL = REPO / "benchmarks" / "results" / "stream_real"
+REAL_TOKENS = ("reasoning_long_tokens.json", "reasoning_long_tokens_k16.json")
+LONG_MODEL = (
+    'MODEL=$(.venv/bin/python -c "from real.models.tiny import TinySettings, build_tiny; '
+    'print(build_tiny(settings=TinySettings.reasoning_long()))")'
+)
+
+
+def real_tokens() -> list[str]:
+    """The commands and, per k and strategy, rollouts and tokens per effective group, the
+    effective fraction, the epochs its prompt source covered, and its ratios to DS streamed
+    paired by step with their intervals (``sara_sim.sim.paired``), with the token goal's verdict."""
+    from sara_sim.sim.paired import LEVEL, TOKEN_GOAL, fmt, goal_met
+
+    runs = {name: json.loads((STREAM_REAL / name).read_text()) for name in REAL_TOKENS}
+    # inline, not a bash block: the docs' bash blocks all run in the tests, and these take minutes
+    lines = [f"The model (built once, cached): `{LONG_MODEL}`; then, per row group below:", ""]
+    for name, d in runs.items():
+        m = d["meta"]
+        minutes = sum(t["wall"] for t in d["rows"].values()) / 60
+        lines.append(
+            f'- `.venv/bin/python benchmarks/stream_real.py --model "$MODEL" --task {m["task"]} '
+            f"--task-size {m['task_size']} --k {m['k']} --groups {m['groups']} "
+            f"--steps {m['steps']} --warmup {m['warmup']} --seed {m['seed']} "
+            f"--strategies {m['strategies']} --out benchmarks/results/stream_real/{name}` "
+            f"(~{minutes:.0f} min of collection here)"
+        )
+    lines += [
+        "",
+        f"| k | groups x steps | strategy | rollouts / eff. group | tokens / eff. group "
+        f"| eff. fraction | epochs | rollouts / DS streamed | tokens / DS streamed "
+        f"| tokens <= {TOKEN_GOAL:.2f}x |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in runs.values():
+        m, got = d["meta"], d["against_ds_stream"]
+        for label, t in d["rows"].items():
+            g, eff = got[label], t["eff"]
+            cells = [
+                str(m["k"]),
+                f"{m['groups']} x {m['steps']}",
+                label,
+                f"{t['rollouts'] / eff:.2f}" if eff else "-",
+                f"{t['tokens'] / eff:.1f}" if eff else "-",
+                "-" if g["eff_frac"] is None else f"{g['eff_frac']:.2f}",
+                f"{t['prompts_drawn'] / m['task_size']:.1f}",
+                fmt(g["rollouts"]),
+                fmt(g["tokens"]),
+                "-" if label == "ds stream" else goal_met(g),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        ds = d["rows"]["ds stream"]
+        floor = f"{m['k'] / (ds['rollouts'] / ds['eff']):.2f}" if ds["eff"] else "-"
+        lines.append(
+            f"| {m['k']} | {m['groups']} x {m['steps']} | the floor: k rollouts in every "
+            f"effective group | {m['k']:.2f} | - | - | - | {floor} | - | - |"
+        )
+    return lines + ["", f"(intervals: {LEVEL:.0%} paired bootstrap over the steps)"]
+
+
 K_BOUND_LENGTHS = "--len-pass 2000 --len-fail 3500"
 
 
@@ -320,6 +382,7 @@ BLOCKS = {  # name: its generator (the block's lines)
     "saving-sources": saving_sources,
     "saving-shares": saving_shares,
     "k-bound": k_bound,
+    "real-tokens": real_tokens,
     "claims-budget": claims_budget,
     "claims-reasoning-long": claims_reasoning_long,
 }

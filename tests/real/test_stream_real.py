@@ -12,6 +12,7 @@ from real.rollout.collect import RolloutDriver
 from real.rollout.streamed import rollout_seed
 from real.tasks import PromptSource, make_task
 from sara_sim.collect.collectors import make_collector
+from sara_sim.core.errors import ParameterError
 
 PROMPTS = ["12+7=", "3*4=", "99-5=", "8+8="]
 LONG = "12345678"  # hot (temperature 2), some rollouts run on for a while (below)
@@ -360,6 +361,10 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, ca
         (["--model", str(tmp_path), "--out", str(tmp_path / "o.json")], "--out: "),
         (["--model", str(tmp_path), "--strategies", "sara stream,nope"], "--strategies: labels"),
         (["--model", str(tmp_path), "--strategies", ","], "--strategies: labels"),
+        # history learns from revisits: a finite pool, on a task that takes one
+        (["--model", str(tmp_path), "--strategies", "tokens"], "--task-size: sara-history stream,"),
+        (["--model", str(tmp_path), "--task-size", "0"], "--task-size: must be an integer in [1,"),
+        (["--model", str(tmp_path), "--task", "math", "--task-size", "8"], "--task-size: tasks"),
     ]
     (tmp_path / "o.json").write_text("{}")  # a result already written: kept without --overwrite
     for argv, want in cases:
@@ -367,6 +372,63 @@ def test_stream_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, ca
         assert rc == 2 and r.out == "", (argv, r.out, r.err)
         lines = r.err.strip().splitlines()
         assert len(lines) == 1 and want in lines[0], (argv, r.err)
+
+
+def test_stream_benchmark_labels_presets_and_rows(script):
+    """benchmarks/stream_real.py's --strategies: the default is every STRATEGIES row, the preset
+    "tokens" the token goal's rows (DS streamed, the reference, among them), labels of either
+    list in ROWS' order, DS by rounds always first; each row prices its plan as its label says."""
+    bench = script("benchmarks/stream_real.py")
+    assert bench.chosen(None) == bench.STRATEGIES
+    tokens = [s[0] for s in bench.chosen("tokens")]
+    assert tokens[0] == "ds rounds" and "ds stream" in tokens and "sara-auto stream" in tokens
+    assert set(tokens) == {"ds rounds", *bench.PRESETS["tokens"]}
+    assert set(tokens) >= {"sara-history stream", "sara-history stream tokens"}
+    picked = bench.chosen(" sara-history stream tokens,sara stream ")
+    assert [s[0] for s in picked] == ["ds rounds", "sara stream", "sara-history stream tokens"]
+    for label, name, schedule, *rest in bench.ROWS:
+        assert label.split()[:2] == [name, schedule], label
+        priced = rest[3] if len(rest) > 3 else "rollouts"
+        assert (priced == "tokens") == label.endswith(" tokens"), label
+    with pytest.raises(ParameterError, match="--strategies: labels from .*tokens"):
+        bench.chosen("tokens,nope")
+
+
+def test_stream_benchmark_prints_each_strategy_against_ds_streamed(script, capsys):
+    """The token goal's table from a small synthetic run: ratios to DS streamed with their
+    interval, the goal met only when the whole interval is at or below 0.70 and every group
+    returned is effective, '-' where undefined."""
+    bench = script("benchmarks/stream_real.py")
+
+    def row(roll, tok, eff=4, groups=None):
+        n = len(roll)
+        return {
+            "step_rollouts": roll, "step_tokens": tok, "step_eff": [eff] * n,
+            "rollouts": sum(roll), "tokens": sum(tok), "eff": eff * n,
+            "groups": eff * n if groups is None else groups,
+        }  # fmt: skip
+
+    roll, tok = [50, 60, 55, 45], [1500, 1900, 1600, 1400]
+    rows = {
+        "ds rounds": row([64] * 4, [2000] * 4),
+        "ds stream": row(roll, tok),
+        "good": row([0.8 * r for r in roll], [0.6 * t for t in tok]),
+        "wasteful": row([0.8 * r for r in roll], [0.6 * t for t in tok], groups=32),
+        "near": row([r for r in roll], [0.7 * t + d for t, d in zip(tok, (30, -30, 40, -40))]),
+        "empty": row([8, 8], [100, 100], eff=0, groups=0),
+    }
+    bench.streamed_table(rows)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "4 steps" in out[0] and "tokens <= 0.70x" in out[0] and len(out) == 2 + len(rows)
+    got = {line[:28].strip(): line[28:].split() for line in out[2:]}
+    assert got["ds stream"][-7:] == ["1.00", "[1.00,", "1.00]", "1.00", "[1.00,", "1.00]", "-"]
+    assert got["good"][:3] == ["10.50", "240.0", "1.00"]  # 168 / 16, 3840 / 16
+    assert got["good"][-4:] == ["0.60", "[0.60,", "0.60]", "met"]
+    assert got["wasteful"][2] == "0.50" and got["wasteful"][-1] == "MISSED"  # not all effective
+    assert got["near"][-1] == "undecided" and got["ds rounds"][-1] == "MISSED"
+    assert got["empty"] == ["-", "-", "-", "-", "-", "MISSED"]
+    bench.streamed_table({k: v for k, v in rows.items() if k != "ds stream"})
+    assert capsys.readouterr().out == ""  # no DS streamed in the run: no such table
 
 
 def test_step_cost_benchmark_refuses_bad_arguments_in_one_line(tmp_path, script, capsys):
@@ -435,6 +497,28 @@ def test_stream_benchmark_measures_every_strategy_at_toy_size(engine, capsys):
         argparse.Namespace(**{**vars(args), "steps": 1, "strategies": "sara stream"}),
     )
     assert list(one["rows"]) == ["ds rounds", "sara stream"]  # DS by rounds: always the reference
+    # the token goal's rows: history on the task's finite pool (ids epoch * size + index), its
+    # plan priced in tokens, per-step counts that add up, against DS streamed
+    hist = real_bench["measure"](
+        engine,
+        _arith(8),
+        argparse.Namespace(**{**vars(args), "strategies": "sara-history stream tokens,ds stream"}),
+    )
+    h = hist["rows"]
+    assert list(h) == ["ds rounds", "ds stream", "sara-history stream tokens"]
+    t = h["sara-history stream tokens"]
+    assert (t["strategy"], t["priced_in"], h["ds stream"]["priced_in"]) == (
+        "sara-history",
+        "tokens",
+        "rollouts",
+    )
+    for row in h.values():
+        assert sum(row["step_tokens"]) == row["tokens"] > 0
+        assert sum(row["step_rollouts"]) == row["rollouts"] and len(row["step_rollouts"]) == 2
+        assert row["prompts_drawn"] >= row["eff"] == row["groups"]  # a draw, at most a group
+    got = real_bench["against_streamed"](h)
+    assert got["ds stream"]["tokens"][0] == 1.0
+    assert got["sara-history stream tokens"]["tokens"] is not None
     ds = rows["ds rounds"]
     assert real_bench["ratio"](ds, ds, "rollouts") == 1.0
     assert len(run["law"]["lengths"]) == ds["rollouts"] and run["law"]["prompts"]

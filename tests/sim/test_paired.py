@@ -1,11 +1,12 @@
 """sara_sim/sim/paired.py: a real run's wall ratios paired by step, with bootstrap intervals — the
 ratio is the run's own, the interval covers a known ratio, pairing removes a load drift that falls
-on both halves of a pair, and undefined stays undefined."""
+on both halves of a pair, and undefined stays undefined; the counts (rollouts, tokens) against DS
+streamed paired the same way."""
 
 import numpy as np
 import pytest
 
-from sara_sim.sim.paired import fmt, paired_ratio, print_paired, verdict
+from sara_sim.sim.paired import against_streamed, fmt, paired_ratio, print_paired, verdict
 
 
 def _row(wall, eff=32):
@@ -80,3 +81,40 @@ def test_the_table_has_a_row_per_strategy_and_dash_where_undefined(capsys):
     assert lines["ds stream"] == ["1.00", "[1.00,", "1.00]", "-"]
     assert lines["sara rounds"] == ["-", "-"]
     assert lines["sara stream"][0] == "0.80" or lines["sara stream"][0] == "0.79"
+
+
+def _counts(rollouts, tokens, eff=4, groups=None):
+    n = len(rollouts)
+    return {
+        "step_rollouts": list(rollouts),
+        "step_tokens": list(tokens),
+        "step_eff": [eff] * n,
+        "rollouts": sum(rollouts),
+        "tokens": sum(tokens),
+        "eff": eff * n,
+        "groups": eff * n if groups is None else groups,
+    }
+
+
+def test_counts_against_ds_streamed_are_the_totals_ratio_paired_by_step():
+    rng = np.random.default_rng(4)
+    roll = rng.integers(40, 60, 16)  # DS streamed's rollouts per step (4 effective groups)
+    tok = roll * rng.uniform(25, 35, 16)
+    rows = {
+        "ds stream": _counts(roll, tok),
+        "x": _counts(roll * 0.8 + rng.normal(0, 2, 16), tok * 0.6 + rng.normal(0, 40, 16)),
+        "none": _counts([0, 0], [0, 0], eff=0, groups=0),
+    }
+    got = against_streamed(rows)
+    assert got["ds stream"]["rollouts"] == (1.0, 1.0, 1.0) and got["ds stream"]["eff_frac"] == 1.0
+    x = rows["x"]
+    for name in ("rollouts", "tokens"):
+        r, lo, hi = got["x"][name]
+        want = (x[name] / x["eff"]) / (rows["ds stream"][name] / rows["ds stream"]["eff"])
+        assert r == pytest.approx(want, rel=1e-12) and lo < r < hi
+        assert (r, lo, hi) == paired_ratio(x, rows["ds stream"], key=f"step_{name}")
+    assert 0.75 < got["x"]["rollouts"][0] < 0.85 and 0.55 < got["x"]["tokens"][0] < 0.65
+    assert got["none"] == {"rollouts": None, "tokens": None, "eff_frac": None}  # undefined
+    rows["half"] = _counts(roll, tok, groups=128)  # 64 effective of 128 groups returned
+    assert against_streamed(rows)["half"]["eff_frac"] == 0.5
+    assert against_streamed({"ds rounds": rows["x"]}) == {}  # no DS streamed row: no reference
