@@ -247,10 +247,7 @@ def saving_shares() -> list[str]:
 # (reasoning-long, collection only: fixed weights), one per k, committed under STREAM_REAL
 STREAM_REAL = REPO / "benchmarks" / "results" / "stream_real"
 REAL_TOKENS = ("reasoning_long_tokens.json", "reasoning_long_tokens_k16.json")
-LONG_MODEL = (
-    'MODEL=$(.venv/bin/python -c "from real.models.tiny import TinySettings, build_tiny; '
-    'print(build_tiny(settings=TinySettings.reasoning_long()))")'
-)
+LONG_MODEL = ".venv/bin/sara-real make-tiny --preset reasoning-long"
 
 
 def real_tokens() -> list[str]:
@@ -261,7 +258,11 @@ def real_tokens() -> list[str]:
 
     runs = {name: json.loads((STREAM_REAL / name).read_text()) for name in REAL_TOKENS}
     # inline, not a bash block: the docs' bash blocks all run in the tests, and these take minutes
-    lines = [f"The model (built once, cached): `{LONG_MODEL}`; then, per row group below:", ""]
+    lines = [
+        f"The model (built once, cached): `{LONG_MODEL}` (its JSON line's `model` is the folder,"
+        " MODEL below); then, per row group below:",
+        "",
+    ]
     for name, d in runs.items():
         m = d["meta"]
         minutes = sum(t["wall"] for t in d["rows"].values()) / 60

@@ -37,7 +37,7 @@ from real.models.tiny import TimeCapReached, TinySettings, build_tiny, read_spre
 from real.sampling.client import ServerError
 from real.sampling.serve import ServeConfig, cmd_serve
 from real.tasks import TASKS
-from sara_sim.core.errors import ParameterError, ascii_float, ascii_int, check_float
+from sara_sim.core.errors import ParameterError, ascii_float, ascii_int, check_choice, check_float
 from sara_sim.core.files import one_line, run_cli
 from sara_sim.core.informed import RULES
 from sara_sim.core.registry import PRICED_IN
@@ -219,7 +219,8 @@ def _config_flags(p, strategy, out) -> None:
 def build_parser():
     ap = Parser(prog="sara-real", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
-    add_flags(sub.add_parser("make-tiny", help="train the tiny default model (cached)"), TinyConfig)
+    tiny = sub.add_parser("make-tiny", help="train a tiny model (cached)")
+    add_flags(tiny, TinyConfig, choices={"preset": TINY_PRESETS})
     names = ", ".join(STRATEGIES)
     usage = "%(prog)s [-h] [{}] [--out OUT] [FLAG VALUE ...] (flags by group below)"
     p = sub.add_parser(
@@ -264,14 +265,20 @@ def run_config(a, strategy=None):
     )
 
 
+TINY_PRESETS = ("default", "graded", "reasoning", "reasoning-long", "test")
+
+
 @dataclass
 class TinyConfig:
-    """`sara-real make-tiny`: train the tiny default model."""
+    """`sara-real make-tiny`: train a tiny model (cached by its settings)."""
 
     out: str | None = None
     """model dir (default: the project cache)"""
+    preset: str = "default"
+    """which tiny model: default (the toy task's) | graded (the learning benchmark's) | reasoning
+    | reasoning-long (their tasks' models: failures run long) | test (the tests' quick one)"""
     test_size: bool = False
-    """the quick settings used by tests"""
+    """the quick settings used by tests (the same as --preset test)"""
     time_cap: float | None = None
     """safety cap on training seconds (none: the settings' cap, 1800 s; 900 s with --test-size);
     if hit, nothing is saved and the exit status is 1"""
@@ -291,7 +298,13 @@ def cmd_make_tiny(a) -> int:
         check_seed(a.seed, "--seed")
     if a.out is not None:
         check_writable(a.out, "--out")
-    s = TinySettings.test() if a.test_size else TinySettings()
+    check_choice(a.preset, "--preset", TINY_PRESETS)
+    if a.test_size and a.preset not in ("default", "test"):
+        raise ParameterError(
+            "--test-size", f"is --preset test; it cannot go with --preset {a.preset}"
+        )
+    preset = "test" if a.test_size else a.preset
+    s = TinySettings() if preset == "default" else getattr(TinySettings, preset.replace("-", "_"))()
     s = with_overrides(s, time_cap_s=a.time_cap, seed=a.seed)
     try:
         out = build_tiny(a.out, s, progress=True, overwrite=a.overwrite)

@@ -217,6 +217,45 @@ def test_make_tiny_bad_input(tmp_path, capsys):
     (tmp_path / "busy" / "x").write_text("mine")
     assert "--out" in _bad(["make-tiny", "--out", str(tmp_path / "busy")], capsys)
     assert (tmp_path / "busy" / "x").read_text() == "mine"
+    assert "--preset: must be one of default, graded" in _bad(
+        ["make-tiny", "--preset", "x"], capsys
+    )
+    err = _bad(["make-tiny", "--preset", "reasoning", "--test-size"], capsys)
+    assert err.endswith("--test-size: is --preset test; it cannot go with --preset reasoning")
+
+
+@pytest.mark.parametrize(
+    "argv, settings",
+    [
+        ([], "default"),
+        (["--test-size"], "test"),
+        (["--preset", "reasoning-long"], "reasoning_long"),
+        (["--preset", "graded"], "graded"),
+        (["--preset", "test", "--test-size"], "test"),
+    ],
+)
+def test_make_tiny_builds_the_preset_named(argv, settings, monkeypatch, capsys):
+    """--preset picks the TinySettings constructor the benchmarks and docs name (the model a
+    `--task reasoning-long` run needs is `make-tiny --preset reasoning-long`)."""
+    import real.app.cli as cli
+    from real.models.tiny import TinySettings
+
+    built = []
+
+    class Built(Exception):
+        pass
+
+    def fake_build(out, s, progress, overwrite):
+        built.append(s)
+        raise Built
+
+    monkeypatch.setattr(cli, "build_tiny", fake_build)
+    with pytest.raises(Built):
+        cli.cmd_make_tiny(
+            cli.config_of(cli.TinyConfig, cli.build_parser().parse_args(["make-tiny", *argv]))
+        )
+    want = TinySettings() if settings == "default" else getattr(TinySettings, settings)()
+    assert built == [want]
 
 
 def test_a_locked_folder_is_refused(tmp_path, capsys):
