@@ -377,27 +377,32 @@ SHOWN = (
 
 
 def format_table(table, curves) -> str:
-    """The compare table and the evaluation curve, at most 100 characters wide."""
+    """The compare table and the evaluation curve, at most 100 characters wide with names of up
+    to 12 characters (longer entry names, e.g. sara-auto+stream+tokens, widen their column: a
+    name is never cut)."""
     cols = [c for c in SHOWN if c[0] in table.columns]
+    width = max(12, *(len(str(a)) for a in table["strategy"]))
     lines = [
         "strategy comparison (same model start, seed and effective groups per step)",
         "roll/eff, tok/eff: rollouts, completion tokens per effective group; vs ds: ratio to the "
         "ds entry",
-        f"{'strategy':<12}" + "".join(" " + h.rjust(w) for _, h, w, _ in cols),
+        f"{'strategy':<{width}}" + "".join(" " + h.rjust(w) for _, h, w, _ in cols),
     ]
     for _, r in table.iterrows():
         cells = "".join(" " + _cell(r[c], w, f) for c, _, w, f in cols)
-        lines.append(f"{r['strategy']:<12}{cells}")
+        lines.append(f"{r['strategy']:<{width}}{cells}")
     if reference_text(table):
         lines.append(reference_text(table))
     lines += ["", "held-out pass@1 (cumulative rollouts) after N optimizer steps; 0 = start model"]
     names = list(curves["strategy"].unique())
-    lines.append(f"{'steps done':<12}" + "".join(f" {a[:16]:>16}" for a in names))
+    cell = {a: max(16, len(a)) for a in names}
+    lines.append(f"{'steps done':<12}" + "".join(f" {a:>{cell[a]}}" for a in names))
     for n in sorted(curves["steps_done"].unique()):
         row = f"{int(n):<12d}"
         for a in names:
             p = curves[(curves.strategy == a) & (curves.steps_done == n)]
             acc, roll = (p.eval_accuracy.iloc[0], int(p.cum_rollouts.iloc[0])) if len(p) else (0, 0)
-            row += f" {acc:>6.3f} ({roll:>7d})" if len(p) else f" {'-':>16}"
+            text = f"{acc:>6.3f} ({roll:>7d})" if len(p) else "-"
+            row += f" {text:>{cell[a]}}"
         lines.append(row)
     return "\n".join(lines)

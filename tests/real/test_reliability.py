@@ -164,3 +164,32 @@ def test_undefined_compare_ratios_are_null_and_dashes():
     text = format_table(table, curves)
     sara = next(line for line in text.splitlines() if line.startswith("sara "))
     assert sara.split()[1:3] == ["9.50", "-"] and "nan" not in text
+
+
+def test_a_long_compare_entry_keeps_its_name_and_its_columns():
+    """An entry with suffixes (sara-auto+stream+tokens) is longer than the name column: the
+    column widens, every row's cells stay under their headers, and the name is never cut."""
+    import pandas as pd
+
+    from real.app.compare import COLUMNS, format_table, vs_ds
+
+    names = ["ds", "sara-auto+stream+tokens"]
+    rows = [
+        {c: None for c in COLUMNS}
+        | {"strategy": a, "rollouts_per_effective_group": r, "effective_groups": 4}
+        for a, r in zip(names, (20.0, 17.5), strict=True)
+    ]
+    table = vs_ds(pd.DataFrame(rows, columns=COLUMNS), names)
+    curves = pd.DataFrame(
+        [(a, n, 100 * (n + 1), 0.25) for a in names for n in (0, 2)],
+        columns=["strategy", "steps_done", "cum_rollouts", "eval_accuracy"],
+    )
+    lines = format_table(table, curves).splitlines()
+    head = lines[2]  # the header under the two lines of title
+    body = [line for line in lines if line.split(" ")[0] in names]
+    assert [line.split()[0] for line in body] == names
+    end = head.index("roll/eff") + len("roll/eff")
+    assert [line[end - 5 : end] for line in body] == ["20.00", "17.50"]
+    steps = next(line for line in lines if line.startswith("steps done"))
+    assert steps.split() == ["steps", "done", *names]
+    assert all(len(line) == len(steps) for line in lines[lines.index(steps) + 1 :])
