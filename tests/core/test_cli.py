@@ -52,21 +52,7 @@ def test_theory_json(capsys):
 def test_theory_history_and_optimal_json(capsys, history_path):
     spec = f"history:{history_path}"
     assert (
-        main(
-            [
-                "theory",
-                "--difficulty",
-                spec,
-                "--epoch",
-                "0",
-                "--k",
-                "8",
-                "--tau-low",
-                "0.5",
-                "--json",
-            ]
-        )
-        == 0
+        main(["theory", "--difficulty", spec, *"--epoch 0 --k 8 --tau-low 0.5 --json".split()]) == 0
     )
     th = json.loads(capsys.readouterr().out)
     assert th["p_mixed"] == pytest.approx(1 - 0.3636 - 0.0793, abs=1e-3)  # README of the data

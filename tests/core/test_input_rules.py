@@ -100,15 +100,9 @@ def _commands(path, tmp_path):
         (["optimal", "--difficulty", f"history:{path}", "--k", "4"], "--difficulty", main),
         (
             [
-                "simulate",
-                "--strategy",
-                "ds",
-                "--difficulty",
+                *"simulate --strategy ds --difficulty".split(),
                 f"history:{path}",
-                "--k",
-                "4",
-                "--steps",
-                "1",
+                *"--k 4 --steps 1".split(),
             ],
             "--difficulty",
             main,
@@ -181,18 +175,7 @@ def test_a_good_file_reads_the_same_everywhere(tmp_path, capsys):
     assert frame.values.tolist() == [[0, 0, 3, 8], [1, 0, 5, 8], [0, 1, 4, 8], [1, 1, 2, 8]]
     assert parse_law(f"history:{path}", epochs="1").frame["epoch"].tolist() == [1, 1]
     rc, out, _ = run(
-        [
-            "replay",
-            "--history",
-            str(path),
-            "--k",
-            "4",
-            "--seeds",
-            "1",
-            "--strategies",
-            "ds",
-            "--json",
-        ],
+        ["replay", "--history", str(path), *"--k 4 --seeds 1 --strategies ds --json".split()],
         capsys,
     )
     assert rc == 0 and json.loads(out)["epochs"] == [0, 1]
@@ -413,31 +396,11 @@ def test_integer_flags_take_ascii_digits_only(value, capsys):
         (["theory", "--difficulty", "point:０.５", "--k", "8", "--tau-low", "0.5"], "--difficulty"),
         (["theory", "--difficulty", "beta:1_0,1", "--k", "8", "--tau-low", "0.5"], "--difficulty"),
         (
-            [
-                "theory",
-                "--difficulty",
-                "beta:1,1",
-                "--k",
-                "8",
-                "--tau-low",
-                "0.5",
-                "--prior",
-                "١,1",
-            ],
+            "theory --difficulty beta:1,1 --k 8 --tau-low 0.5 --prior ١,1".split(),
             "--prior",
         ),
         (
-            [
-                "theory",
-                "--difficulty",
-                "history:deepscaler",
-                "--epoch",
-                "٣",
-                "--k",
-                "8",
-                "--tau-low",
-                "0.5",
-            ],
+            "theory --difficulty history:deepscaler --epoch ٣ --k 8 --tau-low 0.5".split(),
             "--epoch",
         ),
         (["replay", "--history", "deepscaler", "--epochs", "0-٣"], "--epochs"),

@@ -412,12 +412,7 @@ def test_every_strategy_knob_reaches_the_collector():
                 "validate",
                 "--strategy",
                 name,
-                "--task-size",
-                "16",
-                "--priced-in",
-                "tokens",
-                "--out",
-                "/tmp/unused",
+                *"--task-size 16 --priced-in tokens --out /tmp/unused".split(),
             ]
         )
         assert check_config(run_config(a)).collector.priced_in == "tokens", name

@@ -121,30 +121,10 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tiny_dir, engine, tmp
     out = tmp_path / "killed"
     cmd = [
         sys.executable,
-        "-m",
-        "real.app.cli",
-        "validate",
-        "--model",
+        *"-m real.app.cli validate --model".split(),
         str(tiny_dir),
-        "--strategy",
-        "sara",
-        "--k",
-        "8",
-        "--groups",
-        "6",
-        "--steps",
-        "7",
-        "--eval-every",
-        "2",
-        "--eval-problems",
-        "32",
-        "--eval-samples",
-        "2",
-        "--lr",
-        "5e-4",
-        "--seed",
-        "3",
-        "--out",
+        *"--strategy sara --k 8 --groups 6 --steps 7 --eval-every 2 --eval-problems 32".split(),
+        *"--eval-samples 2 --lr 5e-4 --seed 3 --out".split(),
         str(out),
         "--no-progress",
     ]
@@ -244,15 +224,10 @@ def test_cli_validate_and_compare_in_process(tiny_dir, engine, tmp_path, monkeyp
     assert (
         main(
             [
-                "compare",
-                "--strategies",
-                "uniform,sara-eb",
-                "--out",
+                *"compare --strategies uniform,sara-eb --out".split(),
                 str(out),
                 *more,
-                "--resume",
-                "--lr",
-                "0.01",
+                *"--resume --lr 0.01".split(),
             ]
         )
         == 2

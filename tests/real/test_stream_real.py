@@ -302,13 +302,9 @@ def test_sara_real_validate_streams_end_to_end_and_resumes(
             main(
                 [
                     *argv,
-                    "--steps",
-                    "3",
-                    "--out",
+                    *"--steps 3 --out".split(),
                     str(tmp_path / "cut"),
-                    "--schedule",
-                    "rounds",
-                    "--resume",
+                    *"--schedule rounds --resume".split(),
                 ]
             )
             == 2

@@ -11,6 +11,7 @@ from sara_sim.core.theory import plan_law
 from sara_sim.sim.baselines import decomposition
 
 CHAIN = "ds,ds-verl3n,sara,sara-auto,sara-history"
+WALLCLOCK = "wallclock --difficulty beta:0.4,0.4 --k 8 --groups 8".split()
 
 
 def _json(capsys, *argv):
@@ -21,20 +22,8 @@ def _json(capsys, *argv):
 def test_wallclock_tells_each_saving_against_ds_streamed_and_by_rounds(capsys):
     d = _json(
         capsys,
-        "wallclock",
-        "--difficulty",
-        "beta:0.4,0.4",
-        "--k",
-        "8",
-        "--groups",
-        "8",
-        "--steps",
-        "6",
-        "--max-num-seqs",
-        "64",
-        "--schedule",
-        "stream",
-        "--strategies",
+        *WALLCLOCK,
+        *"--steps 6 --max-num-seqs 64 --schedule stream --strategies".split(),
         CHAIN,
         "--json",
     )
@@ -66,37 +55,14 @@ def test_wallclock_tells_each_saving_against_ds_streamed_and_by_rounds(capsys):
 
 def test_wallclock_by_rounds_has_no_decomposition(capsys):
     """By rounds a SARA row's wall has its barriers in it: no link is its rule's alone."""
-    d = _json(
-        capsys,
-        "wallclock",
-        "--difficulty",
-        "beta:0.4,0.4",
-        "--k",
-        "8",
-        "--groups",
-        "8",
-        "--steps",
-        "3",
-        "--strategies",
-        "ds,sara",
-        "--json",
-    )
+    d = _json(capsys, *WALLCLOCK, *"--steps 3 --strategies ds,sara --json".split())
     assert d["decomposition"] == {} and "ds stream" in d["references"]
 
 
 def test_compare_tells_each_saving_against_ds_streamed(capsys):
     d = _json(
         capsys,
-        "compare",
-        "--difficulty",
-        "beta:0.4,0.4",
-        "--k",
-        "8",
-        "--steps",
-        "150",
-        "--replicates",
-        "2",
-        "--strategies",
+        *"compare --difficulty beta:0.4,0.4 --k 8 --steps 150 --replicates 2 --strategies".split(),
         CHAIN,
         "--json",
     )
