@@ -25,20 +25,13 @@ SARA's ratio to DS in each loop, and the gap between the two ratios (goal: withi
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-MAIN_PY = Path(os.environ.get("SARA_MAIN_PYTHON", ROOT / ".venv" / "bin" / "python"))
 K = 8
-
-
-def main_env(*args, **kw):
-    return subprocess.run([str(MAIN_PY), "-m", "real.app.cli", *args], cwd=ROOT, **kw)
 
 
 def verl_side(strategy, model, data, url, steps, groups):
@@ -65,6 +58,8 @@ def verl_side(strategy, model, data, url, steps, groups):
 
 
 def own_side(strategy, url, steps, groups, pool, out_dir):
+    from real.verl import toy
+
     folder = out_dir / f"own-{strategy}"
     args = ["validate", "--engine-url", url, "--strategy", strategy, "--schedule", "stream"]
     # lr 1e-12: the loop must take a GRPO step, but the weights (fp32) do not move, as on verl's
@@ -74,7 +69,7 @@ def own_side(strategy, url, steps, groups, pool, out_dir):
     args += ["--eval-every", str(steps)]
     args += ["--out", str(folder), "--overwrite"]
     t0 = time.perf_counter()
-    main_env(*args, check=True, capture_output=True, text=True)
+    toy.main_cli(*args)
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     rows = [r for r in rows if "rollouts" in r]
     keys = ("rollouts", "tokens", "effective_groups", "abandoned", "waste", "cancelled", "carried")
@@ -106,18 +101,13 @@ def main(argv=None):
     from real.sampling.serve import free_port, stop_server, wait_ready
     from real.verl import toy
 
-    made = main_env("make-tiny", check=True, capture_output=True, text=True)
-    model = json.loads(made.stdout.strip().splitlines()[-1])["model"]
+    model = str(toy.main_tiny())
     work = ROOT / ".tmp" / "verl_compare"
     work.mkdir(parents=True, exist_ok=True)
     data = toy.write_dataset(work / "train.parquet", a.pool)
     port = free_port()
     log = work / "server.log"
-    cmd = [str(MAIN_PY), "-m", "real.app.cli", "serve", "--model", model, "--port", str(port)]
-    with open(log, "ab") as f:
-        proc = subprocess.Popen(
-            cmd + ["--max-model-len", "256"], stdout=f, stderr=f, start_new_session=True
-        )
+    proc = toy.main_server(model, port, log)
     url = f"http://127.0.0.1:{port}"
     results = {}
     try:

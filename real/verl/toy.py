@@ -10,7 +10,10 @@ from the config key — with a ``ServerClient`` to a vLLM server as the LLM clie
 verl's ``prepare_step`` (one train batch submitted) then ``replay_buffer.sample`` (evict, refill,
 select), as ``PPOTrainer._step_once`` begins; the batch is then cleared as ``fit`` clears it."""
 
+import json
 import os
+import subprocess
+from pathlib import Path
 
 import numpy as np
 
@@ -39,6 +42,36 @@ def __getattr__(name):  # verl instantiates the loop by its dotted name in its w
     if name == "ToySingleTurnAgentLoop":
         return _single_turn()
     raise AttributeError(name)
+
+
+# ---------------------------------------------------------------- the main environment
+# verl's environment has no vLLM: the tiny model is built and served by the project's main
+# environment (.venv of this checkout, or the python named by SARA_MAIN_PYTHON), over 127.0.0.1.
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def main_python() -> Path:
+    return Path(os.environ.get("SARA_MAIN_PYTHON", ROOT / ".venv" / "bin" / "python"))
+
+
+def main_cli(*args, **kw) -> subprocess.CompletedProcess:
+    """`sara-real ARGS` run by the main environment (checked; output captured as text)."""
+    kw = {"check": True, "capture_output": True, "text": True} | kw
+    return subprocess.run([str(main_python()), "-m", "real.app.cli", *args], cwd=ROOT, **kw)
+
+
+def main_tiny(*args) -> Path:
+    """The tiny model's folder, built (or found in the project cache) by `make-tiny ARGS`."""
+    return Path(json.loads(main_cli("make-tiny", *args).stdout.strip().splitlines()[-1])["model"])
+
+
+def main_server(model_dir, port: int, log) -> subprocess.Popen:
+    """`sara-real serve` of `model_dir` on 127.0.0.1:`port` by the main environment, in its own
+    session (``real.sampling.serve.stop_server`` stops its process group); output to `log`."""
+    cmd = [str(main_python()), "-m", "real.app.cli", "serve", "--model", str(model_dir)]
+    cmd += ["--port", str(port), "--max-model-len", "256"]
+    with open(log, "ab") as f:
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def agent_loop_file(folder) -> str:

@@ -2,34 +2,17 @@
 the tiny model served by a real vLLM server of the project's main environment (.venv, or the
 python named by SARA_MAIN_PYTHON), started and stopped here by pid; the two talk over 127.0.0.1."""
 
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def main_python() -> Path:
-    return Path(os.environ.get("SARA_MAIN_PYTHON", ROOT / ".venv" / "bin" / "python"))
+from real.verl.toy import main_server, main_tiny
 
 
 @pytest.fixture(scope="session")
 def tiny_dir():
     """The test-size tiny model, built (or found in the project cache) by the main environment."""
-    py = main_python()
-    out = subprocess.run(
-        [str(py), "-m", "real.app.cli", "make-tiny", "--test-size"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    import json
-
-    return Path(json.loads(out.stdout.strip().splitlines()[-1])["model"])
+    return main_tiny("--test-size")
 
 
 @pytest.fixture(scope="session")
@@ -39,10 +22,7 @@ def server_url(tiny_dir, tmp_path_factory):
 
     log = tmp_path_factory.mktemp("server") / "server.log"
     port = free_port()
-    cmd = [str(main_python()), "-m", "real.app.cli", "serve", "--model", str(tiny_dir)]
-    cmd += ["--port", str(port), "--max-model-len", "256"]
-    with open(log, "ab") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = main_server(tiny_dir, port, log)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, proc, log=log)
