@@ -93,7 +93,7 @@ def check_audit_size(a, max_tokens: int) -> None:
     the bootstrap (resamples x recorded prompts), the replay of two or more passes (visits),
     and memory (a pass's records; one engine call's results: batch x k x max-tokens); past a
     bound, one line naming the biggest factor."""
-    from real.app.run import ram_bytes
+    from real.app.run import check_ram
     from sara_sim.sim.replay import REPLAY_VISIT_LIMIT
 
     if a.force:
@@ -113,14 +113,11 @@ def check_audit_size(a, max_tokens: int) -> None:
     # ~1 KiB a record as Python rows and in the frame; ~200 B a generated token in results
     parts = {"--prompts": 1024.0 * records, "--batch": 200.0 * min(a.batch, a.prompts) * a.k}
     parts["--batch"] *= max_tokens
-    need, have = sum(parts.values()), 0.7 * ram_bytes()
-    if need > have:
-        raise ParameterError(
-            max(parts, key=parts.get),
-            f"the audit needs ~{need / 2**30:.1f} GiB (prompts {a.prompts} x passes {a.passes}, "
-            f"batch {a.batch} x k {a.k} x max-tokens {max_tokens}), over 70 % of this machine's "
-            f"{ram_bytes() / 2**30:.0f} GiB; lower it or pass --force",
-        )
+    detail = (
+        f" (prompts {a.prompts} x passes {a.passes}, batch {a.batch} x k {a.k} x max-tokens "
+        f"{max_tokens})"
+    )
+    check_ram(parts, "the audit", detail, "lower it or pass --force")
 
 
 def parse_taus(text) -> list[float]:

@@ -347,15 +347,11 @@ def check_memory(cfg, task) -> None:
         "--eval-samples": n_eval * cfg.eval_samples * tokens * 200,
     }
     parts["--micro-batch" if micro else rounds] += train
-    need, have = sum(parts.values()), 0.7 * ram_bytes()
-    if need > have:
-        raise ParameterError(
-            max(parts, key=parts.get),
-            f"k={cfg.k} x groups={cfg.groups}, eval {n_eval} x {cfg.eval_samples} samples "
-            f"(max-tokens {tokens}, micro-batch {micro or 'all'}) needs ~{need / 2**30:.1f} GiB, "
-            f"over 70 % of this machine's {ram_bytes() / 2**30:.0f} GiB; lower them, set "
-            "--micro-batch, or --force",
-        )
+    what = (
+        f"k={cfg.k} x groups={cfg.groups}, eval {n_eval} x {cfg.eval_samples} samples "
+        f"(max-tokens {tokens}, micro-batch {micro or 'all'})"
+    )
+    check_ram(parts, what, "", "lower them, set --micro-batch, or --force")
 
 
 def _cuda_for_auto(device: str) -> bool:
@@ -370,6 +366,18 @@ def _cuda_for_auto(device: str) -> bool:
 
 def ram_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_ram(parts: dict, what: str, detail: str, advice: str) -> None:
+    """Refuse host memory past 70 % of this machine's RAM: `parts` maps the flag of each part to
+    its bytes; the one line names the flag of the biggest part, `what` needs, `detail`, `advice`."""
+    need, ram = sum(parts.values()), ram_bytes()
+    if need > 0.7 * ram:
+        raise ParameterError(
+            max(parts, key=parts.get),
+            f"{what} needs ~{need / 2**30:.1f} GiB{detail}, over 70 % of this machine's "
+            f"{ram / 2**30:.0f} GiB; {advice}",
+        )
 
 
 def _vocab(model) -> int:
