@@ -18,22 +18,24 @@ from sara_sim.core.errors import ParameterError
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# the claim files the toy folder lacks, in the order the loader names them
+ABSENT = (
+    "k8_sara_mopps",
+    "k16",
+    "k16_more",
+    "reinforcepp",
+    "reasoning_long",
+    "reasoning_long_more",
+)
+
+
 def test_doctests():
     assert doctest.testmod(claims_data).failed == 0
 
 
 def test_load_pools_by_setting_and_names_what_is_missing(claim_files):
     data = load_claims(claim_files)
-    # the toy folder has no such files
-    absent = (
-        "k8_sara_mopps",
-        "k16",
-        "k16_more",
-        "reinforcepp",
-        "reasoning_long",
-        "reasoning_long_more",
-    )
-    assert data.missing == {n: f"{n}.csv not found" for n in absent}
+    assert data.missing == {n: f"{n}.csv not found" for n in ABSENT}
     assert data.sources == {
         "GRPO": ["k8", "k8_more"],
         "RLOO": ["rloo"],
@@ -106,15 +108,7 @@ def test_the_command_prints_the_table_and_names_missing_files(claim_files):
     cmd = [sys.executable, str(ROOT / "benchmarks/claims.py"), "--claims", str(claim_files)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    absent = (
-        "k8_sara_mopps",
-        "k16",
-        "k16_more",
-        "reinforcepp",
-        "reasoning_long",
-        "reasoning_long_more",
-    )
-    assert proc.stderr.splitlines() == [f"claims_table: {n}: {n}.csv not found" for n in absent]
+    assert proc.stderr.splitlines() == [f"claims_table: {n}: {n}.csv not found" for n in ABSENT]
     assert proc.stdout.splitlines()[0].startswith("| claim | paper |")
     bad = subprocess.run([*cmd, "--margin", "0"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--margin" in bad.stderr
