@@ -260,7 +260,7 @@ def start_settings(a):
     """The tiny model's settings: the tests' quick one, or the task's start model (built once)."""
     from real.models.tiny import TinySettings
 
-    return TinySettings.test() if a.test_model else getattr(TinySettings, START[a.task])()
+    return TinySettings.test() if a.test_model else TinySettings.named(START[a.task])
 
 
 def _unbuilt(model: str) -> bool:

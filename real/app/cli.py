@@ -303,8 +303,7 @@ def cmd_make_tiny(a) -> int:
         raise ParameterError(
             "--test-size", f"is --preset test; it cannot go with --preset {a.preset}"
         )
-    preset = "test" if a.test_size else a.preset
-    s = TinySettings() if preset == "default" else getattr(TinySettings, preset.replace("-", "_"))()
+    s = TinySettings.named("test" if a.test_size else a.preset)
     s = with_overrides(s, time_cap_s=a.time_cap, seed=a.seed)
     try:
         out = build_tiny(a.out, s, progress=True, overwrite=a.overwrite)

@@ -92,6 +92,12 @@ class TinySettings:
     base: str = ""
 
     @classmethod
+    def named(cls, name: str) -> "TinySettings":
+        """A named model's settings: "default" (the toy task's) or a constructor's name, dashes
+        for underscores ("reasoning-long": ``reasoning_long``)."""
+        return cls() if name == "default" else getattr(cls, name.replace("-", "_"))()
+
+    @classmethod
     def test(cls) -> "TinySettings":
         """Quick settings for the test suite (20-60 s on 2 cores, by load): same architecture and a
         looser spread target — the tests need mixed groups, not a good model."""
@@ -161,7 +167,7 @@ class TinySettings:
             if d[field] == old:  # builds from before the field keep their cache key
                 del d[field]
         if "base" in d:
-            d["base"] += ":" + getattr(TinySettings, self.base)().digest()
+            d["base"] += ":" + TinySettings.named(self.base).digest()
         blob = json.dumps({"v": FORMAT_VERSION, **d}, sort_keys=True)
         return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
@@ -317,7 +323,7 @@ def _start_model(s: TinySettings):
         return make_model(s)
     from transformers import AutoModelForCausalLM
 
-    folder = build_tiny(None, getattr(TinySettings, s.base)())
+    folder = build_tiny(None, TinySettings.named(s.base))
     return AutoModelForCausalLM.from_pretrained(folder, dtype="float32")
 
 
