@@ -86,12 +86,9 @@ def _message(e: ParameterError) -> str:
 def _run_cfg(cfg, spec: str, resume: bool):
     """The run of one entry of the list, in its own folder (real.base.config.split_spec:
     NAME+no-carry: carry off; +stream / +rounds: its schedule; +tokens: priced in tokens)."""
-    entry = split_spec(spec)
+    entry = _role(spec, cfg.knobs)
     knobs = replace(
-        cfg.knobs,
-        carry=cfg.knobs.carry and entry.carry,
-        schedule=entry.schedule or cfg.knobs.schedule,
-        priced_in=entry.priced_in or cfg.knobs.priced_in,
+        cfg.knobs, carry=entry.carry, schedule=entry.schedule, priced_in=entry.priced_in
     )
     out = Path(cfg.out) / spec
     return replace(
@@ -179,8 +176,8 @@ UNITS = ("rollouts", "tokens")
 
 
 def _role(spec: str, knobs) -> Spec:
-    """An entry as it ran: its strategy, carry, schedule and pricing (its suffixes, else the
-    compare's flags)."""
+    """An entry as it runs: its strategy, carry, schedule and pricing (its suffixes, else the
+    compare's flags) — what its run's config (``_run_cfg``) and the references read."""
     e = split_spec(spec)
     return Spec(
         e.name,
